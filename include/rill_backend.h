@@ -1,0 +1,218 @@
+/*
+ * rill_backend.h — the interface between the rill runtime and its backends.
+ *
+ * A backend is either built into librill (the CPU backend) or a plugin: a shared
+ * library named librill-<name>.so that exports the two symbols declared at the
+ * end of this file (use RILL_BACKEND_PLUGIN_DEFINE). Plugins never link against
+ * librill: everything they need from the host comes through rill_host_services.
+ *
+ * The runtime validates every argument before it calls a backend: handles are
+ * non-NULL, dtypes agree, shapes fit, optional operands are NULL or well-formed.
+ * Backends may rely on that and need not check again.
+ *
+ * Every table a backend implements starts with abi_version and struct_size.
+ * Members are only ever appended. Members marked (optional) may be NULL; the
+ * runtime then supplies a default or reports RILL_ERROR_UNSUPPORTED.
+ *
+ * Changelog
+ *   1  First version: plugin negotiation and init, host services (log, error),
+ *      device enumeration, contexts, buffers (alloc, free, write, read, copy),
+ *      synchronize, and the residual-stream ops: residual_add, rms_norm,
+ *      layer_norm, fused_add_rms_norm, fused_add_layer_norm, gemm.
+ */
+#ifndef RILL_BACKEND_H
+#define RILL_BACKEND_H
+
+#include "rill.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The newest interface version this header describes. */
+#define RILL_BACKEND_ABI_VERSION 1u
+/* The oldest interface version the runtime built from this header accepts. */
+#define RILL_BACKEND_ABI_MIN_VERSION 1u
+
+/* ------------------------------------------------------------------------- */
+/* Host services: what the runtime offers a backend                           */
+/* ------------------------------------------------------------------------- */
+
+typedef struct rill_host_services {
+  uint32_t abi_version; /* the version negotiated with this plugin */
+  uint32_t struct_size; /* sizeof(rill_host_services) as the host knows it */
+  /* Emits a log message through the host's logger. backend is the backend's
+     name ("vulkan"); message is copied before the call returns. */
+  void (*log)(rill_log_level level, const char* backend, const char* message);
+  /* Records message as the calling thread's rill_last_error() and returns
+     status, so a backend can write `return host->fail(RILL_ERROR_BACKEND, msg);`. */
+  rill_status (*fail)(rill_status status, const char* message);
+} rill_host_services;
+
+/* ------------------------------------------------------------------------- */
+/* Objects handed to a backend                                               */
+/* ------------------------------------------------------------------------- */
+
+/* A backend's own buffer object, created by buffer_alloc. */
+typedef struct rill_backend_buffer rill_backend_buffer;
+/* A backend's own context object (a device plus its queue/stream). */
+typedef struct rill_backend_context rill_backend_context;
+
+/* A view of a tensor: a byte range of one buffer with a dtype and a shape.
+   Row-major and contiguous: element (i0, .., iN) lies at
+   offset + ((i0*shape[1] + i1)*shape[2] + ..)*dtype_size. offset is a multiple
+   of the dtype size. Unused entries of shape are 1. */
+typedef struct rill_backend_tensor {
+  rill_backend_buffer* buffer;
+  uint64_t offset; /* bytes from the start of buffer */
+  rill_dtype dtype;
+  int32_t ndim;
+  int64_t shape[RILL_MAX_DIMS];
+} rill_backend_tensor;
+
+/* Options for a new backend context, translated by the runtime from the config
+   (backends never see TOML). */
+typedef struct rill_backend_context_options {
+  uint32_t struct_size;
+  int32_t device_index;      /* >= 0: the device with this index; -1: see device_name */
+  const char* device_name;   /* with device_index -1: first device whose name contains this */
+  uint32_t threads;          /* CPU worker threads; 0 = all cores */
+  uint32_t allow_tf32;       /* nonzero: f32 GEMM may use TF32 (CUDA) */
+} rill_backend_context_options;
+
+/* What a device is. */
+typedef enum rill_device_type {
+  RILL_DEVICE_TYPE_CPU = 0,             /* the host CPU (the CPU backend) */
+  RILL_DEVICE_TYPE_DISCRETE_GPU = 1,
+  RILL_DEVICE_TYPE_INTEGRATED_GPU = 2,
+  RILL_DEVICE_TYPE_VIRTUAL_GPU = 3,
+  RILL_DEVICE_TYPE_CPU_IMPLEMENTATION = 4, /* a GPU API implemented on the CPU (lavapipe, SwiftShader) */
+  RILL_DEVICE_TYPE_OTHER = 5,
+  RILL_DEVICE_TYPE_MAX_ENUM = 0x7FFFFFFF
+} rill_device_type;
+
+/* A description of one device, filled by describe_device. */
+typedef struct rill_backend_device_info {
+  uint32_t struct_size;
+  char name[256];
+  rill_device_type type;
+  uint64_t memory_bytes;  /* device-local memory, 0 if unknown */
+  uint32_t subgroup_size; /* SIMD/warp/subgroup width, 0 if not meaningful */
+  char details[512];      /* one line of backend-specific facts: features, driver, ISA */
+} rill_backend_device_info;
+
+/* ------------------------------------------------------------------------- */
+/* Operators                                                                 */
+/* Semantics are those of the same-named functions in rill.h. Optional        */
+/* operands (gain, weight, bias) are NULL when absent. Ops may complete       */
+/* asynchronously; a later read, copy or synchronize observes their result.   */
+/* ------------------------------------------------------------------------- */
+
+typedef struct rill_backend_ops {
+  uint32_t abi_version;
+  uint32_t struct_size;
+  rill_status (*residual_add)(rill_backend_context* ctx, const rill_backend_tensor* residual,
+                              const rill_backend_tensor* update, const rill_backend_tensor* gain,
+                              float residual_scale, float update_scale);
+  rill_status (*rms_norm)(rill_backend_context* ctx, const rill_backend_tensor* x, const rill_backend_tensor* weight,
+                          float eps, const rill_backend_tensor* out);
+  rill_status (*layer_norm)(rill_backend_context* ctx, const rill_backend_tensor* x, const rill_backend_tensor* weight,
+                            const rill_backend_tensor* bias, float eps, const rill_backend_tensor* out);
+  rill_status (*fused_add_rms_norm)(rill_backend_context* ctx, const rill_backend_tensor* x,
+                                    const rill_backend_tensor* residual, const rill_backend_tensor* gain,
+                                    const rill_backend_tensor* weight, float eps, float residual_scale,
+                                    float update_scale);
+  rill_status (*fused_add_layer_norm)(rill_backend_context* ctx, const rill_backend_tensor* x,
+                                      const rill_backend_tensor* residual, const rill_backend_tensor* gain,
+                                      const rill_backend_tensor* weight, const rill_backend_tensor* bias, float eps,
+                                      float residual_scale, float update_scale);
+  /* out = alpha * a · w^T + beta * out + bias; a viewed as [rows, K], w [N, K]. */
+  rill_status (*gemm)(rill_backend_context* ctx, const rill_backend_tensor* a, const rill_backend_tensor* w,
+                      const rill_backend_tensor* bias, float alpha, float beta, const rill_backend_tensor* out);
+} rill_backend_ops;
+
+/* ------------------------------------------------------------------------- */
+/* The backend                                                               */
+/* ------------------------------------------------------------------------- */
+
+typedef struct rill_backend {
+  uint32_t abi_version; /* the version this table implements */
+  uint32_t struct_size; /* sizeof(rill_backend) as the backend was built */
+  const char* name;     /* "cpu", "cuda", "vulkan": matches the plugin file name */
+
+  /* Devices. device_count fails with RILL_ERROR_BACKEND_UNAVAILABLE (and the
+     reason, through host->fail) when the driver or runtime is missing; zero
+     devices is a success with *out_count = 0. */
+  rill_status (*device_count)(uint32_t* out_count);
+  rill_status (*describe_device)(uint32_t index, rill_backend_device_info* out_info);
+
+  /* Contexts. context_create picks the device from options and fails with
+     RILL_ERROR_BACKEND_UNAVAILABLE when it cannot be had. context_destroy waits
+     for pending work. */
+  rill_status (*context_create)(const rill_backend_context_options* options, rill_backend_context** out_ctx);
+  void (*context_destroy)(rill_backend_context* ctx);
+  /* The chosen device's description, valid for the context's life. */
+  const char* (*context_device_name)(rill_backend_context* ctx);
+  rill_status (*synchronize)(rill_backend_context* ctx);
+
+  /* Buffers. bytes >= 1. write/read/copy are ordered with the context's ops:
+     a write happens after ops submitted before it; a read waits for them and
+     returns the data. */
+  rill_status (*buffer_alloc)(rill_backend_context* ctx, uint64_t bytes, rill_backend_buffer** out_buffer);
+  void (*buffer_free)(rill_backend_context* ctx, rill_backend_buffer* buffer);
+  rill_status (*buffer_write)(rill_backend_context* ctx, rill_backend_buffer* buffer, uint64_t offset,
+                              const void* src, uint64_t bytes);
+  rill_status (*buffer_read)(rill_backend_context* ctx, rill_backend_buffer* buffer, uint64_t offset, void* dst,
+                             uint64_t bytes);
+  rill_status (*buffer_copy)(rill_backend_context* ctx, rill_backend_buffer* src, uint64_t src_offset,
+                             rill_backend_buffer* dst, uint64_t dst_offset, uint64_t bytes);
+
+  const rill_backend_ops* ops;
+} rill_backend;
+
+/* ------------------------------------------------------------------------- */
+/* Plugin entry points                                                       */
+/* ------------------------------------------------------------------------- */
+
+/* Negotiation: the host offers the range [host_min, host_max] of interface
+   versions it can drive; the plugin answers the highest version inside that
+   range that it implements, or 0 to refuse. */
+typedef uint32_t (*rill_plugin_negotiate_fn)(uint32_t host_min, uint32_t host_max);
+/* Init: called once after a successful negotiation with the agreed version.
+   The plugin keeps host (valid until the plugin is unloaded) and hands back
+   its backend table. Failing here makes the backend unavailable; the plugin
+   reports the reason through host->fail. */
+typedef rill_status (*rill_plugin_init_fn)(uint32_t abi_version, const rill_host_services* host,
+                                           const rill_backend** out_backend);
+
+#define RILL_PLUGIN_NEGOTIATE_SYMBOL "rill_plugin_negotiate"
+#define RILL_PLUGIN_INIT_SYMBOL "rill_plugin_init"
+
+#if defined(__cplusplus)
+#  define RILL_PLUGIN_EXTERN_C extern "C"
+#else
+#  define RILL_PLUGIN_EXTERN_C
+#endif
+#if defined(_WIN32)
+#  define RILL_PLUGIN_EXPORT RILL_PLUGIN_EXTERN_C __declspec(dllexport)
+#else
+#  define RILL_PLUGIN_EXPORT RILL_PLUGIN_EXTERN_C __attribute__((visibility("default")))
+#endif
+
+/* Defines both entry points of a plugin that implements interface versions
+   [min_version, max_version]; init_fn has the rill_plugin_init_fn signature. */
+#define RILL_BACKEND_PLUGIN_DEFINE(min_version, max_version, init_fn)                                   \
+  RILL_PLUGIN_EXPORT uint32_t rill_plugin_negotiate(uint32_t host_min, uint32_t host_max) {              \
+    uint32_t best = host_max < (max_version) ? host_max : (max_version);                                  \
+    return (best >= host_min && best >= (min_version)) ? best : 0u;                                       \
+  }                                                                                                       \
+  RILL_PLUGIN_EXPORT rill_status rill_plugin_init(uint32_t abi_version, const rill_host_services* host,   \
+                                                  const rill_backend** out_backend) {                     \
+    return init_fn(abi_version, host, out_backend);                                                       \
+  }
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* RILL_BACKEND_H */
