@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Installs the Debian packages rill needs to build and test, only those that
+# are missing. Needs root (or sudo). The CUDA toolkit is optional and not
+# installed here: with nvcc on PATH the CUDA backend is built, without it not.
+set -euo pipefail
+
+packages=(
+  g++ cmake make pkg-config git
+  libtomlplusplus-dev doctest-dev nlohmann-json3-dev libopenblas-dev   # runtime, CPU backend, tests
+  libvulkan-dev glslang-tools mesa-vulkan-drivers vulkan-validationlayers vulkan-tools  # Vulkan backend
+  python3 python3-numpy python3-pytest python3-setuptools python3-pip python3-torch  # Python binding, references
+  mono-mcs mono-runtime                                                # C# binding
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
+done
+
+sudo_cmd=()
+[ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "install-deps: installing ${missing[*]}"
+  "${sudo_cmd[@]}" apt-get update -q
+  DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
+
+# The safetensors reference for the decoder-layer tests comes from PyPI (the
+# official package); Debian has none. It is installed for Debian's python3,
+# which is the one that has numpy and torch.
+if ! /usr/bin/python3 -c "import safetensors" >/dev/null 2>&1; then
+  "${sudo_cmd[@]}" /usr/bin/python3 -m pip install -q --break-system-packages safetensors
+fi
