@@ -1,0 +1,501 @@
+"""Contexts, tensors and operators over the C API, with numpy interop."""
+
+import ctypes
+import enum
+import numbers
+import os
+import weakref
+
+import numpy as np
+
+from . import _library
+from ._library import LOG_FN, check, lib, text
+from .errors import DtypeError, InvalidArgumentError, ShapeError
+
+MAX_DIMS = 4  # RILL_MAX_DIMS
+
+
+class DType(enum.IntEnum):
+    """rill_dtype. bf16 tensors exchange their bits with numpy as uint16."""
+
+    F32 = 0
+    F16 = 1
+    BF16 = 2
+
+
+class LogLevel(enum.IntEnum):
+    """rill_log_level."""
+
+    DEBUG = 0
+    INFO = 1
+    WARNING = 2
+    ERROR = 3
+
+
+# The numpy dtype that holds each storage format bit for bit.
+_STORAGE = {DType.F32: np.dtype(np.float32), DType.F16: np.dtype(np.float16), DType.BF16: np.dtype(np.uint16)}
+_NAMES = {"f32": DType.F32, "float32": DType.F32, "f16": DType.F16, "float16": DType.F16,
+          "bf16": DType.BF16, "bfloat16": DType.BF16}
+
+
+def as_dtype(value, argument="dtype"):
+    """A DType from a DType, its int value, a name ("f32", "f16", "bf16") or the
+    numpy float32/float16 dtypes."""
+    if isinstance(value, DType):
+        return value
+    if isinstance(value, str) and value.lower() in _NAMES:
+        return _NAMES[value.lower()]
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+        try:
+            return DType(int(value))
+        except ValueError:
+            pass
+    try:
+        as_numpy = np.dtype(value)
+    except TypeError:
+        as_numpy = None
+    if as_numpy == np.float32:
+        return DType.F32
+    if as_numpy == np.float16:
+        return DType.F16
+    raise DtypeError("{}: expected 'f32', 'f16', 'bf16' or a rill.DType, got {!r}".format(argument, value))
+
+
+def storage_numpy_dtype(dtype):
+    """The numpy dtype that holds a rill dtype's bits (uint16 for bf16)."""
+    return _STORAGE[as_dtype(dtype)]
+
+
+def f32_to_bf16(array):
+    """float32 values -> bfloat16 bits (uint16), rounded to nearest even; NaN stays NaN."""
+    a = np.ascontiguousarray(array, dtype=np.float32)
+    bits = a.view(np.uint32).astype(np.uint64)
+    rounded = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype(np.uint16)
+    nan = np.isnan(a)
+    rounded[nan] = ((bits[nan] >> 16) | 0x40).astype(np.uint16)
+    return rounded
+
+
+def bf16_to_f32(bits):
+    """bfloat16 bits (uint16) -> float32 values (exact)."""
+    b = np.ascontiguousarray(bits)
+    if b.dtype != np.uint16:
+        raise DtypeError("bf16_to_f32: expected a uint16 array of bfloat16 bits, got {}".format(b.dtype))
+    return (b.astype(np.uint32) << 16).view(np.float32)
+
+
+def _finite(value, argument):
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise InvalidArgumentError("{}: expected a finite number, got {!r}".format(argument, value))
+    return float(value)
+
+
+def _check_shape(shape, argument="shape"):
+    try:
+        dims = tuple(int(d) for d in shape)
+    except TypeError:
+        raise InvalidArgumentError("{}: expected a sequence of 1 to {} ints, got {!r}".format(
+            argument, MAX_DIMS, shape)) from None
+    if not 1 <= len(dims) <= MAX_DIMS:
+        raise InvalidArgumentError("{}: expected 1 to {} dims, got {} ({})".format(
+            argument, MAX_DIMS, len(dims), dims))
+    if any(d < 1 for d in dims):
+        raise ShapeError("{}: every dim must be >= 1, got {}".format(argument, dims))
+    return dims
+
+
+# --------------------------------------------------------------------------
+# Library-level functions
+# --------------------------------------------------------------------------
+
+def version_number():
+    """rill_version_number() of the loaded librill: MAJOR*10000 + MINOR*100 + PATCH."""
+    return int(lib().rill_version_number())
+
+
+def version():
+    """(major, minor, patch) of the loaded librill."""
+    v = version_number()
+    return (v // 10000, v // 100 % 100, v % 100)
+
+
+def status_string(status):
+    return text(lib().rill_status_string(int(status)))
+
+
+def last_error():
+    return text(lib().rill_last_error())
+
+
+def dtype_size(dtype):
+    """Bytes per element (0 for a value that is not a dtype, as in C)."""
+    return int(lib().rill_dtype_size(int(dtype)))
+
+
+def dtype_name(dtype):
+    return text(lib().rill_dtype_name(int(dtype)))
+
+
+_log_callback = None  # keeps the ctypes trampoline alive while librill may call it
+
+
+def set_log_callback(fn, min_level=LogLevel.INFO):
+    """Routes librill's log messages to fn(level: LogLevel, message: str).
+    fn None restores the default (stderr, per the RILL_LOG variable). fn may be
+    called from any thread that uses rill; exceptions it raises are printed by
+    ctypes and otherwise ignored."""
+    global _log_callback
+    if fn is None:
+        trampoline = LOG_FN()
+    else:
+        if not callable(fn):
+            raise InvalidArgumentError("fn: expected a callable or None, got {!r}".format(fn))
+
+        def call(level, message, _user_data):
+            fn(LogLevel(level) if level in LogLevel._value2member_map_ else level, text(message))
+
+        trampoline = LOG_FN(call)
+    try:
+        level = LogLevel(min_level)
+    except ValueError:
+        raise InvalidArgumentError("min_level: expected a rill.LogLevel, got {!r}".format(min_level)) from None
+    check(lib().rill_set_log_callback(trampoline, None, int(level)))
+    _log_callback = trampoline if fn is not None else None
+
+
+def _config_bytes(config):
+    if config is None:
+        return None
+    if not isinstance(config, str):
+        raise InvalidArgumentError("config: expected TOML text (str) or None, got {}".format(type(config).__name__))
+    return config.encode("utf-8")
+
+
+def info_report(config=None):
+    """The report `rill info` prints: version, backends, availability, devices."""
+    encoded = _config_bytes(config)
+    required = ctypes.c_size_t(0)
+    check(lib().rill_info_report(encoded, None, 0, ctypes.byref(required)))
+    buf = ctypes.create_string_buffer(required.value)
+    check(lib().rill_info_report(encoded, buf, required.value, ctypes.byref(required)))
+    return text(buf.value)
+
+
+# --------------------------------------------------------------------------
+# Context
+# --------------------------------------------------------------------------
+
+def _destroy_tensor(library, ctx_handle, handle):
+    # Work queued on a GPU backend may still read or write the tensor.
+    library.rill_context_synchronize(ctx_handle)
+    library.rill_tensor_destroy(handle)
+
+
+class Context:
+    """One backend device and its queue (rill_context). Use as a context
+    manager or call close(); otherwise it is released when collected.
+    config: TOML text (see rill.h) or None for the defaults."""
+
+    def __init__(self, config=None):
+        encoded = _config_bytes(config)
+        handle = ctypes.c_void_p()
+        check(lib().rill_context_create(encoded, ctypes.byref(handle)))
+        self._adopt(handle.value)
+
+    @classmethod
+    def from_file(cls, path):
+        """A context from a TOML config file."""
+        handle = ctypes.c_void_p()
+        check(lib().rill_context_create_from_file(os.fsencode(path), ctypes.byref(handle)))
+        self = cls.__new__(cls)
+        self._adopt(handle.value)
+        return self
+
+    def _adopt(self, handle):
+        self._handle = handle
+        self._tensors = weakref.WeakSet()
+        self._finalizer = weakref.finalize(self, lib().rill_context_destroy, handle)
+
+    @property
+    def handle(self):
+        """The raw rill_context* (an int) for calls through rill.lib()."""
+        if not self._finalizer.alive:
+            raise InvalidArgumentError("context: this rill.Context is closed")
+        return self._handle
+
+    @property
+    def closed(self):
+        return not self._finalizer.alive
+
+    def close(self):
+        """Releases the tensors still open in this context, then the context."""
+        for tensor in list(self._tensors):
+            tensor.close()
+        self._finalizer()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __repr__(self):
+        if self.closed:
+            return "<rill.Context closed>"
+        return "<rill.Context backend={!r} device={!r}>".format(self.backend_name, self.device_name)
+
+    @property
+    def backend_name(self):
+        return text(lib().rill_context_backend_name(self.handle))
+
+    @property
+    def device_name(self):
+        return text(lib().rill_context_device_name(self.handle))
+
+    @property
+    def selection_report(self):
+        return text(lib().rill_context_selection_report(self.handle))
+
+    def synchronize(self):
+        check(lib().rill_context_synchronize(self.handle))
+
+    # -- tensors -----------------------------------------------------------
+
+    def empty(self, shape, dtype=DType.F32):
+        """A new tensor whose contents are undefined until written."""
+        dims = _check_shape(shape)
+        kind = as_dtype(dtype)
+        c_shape = (ctypes.c_int64 * len(dims))(*dims)
+        handle = ctypes.c_void_p()
+        check(lib().rill_tensor_create(self.handle, int(kind), len(dims), c_shape, ctypes.byref(handle)))
+        return Tensor._adopt(self, handle.value)
+
+    def tensor(self, array, dtype=None):
+        """A new tensor holding a copy of a numpy array (or anything
+        np.asarray accepts). Without dtype, float32 arrays become f32 and
+        float16 arrays f16; other arrays need dtype. dtype 'bf16' takes a
+        uint16 array of bfloat16 bits as is, or converts float values."""
+        arr = np.asarray(array)
+        if dtype is None:
+            if arr.dtype == np.float32:
+                kind = DType.F32
+            elif arr.dtype == np.float16:
+                kind = DType.F16
+            elif arr.dtype == np.uint16:
+                raise DtypeError("array: a uint16 array is ambiguous; pass dtype='bf16' if it holds bfloat16 bits")
+            else:
+                raise DtypeError("array: expected float32 or float16 (or pass dtype='f32', 'f16' or 'bf16' "
+                                 "to convert), got {}".format(arr.dtype))
+        else:
+            kind = as_dtype(dtype)
+        t = self.empty(arr.shape, kind)
+        t.write(arr)
+        return t
+
+    def _arg(self, value, argument, optional=False):
+        """The raw handle of a tensor argument, after checking it is an open
+        Tensor of this context."""
+        if value is None:
+            if optional:
+                return None
+            raise InvalidArgumentError("{}: expected a rill.Tensor, got None".format(argument))
+        if not isinstance(value, Tensor):
+            raise InvalidArgumentError("{}: expected a rill.Tensor{}, got {}".format(
+                argument, " or None" if optional else "", type(value).__name__))
+        if value.closed:
+            raise InvalidArgumentError("{}: the tensor is closed".format(argument))
+        if value._context is not self:
+            raise InvalidArgumentError("{}: the tensor belongs to another context".format(argument))
+        return value.handle
+
+    # -- operators (see rill.h for the exact contracts) --------------------
+
+    def residual_add(self, residual, update, gain=None, residual_scale=1.0, update_scale=1.0):
+        """residual = residual_scale*residual + update_scale*(gain * update), in place."""
+        check(lib().rill_residual_add(self.handle, self._arg(residual, "residual"), self._arg(update, "update"),
+                                      self._arg(gain, "gain", True), _finite(residual_scale, "residual_scale"),
+                                      _finite(update_scale, "update_scale")))
+        return residual
+
+    def rms_norm(self, x, weight=None, eps=1e-6, out=None):
+        """out = x * rsqrt(mean(x^2) + eps) * weight per row; out None: a new tensor."""
+        if out is None:
+            out = self._like(x, "x")
+        check(lib().rill_rms_norm(self.handle, self._arg(x, "x"), self._arg(weight, "weight", True),
+                                  _finite(eps, "eps"), self._arg(out, "out")))
+        return out
+
+    def layer_norm(self, x, weight=None, bias=None, eps=1e-5, out=None):
+        """out = (x - mean) * rsqrt(var + eps) * weight + bias per row (biased variance)."""
+        if out is None:
+            out = self._like(x, "x")
+        check(lib().rill_layer_norm(self.handle, self._arg(x, "x"), self._arg(weight, "weight", True),
+                                    self._arg(bias, "bias", True), _finite(eps, "eps"), self._arg(out, "out")))
+        return out
+
+    def fused_add_rms_norm(self, x, residual, gain=None, weight=None, eps=1e-6, residual_scale=1.0,
+                           update_scale=1.0):
+        """residual += scaled gain*x; x = rms_norm(residual) * weight. Both in place."""
+        check(lib().rill_fused_add_rms_norm(
+            self.handle, self._arg(x, "x"), self._arg(residual, "residual"), self._arg(gain, "gain", True),
+            self._arg(weight, "weight", True), _finite(eps, "eps"), _finite(residual_scale, "residual_scale"),
+            _finite(update_scale, "update_scale")))
+        return x
+
+    def fused_add_layer_norm(self, x, residual, gain=None, weight=None, bias=None, eps=1e-5, residual_scale=1.0,
+                             update_scale=1.0):
+        """residual += scaled gain*x; x = layer_norm(residual) * weight + bias. Both in place."""
+        check(lib().rill_fused_add_layer_norm(
+            self.handle, self._arg(x, "x"), self._arg(residual, "residual"), self._arg(gain, "gain", True),
+            self._arg(weight, "weight", True), self._arg(bias, "bias", True), _finite(eps, "eps"),
+            _finite(residual_scale, "residual_scale"), _finite(update_scale, "update_scale")))
+        return x
+
+    def gemm(self, a, w, bias=None, alpha=1.0, beta=0.0, out=None):
+        """out[rows, N] = alpha * a[rows, K] @ w[N, K]^T + beta * out + bias[N].
+        out None: a new tensor of a's leading dims and N (beta must be 0 then)."""
+        if out is None:
+            self._arg(a, "a")
+            self._arg(w, "w")
+            if w.ndim != 2:
+                raise ShapeError("w: expected 2 dims [N, K], got shape {}".format(w.shape))
+            if beta != 0:
+                raise InvalidArgumentError("beta: must be 0 when out is None (a new out has no prior "
+                                           "contents), got {!r}".format(beta))
+            out = self.empty(a.shape[:-1] + (w.shape[0],), a.dtype)
+        check(lib().rill_gemm(self.handle, self._arg(a, "a"), self._arg(w, "w"), self._arg(bias, "bias", True),
+                              _finite(alpha, "alpha"), _finite(beta, "beta"), self._arg(out, "out")))
+        return out
+
+    def _like(self, x, argument):
+        self._arg(x, argument)
+        return self.empty(x.shape, x.dtype)
+
+
+# --------------------------------------------------------------------------
+# Tensor
+# --------------------------------------------------------------------------
+
+class Tensor:
+    """A row-major contiguous array of 1 to 4 dims in one context
+    (rill_tensor). Create with Context.empty or Context.tensor. Keeps its
+    context alive; released by close(), a with block, or when collected."""
+
+    def __init__(self):
+        raise TypeError("create tensors with Context.empty(shape, dtype) or Context.tensor(array)")
+
+    @classmethod
+    def _adopt(cls, context, handle):
+        self = cls.__new__(cls)
+        self._context = context
+        self._handle = handle
+        library = lib()
+        self._shape = tuple(int(library.rill_tensor_dim(handle, i)) for i in range(library.rill_tensor_ndim(handle)))
+        self._dtype = DType(library.rill_tensor_dtype(handle))
+        self._finalizer = weakref.finalize(self, _destroy_tensor, library, context._handle, handle)
+        context._tensors.add(self)
+        return self
+
+    @property
+    def handle(self):
+        """The raw rill_tensor* (an int) for calls through rill.lib()."""
+        if not self._finalizer.alive:
+            raise InvalidArgumentError("tensor: this rill.Tensor is closed")
+        return self._handle
+
+    @property
+    def closed(self):
+        return not self._finalizer.alive
+
+    def close(self):
+        self._finalizer()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __repr__(self):
+        state = " closed" if self.closed else ""
+        return "<rill.Tensor {} {}{}>".format(self._dtype.name.lower(), self._shape, state)
+
+    @property
+    def context(self):
+        return self._context
+
+    @property
+    def shape(self):
+        return self._shape
+
+    @property
+    def ndim(self):
+        return len(self._shape)
+
+    @property
+    def dtype(self):
+        return self._dtype
+
+    @property
+    def numel(self):
+        return int(lib().rill_tensor_numel(self.handle))
+
+    @property
+    def nbytes(self):
+        return int(lib().rill_tensor_nbytes(self.handle))
+
+    def _check_array_shape(self, arr, argument):
+        if arr.shape != self._shape:
+            raise ShapeError("{}: expected shape {} (the tensor's), got {}".format(argument, self._shape, arr.shape))
+
+    def write(self, array):
+        """Copies an array of the tensor's shape in. An array already in the
+        storage format (float32 for f32, float16 for f16, uint16 bits for bf16)
+        is copied bit for bit; other float arrays are converted to float32 and
+        rounded to the storage dtype by librill (nearest even)."""
+        arr = np.asarray(array)
+        self._check_array_shape(arr, "array")
+        storage = _STORAGE[self._dtype]
+        if arr.dtype == storage:
+            data = np.ascontiguousarray(arr)
+            check(lib().rill_tensor_write(self.handle, data.ctypes.data, data.nbytes))
+        elif arr.dtype.kind == "f":
+            self.write_f32(arr)
+        else:
+            raise DtypeError("array: expected {} (raw {}) or a float array, got {}".format(
+                storage, self._dtype.name.lower(), arr.dtype))
+
+    def write_f32(self, array):
+        """Copies float values in, converting them to the storage dtype."""
+        arr = np.asarray(array)
+        self._check_array_shape(arr, "array")
+        if arr.dtype.kind != "f":
+            raise DtypeError("array: expected a float array, got {}".format(arr.dtype))
+        data = np.ascontiguousarray(arr, dtype=np.float32)
+        check(lib().rill_tensor_write_f32(self.handle, data.ctypes.data_as(ctypes.POINTER(ctypes.c_float)),
+                                          data.size))
+
+    def read(self):
+        """The contents in the storage format: float32, float16, or uint16 bits for bf16."""
+        out = np.empty(self._shape, dtype=_STORAGE[self._dtype])
+        check(lib().rill_tensor_read(self.handle, out.ctypes.data, out.nbytes))
+        return out
+
+    def read_f32(self):
+        """The contents converted to float32."""
+        out = np.empty(self._shape, dtype=np.float32)
+        check(lib().rill_tensor_read_f32(self.handle, out.ctypes.data_as(ctypes.POINTER(ctypes.c_float)), out.size))
+        return out
+
+    def numpy(self):
+        """Same as read()."""
+        return self.read()
+
+    def __array__(self, dtype=None, copy=None):
+        arr = self.read()
+        return arr if dtype is None else arr.astype(dtype)
+
+
+def library_path():
+    """Where librill was loaded from."""
+    return _library.library_path()

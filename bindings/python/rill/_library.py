@@ -1,0 +1,167 @@
+"""Finding librill and declaring the C functions of rill.h to ctypes.
+
+Search order: the path given to load_library(), the RILL_LIBRARY environment
+variable, the package's own folder, then the system library search path. Each
+attempt is recorded so that a failure says what was tried and why it failed.
+"""
+
+import ctypes
+import ctypes.util
+import os
+import sys
+import threading
+
+from .errors import LibraryNotFoundError, error_for_status
+
+# The ABI this binding was written against: rill.h 0.x. A library of another
+# major version has another ABI and is refused.
+ABI_MAJOR = 0
+
+c_size_p = ctypes.POINTER(ctypes.c_size_t)
+c_float_p = ctypes.POINTER(ctypes.c_float)
+c_int64_p = ctypes.POINTER(ctypes.c_int64)
+c_void_pp = ctypes.POINTER(ctypes.c_void_p)
+
+# void (*rill_log_fn)(rill_log_level level, const char* message, void* user_data)
+LOG_FN = ctypes.CFUNCTYPE(None, ctypes.c_int, ctypes.c_char_p, ctypes.c_void_p)
+
+_vp = ctypes.c_void_p
+_st = ctypes.c_int  # rill_status, rill_dtype and rill_log_level are 32-bit enums
+_f = ctypes.c_float
+
+# name: (restype, argtypes) for every function of include/rill.h.
+_PROTOTYPES = {
+    "rill_version_number": (ctypes.c_uint32, []),
+    "rill_status_string": (ctypes.c_char_p, [_st]),
+    "rill_last_error": (ctypes.c_char_p, []),
+    "rill_dtype_size": (ctypes.c_size_t, [_st]),
+    "rill_dtype_name": (ctypes.c_char_p, [_st]),
+    "rill_set_log_callback": (_st, [LOG_FN, _vp, _st]),
+    "rill_info_report": (_st, [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_size_t, c_size_p]),
+    "rill_context_create": (_st, [ctypes.c_char_p, c_void_pp]),
+    "rill_context_create_from_file": (_st, [ctypes.c_char_p, c_void_pp]),
+    "rill_context_destroy": (None, [_vp]),
+    "rill_context_backend_name": (ctypes.c_char_p, [_vp]),
+    "rill_context_device_name": (ctypes.c_char_p, [_vp]),
+    "rill_context_selection_report": (ctypes.c_char_p, [_vp]),
+    "rill_context_synchronize": (_st, [_vp]),
+    "rill_tensor_create": (_st, [_vp, _st, ctypes.c_int32, c_int64_p, c_void_pp]),
+    "rill_tensor_destroy": (None, [_vp]),
+    "rill_tensor_write": (_st, [_vp, _vp, ctypes.c_size_t]),
+    "rill_tensor_read": (_st, [_vp, _vp, ctypes.c_size_t]),
+    "rill_tensor_write_f32": (_st, [_vp, c_float_p, ctypes.c_size_t]),
+    "rill_tensor_read_f32": (_st, [_vp, c_float_p, ctypes.c_size_t]),
+    "rill_tensor_dtype": (_st, [_vp]),
+    "rill_tensor_ndim": (ctypes.c_int32, [_vp]),
+    "rill_tensor_dim": (ctypes.c_int64, [_vp, ctypes.c_int32]),
+    "rill_tensor_numel": (ctypes.c_size_t, [_vp]),
+    "rill_tensor_nbytes": (ctypes.c_size_t, [_vp]),
+    "rill_tensor_context": (_vp, [_vp]),
+    "rill_residual_add": (_st, [_vp, _vp, _vp, _vp, _f, _f]),
+    "rill_rms_norm": (_st, [_vp, _vp, _vp, _f, _vp]),
+    "rill_layer_norm": (_st, [_vp, _vp, _vp, _vp, _f, _vp]),
+    "rill_fused_add_rms_norm": (_st, [_vp, _vp, _vp, _vp, _vp, _f, _f, _f]),
+    "rill_fused_add_layer_norm": (_st, [_vp, _vp, _vp, _vp, _vp, _vp, _f, _f, _f]),
+    "rill_gemm": (_st, [_vp, _vp, _vp, _vp, _f, _f, _vp]),
+}
+
+_lock = threading.Lock()
+_loaded = None  # (CDLL, path)
+
+
+def _platform_names():
+    if sys.platform == "win32":
+        return ["rill.dll"]
+    if sys.platform == "darwin":
+        return ["librill.dylib"]
+    return ["librill.so", "librill.so.{}".format(ABI_MAJOR)]
+
+
+def _declare(lib):
+    for name, (restype, argtypes) in _PROTOTYPES.items():
+        fn = getattr(lib, name)
+        fn.restype = restype
+        fn.argtypes = argtypes
+
+
+def _check_version(lib, path):
+    version = lib.rill_version_number()
+    if version // 10000 != ABI_MAJOR:
+        raise OSError("{} is rill {}.{}.{}; this binding needs major version {}".format(
+            path, version // 10000, version // 100 % 100, version % 100, ABI_MAJOR))
+
+
+def _candidates(path):
+    """(label, name-to-dlopen) in search order."""
+    if path is not None:
+        yield "load_library(path)", os.fspath(path)
+        return
+    env = os.environ.get("RILL_LIBRARY")
+    if env and os.path.isdir(env):
+        for name in _platform_names():
+            yield "RILL_LIBRARY folder", os.path.join(env, name)
+    elif env:
+        yield "RILL_LIBRARY", env
+    here = os.path.dirname(os.path.abspath(__file__))
+    for name in _platform_names():
+        yield "package folder", os.path.join(here, name)
+    found = ctypes.util.find_library("rill")
+    if found:
+        yield "system (find_library)", found
+    for name in _platform_names():
+        yield "system search path", name
+
+
+def load_library(path=None):
+    """Loads librill and returns the ctypes.CDLL with every function of rill.h
+    declared. path: a file to load instead of searching. Later calls return
+    the library already loaded; asking for a different path then is an error,
+    because one process holds one librill."""
+    global _loaded
+    with _lock:
+        if _loaded is not None:
+            lib, loaded_path = _loaded
+            if path is not None and os.path.realpath(os.fspath(path)) != os.path.realpath(loaded_path):
+                raise OSError("librill is already loaded from {}; cannot switch to {}".format(loaded_path, path))
+            return lib
+        tried = []
+        for label, candidate in _candidates(path):
+            where = "{} ({})".format(candidate, label)
+            if os.sep in candidate and not os.path.exists(candidate):
+                tried.append((where, "no such file"))
+                continue
+            try:
+                lib = ctypes.CDLL(candidate)
+                _declare(lib)
+                _check_version(lib, candidate)
+            except (OSError, AttributeError) as exc:
+                tried.append((where, str(exc)))
+                continue
+            _loaded = (lib, candidate)
+            return lib
+        raise LibraryNotFoundError(tried)
+
+
+def library_path():
+    """The path or name librill was loaded from (loading it if needed)."""
+    load_library()
+    return _loaded[1]
+
+
+def lib():
+    """The loaded librill (see load_library)."""
+    if _loaded is not None:
+        return _loaded[0]
+    return load_library()
+
+
+def check(status):
+    """Raises the exception for a nonzero rill_status, with rill_last_error()."""
+    if status != 0:
+        message = lib().rill_last_error().decode("utf-8", "replace")
+        raise error_for_status(status, message)
+
+
+def text(value):
+    """A char* result as str ("" for NULL)."""
+    return value.decode("utf-8", "replace") if value else ""
