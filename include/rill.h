@@ -297,6 +297,286 @@ RILL_API rill_status rill_fused_add_layer_norm(rill_context* ctx, rill_tensor* x
 RILL_API rill_status rill_gemm(rill_context* ctx, const rill_tensor* a, const rill_tensor* w, const rill_tensor* bias,
                                float alpha, float beta, rill_tensor* out);
 
+/* ------------------------------------------------------------------------- */
+/* Decoder-layer operators                                                   */
+/*                                                                           */
+/* The kernels a decoder layer needs besides the residual-stream ops above.  */
+/* Same rules: one dtype per op, tensors of ctx, queued on the context.      */
+/* Backends implement them optionally: a backend without one returns         */
+/* RILL_ERROR_UNSUPPORTED naming the backend and the op.                     */
+/* ------------------------------------------------------------------------- */
+
+/* Elementwise activation functions. */
+typedef enum rill_act_fn {
+  RILL_ACT_SILU = 0,      /* x * sigmoid(x) */
+  RILL_ACT_GELU = 1,      /* 0.5 x (1 + erf(x / sqrt 2)): PyTorch's default GELU */
+  RILL_ACT_GELU_TANH = 2, /* 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) */
+  RILL_ACT_RELU = 3,      /* max(x, 0) */
+  RILL_ACT_MAX_ENUM = 0x7FFFFFFF
+} rill_act_fn;
+
+/* Rotary position embedding in the NeoX rotate-half layout (the Hugging Face
+   Llama/Qwen2 layout), in place. x: [tokens, heads, head_dim] or
+   [B, T, heads, head_dim] (tokens = B*T, row-major, so token b*T + t).
+   positions: position_count = tokens int32 values, each >= 0. With h = rotary_dim/2
+   and i < h: angle = position * theta^(-2i/rotary_dim),
+     x[i] = x[i] cos(angle) - x[i+h] sin(angle), x[i+h] = x[i+h] cos(angle) + x[i] sin(angle);
+   elements at index >= rotary_dim are left alone (partial rotary).
+   theta: finite, > 0. rotary_dim: even, in [2, head_dim]. */
+RILL_API rill_status rill_rope(rill_context* ctx, rill_tensor* x, const int32_t* positions, size_t position_count,
+                               float theta, int32_t rotary_dim);
+
+/* Causal scaled-dot-product attention with grouped/multi-query KV heads.
+   q, out: [B, T, Hq, head_dim]. k, v: [B, S, Hkv, head_dim], Hkv dividing Hq;
+   query head h reads KV head h / (Hq / Hkv).
+   kv_lengths: B int32 values, each in [T, S], or NULL for "every sequence holds
+   S keys" (then S must be >= T). For sequence b the T queries are the last T of
+   its kv_lengths[b] positions: query t sits at p = kv_lengths[b] - T + t and
+   attends to key slots 0..p. So prefill is k, v of the same T tokens
+   (kv_lengths NULL), and a decode step is T = 1 against a KV cache holding
+   kv_lengths[b] valid slots. Logits scale * q.k and the softmax are f32.
+   scale: finite, > 0 (a decoder uses 1/sqrt(head_dim)). out must not alias q, k, v. */
+RILL_API rill_status rill_attention(rill_context* ctx, const rill_tensor* q, const rill_tensor* k,
+                                    const rill_tensor* v, const int32_t* kv_lengths, size_t kv_length_count,
+                                    float scale, rill_tensor* out);
+
+/* out = fn(x) * up elementwise (gated: SwiGLU with RILL_ACT_SILU, GeGLU with
+   RILL_ACT_GELU), or out = fn(x) when up is NULL. x, up, out: one shape and
+   dtype; out may alias x or up. */
+RILL_API rill_status rill_activation(rill_context* ctx, rill_act_fn fn, const rill_tensor* x, const rill_tensor* up,
+                                     rill_tensor* out);
+
+/* ------------------------------------------------------------------------- */
+/* Decoder stacks                                                            */
+/*                                                                           */
+/* A rill_model is a stack of num_layers decoder layers with their weights,  */
+/* living in one context (a single layer is a model with num_layers = 1).    */
+/* rill_model_forward runs hidden states [B, T, D] through it, for prefill,  */
+/* and, with a rill_kv_cache, for decode steps against the cached keys and   */
+/* values. All composition is done with the ops above on the context's      */
+/* backend.                                                                  */
+/*                                                                           */
+/* Weights use Hugging Face names. Layer i's tensors live under              */
+/* "model.layers.{i}." (PyTorch Linear layout: [out_features, in_features]): */
+/*   self_attn.q_proj.weight [Hq*hd, D]   .bias [Hq*hd]  (qkv_bias)          */
+/*   self_attn.k_proj.weight [Hkv*hd, D]  .bias [Hkv*hd] (qkv_bias)          */
+/*   self_attn.v_proj.weight [Hkv*hd, D]  .bias [Hkv*hd] (qkv_bias)          */
+/*   self_attn.o_proj.weight [D, Hq*hd]   .bias [D]      (o_bias)            */
+/*   mlp.gate_proj.weight [I, D] .bias [I] (gated activations; mlp_bias)     */
+/*   mlp.up_proj.weight   [I, D] .bias [I] (mlp_bias)                        */
+/*   mlp.down_proj.weight [D, I] .bias [D] (mlp_bias)                        */
+/*   input_layernorm.weight [D], post_attention_layernorm.weight [D]         */
+/*   sandwich adds pre_feedforward_layernorm.weight and                      */
+/*     post_feedforward_layernorm.weight [D]                                 */
+/*   every norm has a .bias [D] too when norm is RILL_NORM_LAYER             */
+/*   self_attn_gain [D], mlp_gain [D] (layer_scale)                          */
+/* and the final norm is "model.norm.weight" (.bias for LayerNorm) when      */
+/* final_norm is set.                                                        */
+/*                                                                           */
+/* The residual stream h, with A = attention, M = MLP, alpha =               */
+/* residual_scale, beta = branch_scale, g_A / g_M = the LayerScale gains     */
+/* (ones without layer_scale), and the kernels the runtime runs:             */
+/*                                                                           */
+/* pre (Llama, Qwen2, Mistral):                                              */
+/*   h = alpha h + beta g_A * A(input_layernorm(h))                          */
+/*   h = alpha h + beta g_M * M(post_attention_layernorm(h))                 */
+/*   then model.norm(h) after the last layer when final_norm is set.         */
+/*   Kernels: one plain norm before layer 0; after each sublayer one fused   */
+/*   add+norm that adds the sublayer output to h and normalizes h with the   */
+/*   next norm (the MLP's, the next layer's input_layernorm, or model.norm); */
+/*   a plain residual add after the last layer when there is no final norm.  */
+/* post (original Transformer, BERT):                                        */
+/*   h = input_layernorm(alpha h + beta g_A * A(h))                          */
+/*   h = post_attention_layernorm(alpha h + beta g_M * M(h))                 */
+/*   Kernels: one fused add+norm per sublayer (the add and its norm); a      */
+/*   plain norm at the end when final_norm is set.                           */
+/* deepnorm (DeepNet): post with the skip scaled: alpha = residual_scale.    */
+/*   Same kernels as post.                                                   */
+/* sandwich (Gemma 2):                                                       */
+/*   h = alpha h + beta g_A * post_attention_layernorm(A(input_layernorm(h)))*/
+/*   h = alpha h + beta g_M * post_feedforward_layernorm(                    */
+/*                                  M(pre_feedforward_layernorm(h)))         */
+/*   Kernels: as pre, plus one plain norm on each sublayer's output before   */
+/*   its fused add+norm.                                                     */
+/* alpha applies in every placement (1 leaves it out); the norm outputs are  */
+/* rounded to the model dtype like every intermediate.                       */
+/*                                                                           */
+/* Attention: q, k, v projections, RoPE on q and k (unless rope_theta is 0), */
+/* causal attention with scale 1/sqrt(head_dim), o projection. MLP: gated    */
+/* act(gate_proj(x)) * up_proj(x) -> down_proj, or plain act(up_proj(x)) ->  */
+/* down_proj.                                                                */
+/* ------------------------------------------------------------------------- */
+
+/* How each norm normalizes: RMSNorm, or LayerNorm (weight and bias). */
+typedef enum rill_norm_kind {
+  RILL_NORM_RMS = 0,
+  RILL_NORM_LAYER = 1,
+  RILL_NORM_MAX_ENUM = 0x7FFFFFFF
+} rill_norm_kind;
+
+/* Where the norms sit around each sublayer (see above). */
+typedef enum rill_norm_placement {
+  RILL_PLACEMENT_PRE = 0,
+  RILL_PLACEMENT_POST = 1,
+  RILL_PLACEMENT_SANDWICH = 2,
+  RILL_PLACEMENT_DEEPNORM = 3,
+  RILL_PLACEMENT_MAX_ENUM = 0x7FFFFFFF
+} rill_norm_placement;
+
+/* The MLP's activation: gated (two input projections) or plain. */
+typedef enum rill_mlp_activation {
+  RILL_MLP_SILU_GLU = 0,  /* silu(gate_proj x) * up_proj x: SwiGLU */
+  RILL_MLP_GELU_GLU = 1,  /* gelu(gate_proj x) * up_proj x with the erf GELU: GeGLU */
+  RILL_MLP_GELU = 2,      /* gelu(up_proj x), erf form */
+  RILL_MLP_GELU_TANH = 3, /* gelu(up_proj x), tanh approximation */
+  RILL_MLP_RELU = 4,      /* relu(up_proj x) */
+  RILL_MLP_MAX_ENUM = 0x7FFFFFFF
+} rill_mlp_activation;
+
+/* Describes a decoder stack. Fill it with rill_model_desc_init, then set the
+   sizes. Fields are only ever appended; struct_size = sizeof(rill_model_desc). */
+typedef struct rill_model_desc {
+  uint32_t struct_size;
+  rill_dtype dtype;              /* storage of weights, activations and the KV cache */
+  int32_t num_layers;            /* >= 1 */
+  int32_t hidden_size;           /* D >= 1 */
+  int32_t num_heads;             /* Hq >= 1 */
+  int32_t num_kv_heads;          /* Hkv >= 1, dividing Hq (Hkv = Hq: MHA; 1: MQA) */
+  int32_t head_dim;              /* hd >= 1; 0 = hidden_size / num_heads (which must divide) */
+  int32_t intermediate_size;     /* I >= 1 */
+  rill_norm_kind norm;
+  float norm_eps;                /* finite, >= 0 */
+  rill_norm_placement norm_placement;
+  rill_mlp_activation activation;
+  float rope_theta;              /* finite, >= 0; 0 = no RoPE */
+  int32_t rope_dim;              /* rotary dims per head, even, <= hd; 0 = hd */
+  uint32_t qkv_bias;             /* nonzero: q/k/v projections have a bias */
+  uint32_t o_bias;               /* nonzero: the output projection has a bias */
+  uint32_t mlp_bias;             /* nonzero: every MLP projection has a bias */
+  uint32_t final_norm;           /* nonzero: model.norm after the last layer */
+  float residual_scale;          /* alpha on the skip path: finite, nonzero */
+  float branch_scale;            /* beta on each sublayer output: finite */
+  uint32_t layer_scale;          /* nonzero: per-channel gains self_attn_gain, mlp_gain */
+} rill_model_desc;
+
+/* Fills desc with the defaults of the [model] TOML table: f32, rms, eps 1e-6,
+   pre, silu_glu, rope_theta 10000, rope_dim 0, no biases, final_norm on,
+   scales 1, no layer_scale, num_kv_heads and head_dim 0 (= derived), and the
+   sizes num_layers, hidden_size, num_heads, intermediate_size 0 (to be set).
+   NULL is a no-op. */
+RILL_API void rill_model_desc_init(rill_model_desc* desc);
+
+/* Parses the [model] table of TOML text (other tables are ignored) into
+   out_desc, starting from rill_model_desc_init's defaults:
+       [model]
+       dtype = "f32"             # "f32" | "f16" | "bf16"
+       num_layers = 2
+       hidden_size = 64
+       num_heads = 4
+       num_kv_heads = 2          # default num_heads
+       head_dim = 16             # default hidden_size / num_heads
+       intermediate_size = 128
+       norm = "rms"              # "rms" | "layer"
+       norm_eps = 1e-6
+       norm_placement = "pre"    # "pre" | "post" | "sandwich" | "deepnorm"
+       activation = "silu_glu"   # "silu_glu" | "gelu_glu" | "gelu" | "gelu_tanh" | "relu"
+       rope_theta = 10000.0      # 0 = no RoPE
+       rope_dim = 0              # rotary dims per head, 0 = head_dim
+       qkv_bias = false
+       o_bias = false
+       mlp_bias = false
+       final_norm = true
+       residual_scale = 1.0
+       branch_scale = 1.0
+       layer_scale = false
+   source_name: names the text in messages (a file name), or NULL.
+   Errors: RILL_ERROR_CONFIG for a missing [model] table or size, an unknown key,
+   a wrong type or a bad value, with the key and its line:column; the values are
+   then also checked as rill_model_create checks them. Thread-safe. */
+RILL_API rill_status rill_model_desc_from_toml(const char* toml, const char* source_name,
+                                               rill_model_desc* out_desc);
+
+/* A decoder stack with its weights, in one context. */
+typedef struct rill_model rill_model;
+/* Cached keys and values of every layer of a model, for B sequences. */
+typedef struct rill_kv_cache rill_kv_cache;
+
+/* Creates a model in ctx from desc. Weights start missing; set every one the
+   description calls for (rill_model_set_weight, rill_model_load_safetensors)
+   before rill_model_forward.
+   Errors: RILL_ERROR_INVALID_ARGUMENT for NULL arguments, a struct_size too
+   small, or any field out of range (the message names the field, the
+   expected range and the value: a head count that does not divide, an odd
+   rope_dim, ...); RILL_ERROR_OUT_OF_MEMORY. The model must not outlive ctx. */
+RILL_API rill_status rill_model_create(rill_context* ctx, const rill_model_desc* desc, rill_model** out_model);
+
+/* Releases a model and its weights. Destroy its KV caches first. NULL is a no-op. */
+RILL_API void rill_model_destroy(rill_model* model);
+
+/* Sets one weight from host memory, converting it to the model dtype (round to
+   nearest even).
+   name: a Hugging Face name listed above that this model uses.
+   src_dtype: the dtype of data. ndim, shape: data's shape, which must be the
+   weight's. bytes: must equal the product of shape times the dtype size.
+   Errors: RILL_ERROR_INVALID_ARGUMENT for a name the model does not use (named),
+   RILL_ERROR_SHAPE for a shape that is not the weight's (both shapes named),
+   RILL_ERROR_OUT_OF_MEMORY. Replaces a weight set before. */
+RILL_API rill_status rill_model_set_weight(rill_model* model, const char* name, rill_dtype src_dtype, int32_t ndim,
+                                           const int64_t* shape, const void* data, size_t bytes);
+
+/* Loads every weight the model uses that the safetensors file at path holds
+   (F32, F16 or BF16, converted to the model dtype). The file is memory-mapped;
+   tensors the model does not use are skipped, so a checkpoint's shards can be
+   loaded one after another. The header, every offset and size, overlaps and
+   the file's length are validated.
+   Errors: RILL_ERROR_IO naming the file (and the tensor) for an unreadable,
+   truncated or corrupt file, or a tensor of another dtype; RILL_ERROR_SHAPE for
+   a tensor of the wrong shape (file, tensor and both shapes named). */
+RILL_API rill_status rill_model_load_safetensors(rill_model* model, const char* path);
+
+/* Checks that every weight the model uses has been set.
+   Errors: RILL_ERROR_INVALID_ARGUMENT naming the first missing weight. */
+RILL_API rill_status rill_model_check_weights(const rill_model* model);
+
+/* Creates a KV cache for batch sequences of up to capacity tokens each, every
+   sequence empty. Memory: 2 * num_layers * batch * capacity * Hkv * hd values.
+   Errors: RILL_ERROR_INVALID_ARGUMENT (NULL, batch or capacity < 1),
+   RILL_ERROR_OUT_OF_MEMORY. The cache must not outlive its model. */
+RILL_API rill_status rill_kv_cache_create(rill_model* model, int32_t batch, int32_t capacity,
+                                          rill_kv_cache** out_cache);
+
+/* Releases a cache. NULL is a no-op. */
+RILL_API void rill_kv_cache_destroy(rill_kv_cache* cache);
+
+/* The number of tokens cached for sequence, or -1 for NULL or a sequence out
+   of range. */
+RILL_API int32_t rill_kv_cache_length(const rill_kv_cache* cache, int32_t sequence);
+
+/* Shortens sequence to length tokens (0 empties it), e.g. to drop the padding
+   of a batch prefilled to a common length, so that sequences of one batch
+   decode from different lengths.
+   Errors: RILL_ERROR_INVALID_ARGUMENT for a sequence out of range or a length
+   outside [0, current length]. */
+RILL_API rill_status rill_kv_cache_set_length(rill_kv_cache* cache, int32_t sequence, int32_t length);
+
+/* Runs hidden states through the stack, in place.
+   hidden: [B, T, D] in the model's context and dtype; on return it holds the
+     stack's output (after the final norm when final_norm is set).
+   cache: NULL to run the T tokens as one causal prefill with no memory; or a
+     cache of the model with batch B: token t of sequence b then goes to cache
+     slot length(b) + t, attends to slots 0 .. length(b) + t, and length(b)
+     grows by T. T = 1 is a decode step.
+   positions: B*T int32 RoPE positions (token b*T + t), each >= 0, or NULL for
+     length(b) + t (t without a cache). position_count: B*T, or 0 with NULL.
+   Errors: RILL_ERROR_INVALID_ARGUMENT (NULL model or hidden, a missing weight
+   named, a cache of another model or batch, a negative position, a sequence
+   whose length + T exceeds the cache's capacity: "position past the cache's
+   end"), RILL_ERROR_SHAPE / RILL_ERROR_DTYPE for hidden, and
+   RILL_ERROR_UNSUPPORTED naming the backend and op when the context's backend
+   lacks a kernel the model needs. On failure the cache lengths are unchanged. */
+RILL_API rill_status rill_model_forward(rill_model* model, rill_kv_cache* cache, rill_tensor* hidden,
+                                        const int32_t* positions, size_t position_count);
+
 #ifdef __cplusplus
 }
 #endif

@@ -19,6 +19,10 @@
  *      device enumeration, contexts, buffers (alloc, free, write, read, copy),
  *      synchronize, and the residual-stream ops: residual_add, rms_norm,
  *      layer_norm, fused_add_rms_norm, fused_add_layer_norm, gemm.
+ *   2  Decoder-layer ops, appended to rill_backend_ops, all (optional): rope,
+ *      attention (causal, GQA/MQA, prefill and decode against a KV cache with
+ *      per-sequence lengths), activation (plain and gated). A backend without
+ *      one makes the layer API return RILL_ERROR_UNSUPPORTED naming it.
  */
 #ifndef RILL_BACKEND_H
 #define RILL_BACKEND_H
@@ -30,7 +34,7 @@ extern "C" {
 #endif
 
 /* The newest interface version this header describes. */
-#define RILL_BACKEND_ABI_VERSION 1u
+#define RILL_BACKEND_ABI_VERSION 2u
 /* The oldest interface version the runtime built from this header accepts. */
 #define RILL_BACKEND_ABI_MIN_VERSION 1u
 
@@ -129,6 +133,36 @@ typedef struct rill_backend_ops {
   /* out = alpha * a · w^T + beta * out + bias; a viewed as [rows, K], w [N, K]. */
   rill_status (*gemm)(rill_backend_context* ctx, const rill_backend_tensor* a, const rill_backend_tensor* w,
                       const rill_backend_tensor* bias, float alpha, float beta, const rill_backend_tensor* out);
+
+  /* ---- version 2: decoder-layer ops. Each is (optional): check that
+     struct_size covers the member and that it is non-NULL before calling. ---- */
+
+  /* (optional) Rotary position embedding, NeoX rotate-half layout, in place.
+     x: [tokens, heads, head_dim] (ndim 3). positions: host memory, one int32 per
+     token, each >= 0; read before the call returns. For each token and head,
+     with h = rotary_dim / 2 and i < h:
+       angle = positions[token] * theta^(-2i / rotary_dim)
+       x'[i]     = x[i] * cos(angle) - x[i + h] * sin(angle)
+       x'[i + h] = x[i + h] * cos(angle) + x[i] * sin(angle)
+     Elements at index >= rotary_dim pass through. rotary_dim is even, in
+     [2, head_dim]; theta > 0. Angles in at least f32, math in f32. */
+  rill_status (*rope)(rill_backend_context* ctx, const rill_backend_tensor* x, const int32_t* positions,
+                      float theta, int32_t rotary_dim);
+  /* (optional) Causal scaled-dot-product attention with grouped KV heads.
+     q, out: [B, T, Hq, head_dim]; k, v: [B, S, Hkv, head_dim] with Hkv dividing
+     Hq (query head h reads KV head h / (Hq / Hkv)). kv_lengths: host memory, B
+     int32, each in [T, S]; read before the call returns. For sequence b the T
+     queries are the last T of its kv_lengths[b] positions: query t sits at
+     p = kv_lengths[b] - T + t and attends to key slots 0..p. Logits
+     scale * q.k and the softmax are f32. Prefill is T = kv_lengths[b] (S >= T);
+     decode is T = 1 against a cache. out does not alias q, k or v. */
+  rill_status (*attention)(rill_backend_context* ctx, const rill_backend_tensor* q, const rill_backend_tensor* k,
+                           const rill_backend_tensor* v, const int32_t* kv_lengths, float scale,
+                           const rill_backend_tensor* out);
+  /* (optional) out = fn(x) * up elementwise (a gated product, e.g. SwiGLU), or
+     out = fn(x) when up is NULL. x, up, out: one shape; out may alias x or up. */
+  rill_status (*activation)(rill_backend_context* ctx, rill_act_fn fn, const rill_backend_tensor* x,
+                            const rill_backend_tensor* up, const rill_backend_tensor* out);
 } rill_backend_ops;
 
 /* ------------------------------------------------------------------------- */
