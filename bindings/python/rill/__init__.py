@@ -13,7 +13,8 @@ The raw library, with every function of rill.h declared, is rill.lib().
 from ._core import (MAX_DIMS, Context, DType, LogLevel, Tensor, as_dtype, bf16_to_f32, dtype_name, dtype_size,
                     f32_to_bf16, info_report, last_error, library_path, set_log_callback, status_string,
                     storage_numpy_dtype, version, version_number)
-from ._library import lib, load_library
+from ._library import ModelDesc, lib, load_library
+from ._model import ActFn, KVCache, MlpActivation, Model, NormKind, NormPlacement
 from .errors import (BackendError, BackendUnavailableError, ConfigError, DtypeError, InternalError,
                      InvalidArgumentError, IoError, LibraryNotFoundError, OutOfMemoryError, RillError, ShapeError,
                      Status, UnsupportedError)
@@ -23,7 +24,8 @@ __version__ = "0.1.0"
 __all__ = [
     "MAX_DIMS", "Context", "DType", "LogLevel", "Tensor", "as_dtype", "bf16_to_f32", "dtype_name", "dtype_size",
     "f32_to_bf16", "info_report", "last_error", "library_path", "set_log_callback", "status_string",
-    "storage_numpy_dtype", "version", "version_number", "lib", "load_library", "BackendError",
+    "storage_numpy_dtype", "version", "version_number", "lib", "load_library", "ModelDesc", "ActFn", "KVCache",
+    "MlpActivation", "Model", "NormKind", "NormPlacement", "BackendError",
     "BackendUnavailableError", "ConfigError", "DtypeError", "InternalError", "InvalidArgumentError", "IoError",
     "LibraryNotFoundError", "OutOfMemoryError", "RillError", "ShapeError", "Status", "UnsupportedError",
 ]

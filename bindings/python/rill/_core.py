@@ -90,6 +90,17 @@ def _finite(value, argument):
     return float(value)
 
 
+def int32_array(values, argument):
+    """A contiguous int32 array of integer values, refusing values int32 cannot hold."""
+    arr = np.asarray(values)
+    if arr.dtype.kind not in "iu":
+        raise InvalidArgumentError("{}: expected integers, got an array of {}".format(argument, arr.dtype))
+    if arr.size and (arr.min() < -2**31 or arr.max() >= 2**31):
+        raise InvalidArgumentError("{}: expected values that fit int32, got range [{}, {}]".format(
+            argument, arr.min(), arr.max()))
+    return np.ascontiguousarray(arr.ravel(), dtype=np.int32)
+
+
 def _check_shape(shape, argument="shape"):
     try:
         dims = tuple(int(d) for d in shape)
@@ -213,7 +224,7 @@ class Context:
 
     def _adopt(self, handle):
         self._handle = handle
-        self._tensors = weakref.WeakSet()
+        self._children = weakref.WeakSet()  # tensors and models, closed before the context
         self._finalizer = weakref.finalize(self, lib().rill_context_destroy, handle)
 
     @property
@@ -228,9 +239,9 @@ class Context:
         return not self._finalizer.alive
 
     def close(self):
-        """Releases the tensors still open in this context, then the context."""
-        for tensor in list(self._tensors):
-            tensor.close()
+        """Releases the tensors and models still open in this context, then the context."""
+        for child in list(self._children):
+            child.close()
         self._finalizer()
 
     def __enter__(self):
@@ -367,6 +378,56 @@ class Context:
                               _finite(alpha, "alpha"), _finite(beta, "beta"), self._arg(out, "out")))
         return out
 
+    def rope(self, x, positions, theta=10000.0, rotary_dim=None):
+        """Rotary embedding (NeoX rotate-half layout) of x [tokens, heads, hd] or
+        [B, T, heads, hd] in place; positions: one int per token; rotary_dim
+        None = hd."""
+        handle = self._arg(x, "x")
+        pos = int32_array(positions, "positions")
+        dim = x.shape[-1] if rotary_dim is None else rotary_dim
+        if isinstance(dim, bool) or not isinstance(dim, (int, np.integer)):
+            raise InvalidArgumentError("rotary_dim: expected an int or None, got {!r}".format(rotary_dim))
+        check(lib().rill_rope(self.handle, handle, pos.ctypes.data_as(ctypes.POINTER(ctypes.c_int32)), pos.size,
+                              _finite(theta, "theta"), int(dim)))
+        return x
+
+    def attention(self, q, k, v, kv_lengths=None, scale=None, out=None):
+        """Causal attention: q [B, T, Hq, hd], k and v [B, S, Hkv, hd];
+        kv_lengths: B ints or None; scale None = 1/sqrt(hd); out None: a new
+        tensor of q's shape."""
+        self._arg(q, "q")
+        if scale is None:
+            scale = 1.0 / float(q.shape[-1]) ** 0.5
+        lengths_ptr, count, lengths = None, 0, None
+        if kv_lengths is not None:
+            lengths = int32_array(kv_lengths, "kv_lengths")
+            lengths_ptr, count = lengths.ctypes.data_as(ctypes.POINTER(ctypes.c_int32)), lengths.size
+        if out is None:
+            out = self._like(q, "q")
+        check(lib().rill_attention(self.handle, self._arg(q, "q"), self._arg(k, "k"), self._arg(v, "v"), lengths_ptr,
+                                   count, _finite(scale, "scale"), self._arg(out, "out")))
+        return out
+
+    def activation(self, fn, x, up=None, out=None):
+        """out = fn(x) * up (gated) or fn(x); fn: a rill.ActFn. out None: a new tensor."""
+        from ._model import ActFn
+
+        try:
+            kind = ActFn(fn)
+        except ValueError:
+            raise InvalidArgumentError("fn: expected a rill.ActFn, got {!r}".format(fn)) from None
+        if out is None:
+            out = self._like(x, "x")
+        check(lib().rill_activation(self.handle, int(kind), self._arg(x, "x"), self._arg(up, "up", True),
+                                    self._arg(out, "out")))
+        return out
+
+    def model(self, desc):
+        """A new decoder stack in this context (rill.Model(ctx, desc))."""
+        from ._model import Model
+
+        return Model(self, desc)
+
     def _like(self, x, argument):
         self._arg(x, argument)
         return self.empty(x.shape, x.dtype)
@@ -393,7 +454,7 @@ class Tensor:
         self._shape = tuple(int(library.rill_tensor_dim(handle, i)) for i in range(library.rill_tensor_ndim(handle)))
         self._dtype = DType(library.rill_tensor_dtype(handle))
         self._finalizer = weakref.finalize(self, _destroy_tensor, library, context._handle, handle)
-        context._tensors.add(self)
+        context._children.add(self)
         return self
 
     @property

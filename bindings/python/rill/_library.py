@@ -19,12 +19,69 @@ ABI_MAJOR = 0
 
 c_size_p = ctypes.POINTER(ctypes.c_size_t)
 c_float_p = ctypes.POINTER(ctypes.c_float)
+c_int32_p = ctypes.POINTER(ctypes.c_int32)
 c_int64_p = ctypes.POINTER(ctypes.c_int64)
 c_void_pp = ctypes.POINTER(ctypes.c_void_p)
 
 # void (*rill_log_fn)(rill_log_level level, const char* message, void* user_data)
 LOG_FN = ctypes.CFUNCTYPE(None, ctypes.c_int, ctypes.c_char_p, ctypes.c_void_p)
 
+
+class ModelDesc(ctypes.Structure):
+    """rill_model_desc, field for field. Create it with rill.ModelDesc() (the
+    defaults of rill_model_desc_init) or rill.ModelDesc.from_toml(text)."""
+
+    _fields_ = [
+        ("struct_size", ctypes.c_uint32),
+        ("dtype", ctypes.c_int),
+        ("num_layers", ctypes.c_int32),
+        ("hidden_size", ctypes.c_int32),
+        ("num_heads", ctypes.c_int32),
+        ("num_kv_heads", ctypes.c_int32),
+        ("head_dim", ctypes.c_int32),
+        ("intermediate_size", ctypes.c_int32),
+        ("norm", ctypes.c_int),
+        ("norm_eps", ctypes.c_float),
+        ("norm_placement", ctypes.c_int),
+        ("activation", ctypes.c_int),
+        ("rope_theta", ctypes.c_float),
+        ("rope_dim", ctypes.c_int32),
+        ("qkv_bias", ctypes.c_uint32),
+        ("o_bias", ctypes.c_uint32),
+        ("mlp_bias", ctypes.c_uint32),
+        ("final_norm", ctypes.c_uint32),
+        ("residual_scale", ctypes.c_float),
+        ("branch_scale", ctypes.c_float),
+        ("layer_scale", ctypes.c_uint32),
+    ]
+
+    def __init__(self, **fields):
+        super().__init__()
+        lib().rill_model_desc_init(ctypes.byref(self))
+        for name, value in fields.items():
+            if name not in self._field_names():
+                raise AttributeError("ModelDesc has no field {!r}".format(name))
+            setattr(self, name, value)
+
+    @classmethod
+    def _field_names(cls):
+        return [name for name, _ in cls._fields_]
+
+    @classmethod
+    def from_toml(cls, toml, source_name=None):
+        """Parses the [model] table of TOML text (rill_model_desc_from_toml)."""
+        desc = cls()
+        check(lib().rill_model_desc_from_toml(toml.encode("utf-8"),
+                                              None if source_name is None else source_name.encode("utf-8"),
+                                              ctypes.byref(desc)))
+        return desc
+
+    def __repr__(self):
+        return "rill.ModelDesc({})".format(", ".join(
+            "{}={!r}".format(name, getattr(self, name)) for name in self._field_names()[1:]))
+
+
+c_desc_p = ctypes.POINTER(ModelDesc)
 _vp = ctypes.c_void_p
 _st = ctypes.c_int  # rill_status, rill_dtype and rill_log_level are 32-bit enums
 _f = ctypes.c_float
@@ -63,6 +120,21 @@ _PROTOTYPES = {
     "rill_fused_add_rms_norm": (_st, [_vp, _vp, _vp, _vp, _vp, _f, _f, _f]),
     "rill_fused_add_layer_norm": (_st, [_vp, _vp, _vp, _vp, _vp, _vp, _f, _f, _f]),
     "rill_gemm": (_st, [_vp, _vp, _vp, _vp, _f, _f, _vp]),
+    "rill_rope": (_st, [_vp, _vp, c_int32_p, ctypes.c_size_t, _f, ctypes.c_int32]),
+    "rill_attention": (_st, [_vp, _vp, _vp, _vp, c_int32_p, ctypes.c_size_t, _f, _vp]),
+    "rill_activation": (_st, [_vp, _st, _vp, _vp, _vp]),
+    "rill_model_desc_init": (None, [c_desc_p]),
+    "rill_model_desc_from_toml": (_st, [ctypes.c_char_p, ctypes.c_char_p, c_desc_p]),
+    "rill_model_create": (_st, [_vp, c_desc_p, c_void_pp]),
+    "rill_model_destroy": (None, [_vp]),
+    "rill_model_set_weight": (_st, [_vp, ctypes.c_char_p, _st, ctypes.c_int32, c_int64_p, _vp, ctypes.c_size_t]),
+    "rill_model_load_safetensors": (_st, [_vp, ctypes.c_char_p]),
+    "rill_model_check_weights": (_st, [_vp]),
+    "rill_kv_cache_create": (_st, [_vp, ctypes.c_int32, ctypes.c_int32, c_void_pp]),
+    "rill_kv_cache_destroy": (None, [_vp]),
+    "rill_kv_cache_length": (ctypes.c_int32, [_vp, ctypes.c_int32]),
+    "rill_kv_cache_set_length": (_st, [_vp, ctypes.c_int32, ctypes.c_int32]),
+    "rill_model_forward": (_st, [_vp, _vp, _vp, c_int32_p, ctypes.c_size_t]),
 }
 
 _lock = threading.Lock()

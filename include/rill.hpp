@@ -1,0 +1,158 @@
+/*
+ * rill.hpp — a header-only C++17 convenience layer over rill.h.
+ *
+ * It adds ownership and exceptions, nothing else: every C handle stays
+ * reachable through get(), and every C function can still be called directly
+ * (wrap its status in rill::check()). Nothing here is part of librill's ABI.
+ *
+ *   rill::Context ctx("[runtime]\nbackend = \"cpu\"\n");
+ *   rill::Tensor x(ctx, RILL_DTYPE_F32, {4, 64});
+ *   x.write_f32(values);
+ *   rill::rms_norm(ctx, x, nullptr, 1e-6f, x);
+ *   std::vector<float> y = x.read_f32();
+ *
+ * Every failing call throws rill::Error carrying the status and
+ * rill_last_error()'s message.
+ */
+#ifndef RILL_HPP
+#define RILL_HPP
+
+#include <cstddef>
+#include <cstdint>
+#include <initializer_list>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "rill.h"
+
+namespace rill {
+
+/* A failed rill call: its status and the message of rill_last_error(). */
+class Error : public std::runtime_error {
+ public:
+  Error(rill_status status, const std::string& message)
+      : std::runtime_error(std::string(rill_status_string(status)) + ": " + message), status_(status) {}
+  rill_status status() const noexcept { return status_; }
+
+ private:
+  rill_status status_;
+};
+
+/* Throws rill::Error unless status is RILL_OK. */
+inline void check(rill_status status) {
+  if (status != RILL_OK) throw Error(status, rill_last_error());
+}
+
+/* Owns a rill_context. Move-only. */
+class Context {
+ public:
+  /* config_toml: TOML text, or nullptr / "" for the defaults (see rill.h). */
+  explicit Context(const char* config_toml = nullptr) {
+    rill_context* raw = nullptr;
+    check(rill_context_create(config_toml, &raw));
+    handle_.reset(raw);
+  }
+  explicit Context(const std::string& config_toml) : Context(config_toml.c_str()) {}
+
+  static Context from_file(const std::string& path) {
+    rill_context* raw = nullptr;
+    check(rill_context_create_from_file(path.c_str(), &raw));
+    return Context(raw);
+  }
+
+  rill_context* get() const noexcept { return handle_.get(); }
+  const char* backend_name() const noexcept { return rill_context_backend_name(get()); }
+  const char* device_name() const noexcept { return rill_context_device_name(get()); }
+  const char* selection_report() const noexcept { return rill_context_selection_report(get()); }
+  void synchronize() { check(rill_context_synchronize(get())); }
+
+ private:
+  explicit Context(rill_context* raw) : handle_(raw) {}
+  struct Destroy {
+    void operator()(rill_context* c) const noexcept { rill_context_destroy(c); }
+  };
+  std::unique_ptr<rill_context, Destroy> handle_;
+};
+
+/* Owns a rill_tensor. Move-only; must be destroyed before its Context (declare
+   tensors after the context they belong to). */
+class Tensor {
+ public:
+  Tensor(const Context& ctx, rill_dtype dtype, std::initializer_list<int64_t> shape)
+      : Tensor(ctx, dtype, std::vector<int64_t>(shape)) {}
+  Tensor(const Context& ctx, rill_dtype dtype, const std::vector<int64_t>& shape) {
+    rill_tensor* raw = nullptr;
+    check(rill_tensor_create(ctx.get(), dtype, static_cast<int32_t>(shape.size()), shape.data(), &raw));
+    handle_.reset(raw);
+  }
+
+  rill_tensor* get() const noexcept { return handle_.get(); }
+  rill_dtype dtype() const noexcept { return rill_tensor_dtype(get()); }
+  int32_t ndim() const noexcept { return rill_tensor_ndim(get()); }
+  int64_t dim(int32_t index) const noexcept { return rill_tensor_dim(get(), index); }
+  size_t numel() const noexcept { return rill_tensor_numel(get()); }
+  size_t nbytes() const noexcept { return rill_tensor_nbytes(get()); }
+  std::vector<int64_t> shape() const {
+    std::vector<int64_t> dims(static_cast<size_t>(ndim()));
+    for (size_t i = 0; i < dims.size(); ++i) dims[i] = dim(static_cast<int32_t>(i));
+    return dims;
+  }
+
+  /* Float values, converted to the tensor's dtype; size must equal numel(). */
+  void write_f32(const std::vector<float>& values) { check(rill_tensor_write_f32(get(), values.data(), values.size())); }
+  std::vector<float> read_f32() const {
+    std::vector<float> values(numel());
+    check(rill_tensor_read_f32(get(), values.data(), values.size()));
+    return values;
+  }
+  /* Raw bytes in the tensor's dtype; bytes must equal nbytes(). */
+  void write(const void* src, size_t bytes) { check(rill_tensor_write(get(), src, bytes)); }
+  void read(void* dst, size_t bytes) const { check(rill_tensor_read(get(), dst, bytes)); }
+
+ private:
+  struct Destroy {
+    void operator()(rill_tensor* t) const noexcept { rill_tensor_destroy(t); }
+  };
+  std::unique_ptr<rill_tensor, Destroy> handle_;
+};
+
+/* The operators of rill.h. Optional operands are pointers (nullptr = none). */
+inline const rill_tensor* raw(const Tensor* t) noexcept { return t ? t->get() : nullptr; }
+
+inline void residual_add(Context& ctx, Tensor& residual, const Tensor& update, const Tensor* gain = nullptr,
+                         float residual_scale = 1.0f, float update_scale = 1.0f) {
+  check(rill_residual_add(ctx.get(), residual.get(), update.get(), raw(gain), residual_scale, update_scale));
+}
+
+inline void rms_norm(Context& ctx, const Tensor& x, const Tensor* weight, float eps, Tensor& out) {
+  check(rill_rms_norm(ctx.get(), x.get(), raw(weight), eps, out.get()));
+}
+
+inline void layer_norm(Context& ctx, const Tensor& x, const Tensor* weight, const Tensor* bias, float eps,
+                       Tensor& out) {
+  check(rill_layer_norm(ctx.get(), x.get(), raw(weight), raw(bias), eps, out.get()));
+}
+
+inline void fused_add_rms_norm(Context& ctx, Tensor& x, Tensor& residual, const Tensor* gain, const Tensor* weight,
+                               float eps, float residual_scale = 1.0f, float update_scale = 1.0f) {
+  check(rill_fused_add_rms_norm(ctx.get(), x.get(), residual.get(), raw(gain), raw(weight), eps, residual_scale,
+                                update_scale));
+}
+
+inline void fused_add_layer_norm(Context& ctx, Tensor& x, Tensor& residual, const Tensor* gain, const Tensor* weight,
+                                 const Tensor* bias, float eps, float residual_scale = 1.0f,
+                                 float update_scale = 1.0f) {
+  check(rill_fused_add_layer_norm(ctx.get(), x.get(), residual.get(), raw(gain), raw(weight), raw(bias), eps,
+                                  residual_scale, update_scale));
+}
+
+inline void gemm(Context& ctx, const Tensor& a, const Tensor& w, const Tensor* bias, float alpha, float beta,
+                 Tensor& out) {
+  check(rill_gemm(ctx.get(), a.get(), w.get(), raw(bias), alpha, beta, out.get()));
+}
+
+}  // namespace rill
+
+#endif /* RILL_HPP */
