@@ -1,0 +1,18 @@
+// The CPU backend's decoder-layer ops (backend ABI 2): RoPE, causal attention
+// with grouped KV heads, and the activations. f32/f16/bf16 storage, f32 math,
+// threaded over tokens, heads or chunks on the context's pool.
+#pragma once
+
+#include "rill_backend.h"
+
+namespace rill::cpu {
+
+rill_status op_rope(rill_backend_context* ctx, const rill_backend_tensor* x, const int32_t* positions, float theta,
+                    int32_t rotary_dim);
+rill_status op_attention(rill_backend_context* ctx, const rill_backend_tensor* q, const rill_backend_tensor* k,
+                         const rill_backend_tensor* v, const int32_t* kv_lengths, float scale,
+                         const rill_backend_tensor* out);
+rill_status op_activation(rill_backend_context* ctx, rill_act_fn fn, const rill_backend_tensor* x,
+                          const rill_backend_tensor* up, const rill_backend_tensor* out);
+
+}  // namespace rill::cpu

@@ -1,0 +1,57 @@
+// A reader for the safetensors format: an 8-byte little-endian header length,
+// a JSON header naming each tensor's dtype, shape and byte range, then the
+// data. The file is memory-mapped; tensors are views into the mapping.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "rill.h"
+
+namespace rill::io {
+
+struct SafetensorsTensor {
+  std::string name;
+  std::string dtype;           // as written in the file: "F32", "F16", "BF16", "I64", ...
+  std::vector<int64_t> shape;  // empty for a scalar
+  const void* data = nullptr;  // inside the mapping
+  uint64_t bytes = 0;
+};
+
+class SafetensorsFile {
+ public:
+  // Maps and validates the file at path: header length and JSON, every entry's
+  // dtype, shape and data_offsets, that each byte range fits the file and
+  // matches shape times dtype size, and that no two ranges overlap.
+  // function prefixes every message. Returns RILL_OK or RILL_ERROR_IO (or
+  // RILL_ERROR_OUT_OF_MEMORY) with rill_last_error() naming the file and,
+  // where one is at fault, the tensor.
+  static rill_status open(const std::string& path, const char* function, std::unique_ptr<SafetensorsFile>& out);
+
+  ~SafetensorsFile();
+  SafetensorsFile(const SafetensorsFile&) = delete;
+  SafetensorsFile& operator=(const SafetensorsFile&) = delete;
+
+  const std::string& path() const { return path_; }
+  const std::vector<SafetensorsTensor>& tensors() const { return tensors_; }
+  // The tensor called name, or nullptr.
+  const SafetensorsTensor* find(const std::string& name) const;
+
+ private:
+  SafetensorsFile() = default;
+
+  std::string path_;
+  void* mapping_ = nullptr;
+  size_t mapping_bytes_ = 0;
+  std::vector<SafetensorsTensor> tensors_;
+};
+
+// Bytes per element of a safetensors dtype name, or 0 for an unknown one.
+uint64_t safetensors_dtype_size(const std::string& dtype);
+
+// The rill dtype of "F32", "F16" or "BF16"; false for any other name.
+bool safetensors_dtype_to_rill(const std::string& dtype, rill_dtype& out);
+
+}  // namespace rill::io
