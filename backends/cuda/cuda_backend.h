@@ -1,0 +1,116 @@
+/* Internal declarations shared by the files of the CUDA backend plugin.
+   One file per object: cuda_device.cpp (devices, contexts), cuda_buffer.cpp,
+   cuda_norm.cu (residual and normalization kernels), cuda_gemm.cpp (cuBLASLt),
+   cuda_plugin.cpp (the tables and the plugin entry points). */
+#ifndef RILL_CUDA_BACKEND_H
+#define RILL_CUDA_BACKEND_H
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include <cublasLt.h>
+#include <cuda_runtime_api.h>
+
+#include "rill_backend.h"
+
+struct rill_cuda_gemm_cache; /* cuda_gemm.cpp */
+
+/* The backend's context: one device, one stream, one cuBLASLt handle and the
+   workspace that cuBLASLt may use for the GEMMs queued on that stream. */
+struct rill_backend_context {
+  int device = 0;
+  cudaStream_t stream = nullptr;
+  cublasLtHandle_t lt = nullptr;
+  void* gemm_workspace = nullptr;
+  std::size_t gemm_workspace_bytes = 0;
+  rill_cuda_gemm_cache* gemm_cache = nullptr;
+  bool allow_tf32 = false;
+  int sm_count = 1;
+  std::size_t max_shared_bytes = 48 * 1024; /* per block, after opting in */
+  std::string device_name;
+};
+
+struct rill_backend_buffer {
+  void* data = nullptr;
+  std::uint64_t bytes = 0;
+};
+
+/* The host services handed over at init; valid until the plugin is unloaded. */
+extern const rill_host_services* rill_cuda_host;
+
+/* Reports a failure through the host and returns status. */
+rill_status rill_cuda_fail(rill_status status, const std::string& message);
+
+/* Turns a CUDA runtime error into a status and a message that names the call
+   and carries CUDA's own error string. cudaErrorMemoryAllocation becomes
+   RILL_ERROR_OUT_OF_MEMORY (and is cleared, so the context stays usable);
+   other errors become `otherwise`. cudaSuccess returns RILL_OK. */
+rill_status rill_cuda_check(cudaError_t error, const char* what, rill_status otherwise = RILL_ERROR_BACKEND);
+
+/* The same for cuBLASLt statuses. */
+rill_status rill_cuda_check_lt(cublasStatus_t status, const char* what);
+
+/* Makes ctx's device current on the calling thread. */
+rill_status rill_cuda_activate(rill_backend_context* ctx);
+
+/* The device address of a tensor view. */
+inline void* rill_cuda_data(const rill_backend_tensor* t) {
+  return t ? static_cast<char*>(t->buffer->data) + t->offset : nullptr;
+}
+
+/* Rows and D (the last dim) of a tensor view. */
+inline std::int64_t rill_cuda_cols(const rill_backend_tensor* t) { return t->shape[t->ndim - 1]; }
+inline std::int64_t rill_cuda_rows(const rill_backend_tensor* t) {
+  std::int64_t rows = 1;
+  for (int32_t i = 0; i + 1 < t->ndim; ++i) rows *= t->shape[i];
+  return rows;
+}
+
+/* Devices and contexts (cuda_device.cpp). */
+rill_status rill_cuda_device_count(uint32_t* out_count);
+rill_status rill_cuda_describe_device(uint32_t index, rill_backend_device_info* out_info);
+rill_status rill_cuda_context_create(const rill_backend_context_options* options, rill_backend_context** out_ctx);
+void rill_cuda_context_destroy(rill_backend_context* ctx);
+const char* rill_cuda_context_device_name(rill_backend_context* ctx);
+rill_status rill_cuda_synchronize(rill_backend_context* ctx);
+
+/* Buffers (cuda_buffer.cpp). */
+rill_status rill_cuda_buffer_alloc(rill_backend_context* ctx, uint64_t bytes, rill_backend_buffer** out_buffer);
+void rill_cuda_buffer_free(rill_backend_context* ctx, rill_backend_buffer* buffer);
+rill_status rill_cuda_buffer_write(rill_backend_context* ctx, rill_backend_buffer* buffer, uint64_t offset,
+                                   const void* src, uint64_t bytes);
+rill_status rill_cuda_buffer_read(rill_backend_context* ctx, rill_backend_buffer* buffer, uint64_t offset, void* dst,
+                                  uint64_t bytes);
+rill_status rill_cuda_buffer_copy(rill_backend_context* ctx, rill_backend_buffer* src, uint64_t src_offset,
+                                  rill_backend_buffer* dst, uint64_t dst_offset, uint64_t bytes);
+
+/* Residual and normalization ops (cuda_norm.cu). */
+rill_status rill_cuda_residual_add(rill_backend_context* ctx, const rill_backend_tensor* residual,
+                                   const rill_backend_tensor* update, const rill_backend_tensor* gain,
+                                   float residual_scale, float update_scale);
+rill_status rill_cuda_rms_norm(rill_backend_context* ctx, const rill_backend_tensor* x,
+                               const rill_backend_tensor* weight, float eps, const rill_backend_tensor* out);
+rill_status rill_cuda_layer_norm(rill_backend_context* ctx, const rill_backend_tensor* x,
+                                 const rill_backend_tensor* weight, const rill_backend_tensor* bias, float eps,
+                                 const rill_backend_tensor* out);
+rill_status rill_cuda_fused_add_rms_norm(rill_backend_context* ctx, const rill_backend_tensor* x,
+                                         const rill_backend_tensor* residual, const rill_backend_tensor* gain,
+                                         const rill_backend_tensor* weight, float eps, float residual_scale,
+                                         float update_scale);
+rill_status rill_cuda_fused_add_layer_norm(rill_backend_context* ctx, const rill_backend_tensor* x,
+                                           const rill_backend_tensor* residual, const rill_backend_tensor* gain,
+                                           const rill_backend_tensor* weight, const rill_backend_tensor* bias,
+                                           float eps, float residual_scale, float update_scale);
+/* Checks that this build holds kernels the device can run and lets the norm
+   kernels use up to max_shared_bytes of shared memory per block. Called once
+   per context, with the context's device current. */
+rill_status rill_cuda_norm_prepare(std::size_t max_shared_bytes);
+
+/* GEMM through cuBLASLt (cuda_gemm.cpp). */
+rill_status rill_cuda_gemm(rill_backend_context* ctx, const rill_backend_tensor* a, const rill_backend_tensor* w,
+                           const rill_backend_tensor* bias, float alpha, float beta, const rill_backend_tensor* out);
+rill_cuda_gemm_cache* rill_cuda_gemm_cache_create();
+void rill_cuda_gemm_cache_destroy(rill_cuda_gemm_cache* cache);
+
+#endif

@@ -1,0 +1,63 @@
+/* Device buffers. Transfers go through the context's stream, so they are
+   ordered with the ops queued before them; reads wait for the data. */
+#include <new>
+
+#include "cuda_backend.h"
+
+rill_status rill_cuda_buffer_alloc(rill_backend_context* ctx, uint64_t bytes, rill_backend_buffer** out_buffer) {
+  rill_status status = rill_cuda_activate(ctx);
+  if (status != RILL_OK) return status;
+  rill_backend_buffer* buffer = new (std::nothrow) rill_backend_buffer();
+  if (!buffer) return rill_cuda_fail(RILL_ERROR_OUT_OF_MEMORY, "cuda: buffer_alloc: out of host memory");
+  status = rill_cuda_check(cudaMalloc(&buffer->data, static_cast<std::size_t>(bytes)),
+                           ("cudaMalloc of " + std::to_string(bytes) + " bytes").c_str());
+  if (status != RILL_OK) {
+    delete buffer;
+    return status;
+  }
+  buffer->bytes = bytes;
+  *out_buffer = buffer;
+  return RILL_OK;
+}
+
+void rill_cuda_buffer_free(rill_backend_context* ctx, rill_backend_buffer* buffer) {
+  if (!buffer) return;
+  // Ops that still use the buffer must finish before its memory is reused.
+  if (rill_cuda_activate(ctx) == RILL_OK) {
+    (void)rill_cuda_check(cudaStreamSynchronize(ctx->stream), "cudaStreamSynchronize (buffer_free)");
+    (void)rill_cuda_check(cudaFree(buffer->data), "cudaFree");
+  }
+  delete buffer;
+}
+
+rill_status rill_cuda_buffer_write(rill_backend_context* ctx, rill_backend_buffer* buffer, uint64_t offset,
+                                   const void* src, uint64_t bytes) {
+  const rill_status status = rill_cuda_activate(ctx);
+  if (status != RILL_OK) return status;
+  // From pageable host memory the copy has consumed src when the call returns,
+  // so the caller may reuse src at once.
+  return rill_cuda_check(cudaMemcpyAsync(static_cast<char*>(buffer->data) + offset, src, static_cast<std::size_t>(bytes),
+                                         cudaMemcpyHostToDevice, ctx->stream),
+                         "cudaMemcpyAsync (host to device)");
+}
+
+rill_status rill_cuda_buffer_read(rill_backend_context* ctx, rill_backend_buffer* buffer, uint64_t offset, void* dst,
+                                  uint64_t bytes) {
+  rill_status status = rill_cuda_activate(ctx);
+  if (status != RILL_OK) return status;
+  status = rill_cuda_check(cudaMemcpyAsync(dst, static_cast<const char*>(buffer->data) + offset,
+                                           static_cast<std::size_t>(bytes), cudaMemcpyDeviceToHost, ctx->stream),
+                           "cudaMemcpyAsync (device to host)");
+  if (status != RILL_OK) return status;
+  return rill_cuda_check(cudaStreamSynchronize(ctx->stream), "cudaStreamSynchronize (buffer_read)");
+}
+
+rill_status rill_cuda_buffer_copy(rill_backend_context* ctx, rill_backend_buffer* src, uint64_t src_offset,
+                                  rill_backend_buffer* dst, uint64_t dst_offset, uint64_t bytes) {
+  const rill_status status = rill_cuda_activate(ctx);
+  if (status != RILL_OK) return status;
+  return rill_cuda_check(cudaMemcpyAsync(static_cast<char*>(dst->data) + dst_offset,
+                                         static_cast<const char*>(src->data) + src_offset,
+                                         static_cast<std::size_t>(bytes), cudaMemcpyDeviceToDevice, ctx->stream),
+                         "cudaMemcpyAsync (device to device)");
+}

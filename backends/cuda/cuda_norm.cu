@@ -1,0 +1,436 @@
+/* Residual add, RMSNorm, LayerNorm and the fused add+norm ops.
+ *
+ * Storage is f32, f16 or bf16; all arithmetic is f32. The numerics follow the
+ * CPU backend: the residual update is computed with separately rounded
+ * multiplies and adds (no FMA contraction), rounded to the storage dtype, and
+ * that rounded value is what the norm sees.
+ *
+ * One kernel serves the four norm ops. A "team" of threads (a multiple of 32)
+ * handles a row: one warp for short rows, up to a whole block for long ones,
+ * several teams per block when rows are short. Each thread owns the packs
+ * lane, lane + team_size, ... of its row, so loads are coalesced; a pack is 16
+ * bytes (8 halves or 4 floats) when every pointer is 16-byte aligned and D is
+ * a multiple of the pack, else one element. Sums go through warp shuffles,
+ * then, for teams wider than a warp, through one shared slot per warp.
+ *
+ * The row is read once: the values a thread loads (or, fused, the rounded new
+ * residual it computes) are parked in shared memory in the storage dtype
+ * (exact, since that is the value being normalized) and read back from there
+ * for the second pass. When a row does not fit in shared memory the kernel
+ * reads it back from global memory instead (the residual it just wrote, or x).
+ */
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <climits>
+#include <cstdint>
+
+#include "cuda_backend.h"
+
+namespace {
+
+__device__ __forceinline__ float to_f32(float v) { return v; }
+__device__ __forceinline__ float to_f32(__half v) { return __half2float(v); }
+__device__ __forceinline__ float to_f32(__nv_bfloat16 v) { return __bfloat162float(v); }
+
+template <typename T>
+__device__ __forceinline__ T from_f32(float v);
+template <>
+__device__ __forceinline__ float from_f32<float>(float v) {
+  return v;
+}
+template <>
+__device__ __forceinline__ __half from_f32<__half>(float v) {
+  return __float2half_rn(v);
+}
+template <>
+__device__ __forceinline__ __nv_bfloat16 from_f32<__nv_bfloat16>(float v) {
+  return __float2bfloat16_rn(v);
+}
+
+/* VEC consecutive elements, loaded and stored as one access. */
+template <typename T, int VEC>
+struct alignas(sizeof(T) * VEC) Pack {
+  T v[VEC];
+};
+
+template <typename T, int VEC>
+__device__ __forceinline__ Pack<T, VEC> load_pack(const T* base, int64_t pack_index) {
+  return reinterpret_cast<const Pack<T, VEC>*>(base)[pack_index];
+}
+template <typename T, int VEC>
+__device__ __forceinline__ void store_pack(T* base, int64_t pack_index, const Pack<T, VEC>& p) {
+  reinterpret_cast<Pack<T, VEC>*>(base)[pack_index] = p;
+}
+template <typename T, int VEC>
+__device__ __forceinline__ Pack<T, VEC> load_pack_or(const T* base, int64_t pack_index, float fallback) {
+  if (base) return load_pack<T, VEC>(base, pack_index);
+  Pack<T, VEC> p;
+#pragma unroll
+  for (int j = 0; j < VEC; ++j) p.v[j] = from_f32<T>(fallback);
+  return p;
+}
+
+/* residual_scale*residual + update_scale*(gain*update), each product and the
+   sum rounded separately so that the result does not depend on FMA use. */
+__device__ __forceinline__ float residual_update(float residual, float update, float gain, float residual_scale,
+                                                 float update_scale) {
+  return __fadd_rn(__fmul_rn(residual_scale, residual), __fmul_rn(update_scale, __fmul_rn(gain, update)));
+}
+
+template <typename T>
+struct NormArgs {
+  const T* in;       /* plain: x; fused: the update x */
+  T* residual;       /* fused only */
+  const T* gain;     /* fused only; NULL = ones */
+  const T* weight;   /* NULL = ones */
+  const T* bias;     /* LayerNorm only; NULL = zeros */
+  T* out;            /* plain: out (may alias in); fused: x */
+  int64_t rows;
+  int d;
+  float eps;
+  float residual_scale;
+  float update_scale;
+  bool fused;
+  bool layer;        /* LayerNorm rather than RMSNorm */
+  bool row_in_smem;  /* park rows in shared memory, else re-read them */
+  int team_size;     /* threads per row, a multiple of 32 */
+  int rows_per_block;
+};
+
+/* Bytes of shared memory ahead of the parked rows: one partial sum per warp. */
+constexpr int kPartialBytes = 32 * sizeof(float);
+
+/* Sum of v over the calling thread's team. Every thread of the block calls it
+   (threads of rows past the end pass 0), so the barriers are uniform. */
+__device__ __forceinline__ float team_sum(float v, float* partial, int team, int warps_per_team) {
+#pragma unroll
+  for (int offset = 16; offset > 0; offset >>= 1) v += __shfl_xor_sync(0xffffffffu, v, offset);
+  if (warps_per_team == 1) return v;
+  if ((threadIdx.x & 31) == 0) partial[threadIdx.x >> 5] = v;
+  __syncthreads();
+  float total = 0.0f;
+  for (int i = 0; i < warps_per_team; ++i) total += partial[team * warps_per_team + i];
+  __syncthreads();  // the slots are reused by the next sum
+  return total;
+}
+
+template <typename T, int VEC>
+__global__ void norm_kernel(NormArgs<T> a) {
+  extern __shared__ __align__(16) unsigned char shared_bytes[];
+  float* partial = reinterpret_cast<float*>(shared_bytes);
+  T* parked_rows = reinterpret_cast<T*>(shared_bytes + kPartialBytes);
+
+  const int team = static_cast<int>(threadIdx.x) / a.team_size;
+  const int lane = static_cast<int>(threadIdx.x) % a.team_size;
+  const int warps_per_team = a.team_size / 32;
+  const int packs = a.d / VEC;
+  const float inv_d = 1.0f / static_cast<float>(a.d);
+
+  for (int64_t group = blockIdx.x; group * a.rows_per_block < a.rows; group += gridDim.x) {
+    const int64_t row = group * a.rows_per_block + team;
+    const bool active = row < a.rows;
+    const int64_t row_offset = row * a.d;
+    const T* in_row = a.in + row_offset;
+    T* residual_row = a.fused ? a.residual + row_offset : nullptr;
+    const T* parked = a.row_in_smem ? parked_rows + static_cast<int64_t>(team) * a.d
+                                    : (a.fused ? residual_row : in_row);
+
+    // Pass 1: load (fused: update the residual), park, and sum.
+    float sum = 0.0f;
+    if (active) {
+      for (int p = lane; p < packs; p += a.team_size) {
+        Pack<T, VEC> vals = load_pack<T, VEC>(in_row, p);
+        if (a.fused) {
+          const Pack<T, VEC> r = load_pack<T, VEC>(residual_row, p);
+          const Pack<T, VEC> g = load_pack_or<T, VEC>(a.gain, p, 1.0f);
+#pragma unroll
+          for (int j = 0; j < VEC; ++j) {
+            vals.v[j] = from_f32<T>(residual_update(to_f32(r.v[j]), to_f32(vals.v[j]), to_f32(g.v[j]),
+                                                    a.residual_scale, a.update_scale));
+          }
+          store_pack<T, VEC>(residual_row, p, vals);
+        }
+        if (a.row_in_smem) store_pack<T, VEC>(const_cast<T*>(parked), p, vals);
+#pragma unroll
+        for (int j = 0; j < VEC; ++j) {
+          const float v = to_f32(vals.v[j]);
+          sum += a.layer ? v : v * v;
+        }
+      }
+    }
+    const float total = team_sum(sum, partial, team, warps_per_team);
+
+    float mean = 0.0f;
+    float inv_std;
+    if (a.layer) {
+      // Biased variance around the mean, in a second pass for accuracy.
+      mean = total * inv_d;
+      float squares = 0.0f;
+      if (active) {
+        for (int p = lane; p < packs; p += a.team_size) {
+          const Pack<T, VEC> vals = load_pack<T, VEC>(parked, p);
+#pragma unroll
+          for (int j = 0; j < VEC; ++j) {
+            const float diff = to_f32(vals.v[j]) - mean;
+            squares += diff * diff;
+          }
+        }
+      }
+      inv_std = rsqrtf(team_sum(squares, partial, team, warps_per_team) * inv_d + a.eps);
+    } else {
+      inv_std = rsqrtf(total * inv_d + a.eps);
+    }
+
+    // Pass 2: normalize from the parked row.
+    if (active) {
+      T* out_row = a.out + row_offset;
+      for (int p = lane; p < packs; p += a.team_size) {
+        const Pack<T, VEC> vals = load_pack<T, VEC>(parked, p);
+        const Pack<T, VEC> w = load_pack_or<T, VEC>(a.weight, p, 1.0f);
+        const Pack<T, VEC> b = load_pack_or<T, VEC>(a.bias, p, 0.0f);
+        Pack<T, VEC> y;
+#pragma unroll
+        for (int j = 0; j < VEC; ++j) {
+          const float normalized = (to_f32(vals.v[j]) - mean) * inv_std;
+          y.v[j] = from_f32<T>(normalized * to_f32(w.v[j]) + to_f32(b.v[j]));
+        }
+        store_pack<T, VEC>(out_row, p, y);
+      }
+    }
+  }
+}
+
+template <typename T, int VEC>
+__global__ void residual_add_kernel(T* residual, const T* update, const T* gain, int64_t total_packs,
+                                    int64_t packs_per_row, float residual_scale, float update_scale) {
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t p = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; p < total_packs; p += stride) {
+    const Pack<T, VEC> r = load_pack<T, VEC>(residual, p);
+    const Pack<T, VEC> u = load_pack<T, VEC>(update, p);
+    const Pack<T, VEC> g = load_pack_or<T, VEC>(gain, p % packs_per_row, 1.0f);
+    Pack<T, VEC> y;
+#pragma unroll
+    for (int j = 0; j < VEC; ++j) {
+      y.v[j] = from_f32<T>(
+          residual_update(to_f32(r.v[j]), to_f32(u.v[j]), to_f32(g.v[j]), residual_scale, update_scale));
+    }
+    store_pack<T, VEC>(residual, p, y);
+  }
+}
+
+/* ---------------------------------------------------------------------- */
+/* Host side                                                               */
+/* ---------------------------------------------------------------------- */
+
+template <typename T>
+constexpr int kWideVec = 16 / static_cast<int>(sizeof(T));
+
+bool aligned16(const void* p) { return p == nullptr || reinterpret_cast<uintptr_t>(p) % 16 == 0; }
+
+/* Whether 16-byte packs can be used: D a multiple of the pack (so every row
+   starts aligned) and every pointer aligned. Views carry byte offsets, so
+   this is decided per call. */
+template <typename T>
+bool can_use_wide_packs(int64_t d, std::initializer_list<const void*> pointers) {
+  if (d % kWideVec<T> != 0) return false;
+  for (const void* p : pointers) {
+    if (!aligned16(p)) return false;
+  }
+  return true;
+}
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+/* Picks the team size, rows per block and grid for a norm launch. Few rows
+   (decode) spread each row over up to 1024 threads and give each block as few
+   rows as possible, so that the work reaches as many SMs as there are rows;
+   many rows use teams of at most 256 threads, each handling several packs, so
+   that several blocks fit on an SM. */
+template <typename T, int VEC>
+void plan_norm_launch(const rill_backend_context* ctx, NormArgs<T>& a, dim3* grid, dim3* block,
+                      std::size_t* shared_bytes) {
+  const int64_t packs = a.d / VEC;
+  const int64_t max_team = a.rows >= 4 * static_cast<int64_t>(ctx->sm_count) ? 256 : 1024;
+  const int64_t team = std::min<int64_t>(max_team, ceil_div(packs, 32) * 32);
+  const int64_t teams_by_threads = std::max<int64_t>(1, 256 / team);
+  const int64_t rows_per_block =
+      std::max<int64_t>(1, std::min<int64_t>(teams_by_threads, ceil_div(a.rows, ctx->sm_count)));
+  a.team_size = static_cast<int>(team);
+  a.rows_per_block = static_cast<int>(rows_per_block);
+  const std::size_t parked_bytes = static_cast<std::size_t>(rows_per_block) * a.d * sizeof(T);
+  a.row_in_smem = kPartialBytes + parked_bytes <= ctx->max_shared_bytes;
+  *shared_bytes = kPartialBytes + (a.row_in_smem ? parked_bytes : 0);
+  const int64_t groups = ceil_div(a.rows, rows_per_block);
+  *grid = dim3(static_cast<unsigned>(std::min<int64_t>(groups, static_cast<int64_t>(ctx->sm_count) * 256)));
+  *block = dim3(static_cast<unsigned>(team * rows_per_block));
+}
+
+template <typename T, int VEC>
+rill_status launch_norm(rill_backend_context* ctx, NormArgs<T> a) {
+  dim3 grid, block;
+  std::size_t shared_bytes = 0;
+  plan_norm_launch<T, VEC>(ctx, a, &grid, &block, &shared_bytes);
+  norm_kernel<T, VEC><<<grid, block, shared_bytes, ctx->stream>>>(a);
+  return rill_cuda_check(cudaGetLastError(), "norm kernel launch");
+}
+
+template <typename T>
+rill_status run_norm(rill_backend_context* ctx, NormArgs<T> a) {
+  if (can_use_wide_packs<T>(a.d, {a.in, a.residual, a.gain, a.weight, a.bias, a.out})) {
+    return launch_norm<T, kWideVec<T>>(ctx, a);
+  }
+  return launch_norm<T, 1>(ctx, a);
+}
+
+template <typename T>
+rill_status run_residual_add(rill_backend_context* ctx, T* residual, const T* update, const T* gain, int64_t rows,
+                             int64_t d, float residual_scale, float update_scale) {
+  constexpr int kThreads = 256;
+  const int64_t max_blocks = static_cast<int64_t>(ctx->sm_count) * 16;
+  if (can_use_wide_packs<T>(d, {residual, update, gain})) {
+    constexpr int V = kWideVec<T>;
+    const int64_t total = rows * d / V;
+    const dim3 grid(static_cast<unsigned>(std::min(ceil_div(total, kThreads), max_blocks)));
+    residual_add_kernel<T, V>
+        <<<grid, kThreads, 0, ctx->stream>>>(residual, update, gain, total, d / V, residual_scale, update_scale);
+  } else {
+    const int64_t total = rows * d;
+    const dim3 grid(static_cast<unsigned>(std::min(ceil_div(total, kThreads), max_blocks)));
+    residual_add_kernel<T, 1>
+        <<<grid, kThreads, 0, ctx->stream>>>(residual, update, gain, total, d, residual_scale, update_scale);
+  }
+  return rill_cuda_check(cudaGetLastError(), "residual_add kernel launch");
+}
+
+/* Fills NormArgs for dtype T from tensor views and runs the norm kernel. */
+template <typename T>
+rill_status norm_for(rill_backend_context* ctx, const rill_backend_tensor* in, const rill_backend_tensor* residual,
+                     const rill_backend_tensor* gain, const rill_backend_tensor* weight,
+                     const rill_backend_tensor* bias, const rill_backend_tensor* out, float eps,
+                     float residual_scale, float update_scale, bool layer) {
+  NormArgs<T> a{};
+  a.in = static_cast<const T*>(rill_cuda_data(in));
+  a.residual = static_cast<T*>(rill_cuda_data(residual));
+  a.gain = static_cast<const T*>(rill_cuda_data(gain));
+  a.weight = static_cast<const T*>(rill_cuda_data(weight));
+  a.bias = static_cast<const T*>(rill_cuda_data(bias));
+  a.out = static_cast<T*>(rill_cuda_data(out));
+  a.rows = rill_cuda_rows(in);
+  a.d = static_cast<int>(rill_cuda_cols(in));
+  a.eps = eps;
+  a.residual_scale = residual_scale;
+  a.update_scale = update_scale;
+  a.fused = residual != nullptr;
+  a.layer = layer;
+  return run_norm<T>(ctx, a);
+}
+
+rill_status norm_dispatch(const char* op, rill_backend_context* ctx, const rill_backend_tensor* in,
+                          const rill_backend_tensor* residual, const rill_backend_tensor* gain,
+                          const rill_backend_tensor* weight, const rill_backend_tensor* bias,
+                          const rill_backend_tensor* out, float eps, float residual_scale, float update_scale,
+                          bool layer) {
+  const int64_t d = rill_cuda_cols(in);
+  if (d > INT_MAX) {
+    return rill_cuda_fail(RILL_ERROR_UNSUPPORTED, std::string("cuda: ") + op + ": the last dim must be at most " +
+                                                      std::to_string(INT_MAX) + ", given " + std::to_string(d));
+  }
+  const rill_status status = rill_cuda_activate(ctx);
+  if (status != RILL_OK) return status;
+  switch (in->dtype) {
+    case RILL_DTYPE_F32:
+      return norm_for<float>(ctx, in, residual, gain, weight, bias, out, eps, residual_scale, update_scale, layer);
+    case RILL_DTYPE_F16:
+      return norm_for<__half>(ctx, in, residual, gain, weight, bias, out, eps, residual_scale, update_scale, layer);
+    case RILL_DTYPE_BF16:
+      return norm_for<__nv_bfloat16>(ctx, in, residual, gain, weight, bias, out, eps, residual_scale, update_scale,
+                                     layer);
+    default:
+      return rill_cuda_fail(RILL_ERROR_DTYPE, std::string("cuda: ") + op + ": dtype must be f32, f16 or bf16, given " +
+                                                  std::to_string(static_cast<int>(in->dtype)));
+  }
+}
+
+template <typename T, int VEC>
+rill_status allow_shared(std::size_t max_shared_bytes) {
+  return rill_cuda_check(cudaFuncSetAttribute(norm_kernel<T, VEC>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                              static_cast<int>(max_shared_bytes)),
+                         "cudaFuncSetAttribute (norm kernel shared memory)", RILL_ERROR_BACKEND_UNAVAILABLE);
+}
+
+}  // namespace
+
+rill_status rill_cuda_norm_prepare(std::size_t max_shared_bytes) {
+  // Asking for a kernel's attributes fails when the build holds no code the
+  // device can run (an architecture missing from CMAKE_CUDA_ARCHITECTURES).
+  cudaFuncAttributes attributes{};
+  const cudaError_t error = cudaFuncGetAttributes(&attributes, norm_kernel<float, 1>);
+  if (error != cudaSuccess) {
+    (void)cudaGetLastError();
+    return rill_cuda_fail(RILL_ERROR_BACKEND_UNAVAILABLE,
+                          std::string("cuda: this build has no kernels for the device: ") + cudaGetErrorString(error) +
+                              " (rebuild with CMAKE_CUDA_ARCHITECTURES including its compute capability)");
+  }
+  rill_status status = allow_shared<float, 1>(max_shared_bytes);
+  if (status == RILL_OK) status = allow_shared<float, kWideVec<float>>(max_shared_bytes);
+  if (status == RILL_OK) status = allow_shared<__half, 1>(max_shared_bytes);
+  if (status == RILL_OK) status = allow_shared<__half, kWideVec<__half>>(max_shared_bytes);
+  if (status == RILL_OK) status = allow_shared<__nv_bfloat16, 1>(max_shared_bytes);
+  if (status == RILL_OK) status = allow_shared<__nv_bfloat16, kWideVec<__nv_bfloat16>>(max_shared_bytes);
+  return status;
+}
+
+rill_status rill_cuda_residual_add(rill_backend_context* ctx, const rill_backend_tensor* residual,
+                                   const rill_backend_tensor* update, const rill_backend_tensor* gain,
+                                   float residual_scale, float update_scale) {
+  const rill_status status = rill_cuda_activate(ctx);
+  if (status != RILL_OK) return status;
+  const int64_t rows = rill_cuda_rows(residual);
+  const int64_t d = rill_cuda_cols(residual);
+  void* r = rill_cuda_data(residual);
+  const void* u = rill_cuda_data(update);
+  const void* g = rill_cuda_data(gain);
+  switch (residual->dtype) {
+    case RILL_DTYPE_F32:
+      return run_residual_add<float>(ctx, static_cast<float*>(r), static_cast<const float*>(u),
+                                     static_cast<const float*>(g), rows, d, residual_scale, update_scale);
+    case RILL_DTYPE_F16:
+      return run_residual_add<__half>(ctx, static_cast<__half*>(r), static_cast<const __half*>(u),
+                                      static_cast<const __half*>(g), rows, d, residual_scale, update_scale);
+    case RILL_DTYPE_BF16:
+      return run_residual_add<__nv_bfloat16>(ctx, static_cast<__nv_bfloat16*>(r), static_cast<const __nv_bfloat16*>(u),
+                                             static_cast<const __nv_bfloat16*>(g), rows, d, residual_scale,
+                                             update_scale);
+    default:
+      return rill_cuda_fail(RILL_ERROR_DTYPE, "cuda: residual_add: dtype must be f32, f16 or bf16, given " +
+                                                  std::to_string(static_cast<int>(residual->dtype)));
+  }
+}
+
+rill_status rill_cuda_rms_norm(rill_backend_context* ctx, const rill_backend_tensor* x,
+                               const rill_backend_tensor* weight, float eps, const rill_backend_tensor* out) {
+  return norm_dispatch("rms_norm", ctx, x, nullptr, nullptr, weight, nullptr, out, eps, 1.0f, 1.0f, false);
+}
+
+rill_status rill_cuda_layer_norm(rill_backend_context* ctx, const rill_backend_tensor* x,
+                                 const rill_backend_tensor* weight, const rill_backend_tensor* bias, float eps,
+                                 const rill_backend_tensor* out) {
+  return norm_dispatch("layer_norm", ctx, x, nullptr, nullptr, weight, bias, out, eps, 1.0f, 1.0f, true);
+}
+
+rill_status rill_cuda_fused_add_rms_norm(rill_backend_context* ctx, const rill_backend_tensor* x,
+                                         const rill_backend_tensor* residual, const rill_backend_tensor* gain,
+                                         const rill_backend_tensor* weight, float eps, float residual_scale,
+                                         float update_scale) {
+  return norm_dispatch("fused_add_rms_norm", ctx, x, residual, gain, weight, nullptr, x, eps, residual_scale,
+                       update_scale, false);
+}
+
+rill_status rill_cuda_fused_add_layer_norm(rill_backend_context* ctx, const rill_backend_tensor* x,
+                                           const rill_backend_tensor* residual, const rill_backend_tensor* gain,
+                                           const rill_backend_tensor* weight, const rill_backend_tensor* bias,
+                                           float eps, float residual_scale, float update_scale) {
+  return norm_dispatch("fused_add_layer_norm", ctx, x, residual, gain, weight, bias, x, eps, residual_scale,
+                       update_scale, true);
+}

@@ -1,0 +1,84 @@
+/* The CUDA backend's tables, its error helpers and the plugin entry points. */
+#include "cuda_backend.h"
+
+const rill_host_services* rill_cuda_host = nullptr;
+
+rill_status rill_cuda_fail(rill_status status, const std::string& message) {
+  if (rill_cuda_host && rill_cuda_host->fail) return rill_cuda_host->fail(status, message.c_str());
+  return status;
+}
+
+rill_status rill_cuda_check(cudaError_t error, const char* what, rill_status otherwise) {
+  if (error == cudaSuccess) return RILL_OK;
+  rill_status status = otherwise;
+  if (error == cudaErrorMemoryAllocation) {
+    // Allocation failures are not sticky: clearing the error keeps the
+    // context usable for the calls that follow.
+    (void)cudaGetLastError();
+    status = RILL_ERROR_OUT_OF_MEMORY;
+  }
+  return rill_cuda_fail(status, std::string("cuda: ") + what + ": " + cudaGetErrorString(error) + " (" +
+                                    cudaGetErrorName(error) + ")");
+}
+
+rill_status rill_cuda_check_lt(cublasStatus_t status, const char* what) {
+  if (status == CUBLAS_STATUS_SUCCESS) return RILL_OK;
+  const rill_status code = status == CUBLAS_STATUS_ALLOC_FAILED ? RILL_ERROR_OUT_OF_MEMORY
+                           : status == CUBLAS_STATUS_NOT_SUPPORTED ? RILL_ERROR_UNSUPPORTED
+                                                                    : RILL_ERROR_BACKEND;
+  return rill_cuda_fail(code, std::string("cuda: ") + what + ": " + cublasLtGetStatusString(status) + " (" +
+                                  cublasLtGetStatusName(status) + ")");
+}
+
+rill_status rill_cuda_activate(rill_backend_context* ctx) {
+  return rill_cuda_check(cudaSetDevice(ctx->device), "cudaSetDevice");
+}
+
+namespace {
+
+const rill_backend_ops cuda_ops = {
+    /* .abi_version = */ 1u,
+    /* .struct_size = */ static_cast<uint32_t>(sizeof(rill_backend_ops)),
+    /* .residual_add = */ rill_cuda_residual_add,
+    /* .rms_norm = */ rill_cuda_rms_norm,
+    /* .layer_norm = */ rill_cuda_layer_norm,
+    /* .fused_add_rms_norm = */ rill_cuda_fused_add_rms_norm,
+    /* .fused_add_layer_norm = */ rill_cuda_fused_add_layer_norm,
+    /* .gemm = */ rill_cuda_gemm,
+    /* .rope = */ nullptr,
+    /* .attention = */ nullptr,
+    /* .activation = */ nullptr,
+};
+
+const rill_backend cuda_backend = {
+    /* .abi_version = */ 1u,
+    /* .struct_size = */ static_cast<uint32_t>(sizeof(rill_backend)),
+    /* .name = */ "cuda",
+    /* .device_count = */ rill_cuda_device_count,
+    /* .describe_device = */ rill_cuda_describe_device,
+    /* .context_create = */ rill_cuda_context_create,
+    /* .context_destroy = */ rill_cuda_context_destroy,
+    /* .context_device_name = */ rill_cuda_context_device_name,
+    /* .synchronize = */ rill_cuda_synchronize,
+    /* .buffer_alloc = */ rill_cuda_buffer_alloc,
+    /* .buffer_free = */ rill_cuda_buffer_free,
+    /* .buffer_write = */ rill_cuda_buffer_write,
+    /* .buffer_read = */ rill_cuda_buffer_read,
+    /* .buffer_copy = */ rill_cuda_buffer_copy,
+    /* .ops = */ &cuda_ops,
+};
+
+rill_status cuda_plugin_init(uint32_t abi_version, const rill_host_services* host, const rill_backend** out_backend) {
+  if (!host || !out_backend) return RILL_ERROR_INVALID_ARGUMENT;
+  rill_cuda_host = host;
+  if (abi_version != 1u) {
+    return rill_cuda_fail(RILL_ERROR_BACKEND_UNAVAILABLE,
+                          "cuda: init: expected backend interface version 1, given " + std::to_string(abi_version));
+  }
+  *out_backend = &cuda_backend;
+  return RILL_OK;
+}
+
+}  // namespace
+
+RILL_BACKEND_PLUGIN_DEFINE(1u, 1u, cuda_plugin_init)
