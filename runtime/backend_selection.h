@@ -1,0 +1,32 @@
+// Backend selection: turns a Config into a backend context, either the backend
+// named in [runtime] backend, or the first backend of `prefer` that can be had
+// when it is "auto", recording why each one before it was skipped.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "backend_registry.h"
+#include "config.h"
+
+namespace rill {
+
+struct Selection {
+  const Backend* backend = nullptr;
+  rill_backend_context* context = nullptr;  // owned by the caller once selected
+  std::string device_name;
+  std::string report;  // "name: chosen" / "name: skipped: reason" lines
+};
+
+// Creates the backend context the config asks for. On failure returns
+// RILL_ERROR_BACKEND_UNAVAILABLE with rill_last_error() naming function and
+// giving every reason.
+rill_status select_backend(const Config& config, const char* function, Selection& out);
+
+// Describes every device of backend. On failure returns false with the reason.
+bool describe_devices(const Backend& backend, std::vector<rill_backend_device_info>& out, std::string& reason);
+
+// A short English name of a device type ("discrete GPU").
+const char* device_type_name(rill_device_type type);
+
+}  // namespace rill

@@ -1,0 +1,123 @@
+// rill_context_*: creation from config text or a file, teardown, accessors.
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+
+#include "backend_selection.h"
+#include "config.h"
+#include "errors.h"
+#include "host_services.h"
+#include "objects.h"
+
+namespace rill {
+namespace {
+
+rill_status create_context(std::string_view text, const std::string& source, const char* function,
+                           rill_context** out_ctx) {
+  Config config;
+  const rill_status parsed = parse_config(text, source, function, config);
+  if (parsed != RILL_OK) return parsed;
+  // Allocated before the backend context, so that nothing can fail once that exists.
+  auto context = std::make_unique<rill_context>();
+  Selection selection;
+  const rill_status selected = select_backend(config, function, selection);
+  if (selected != RILL_OK) return selected;
+  context->backend = selection.backend;
+  context->impl = selection.context;
+  context->device_name = std::move(selection.device_name);
+  context->selection_report = std::move(selection.report);
+  *out_ctx = context.release();
+  return RILL_OK;
+}
+
+// Reads a whole file; on failure returns RILL_ERROR_IO with the reason.
+rill_status read_file(const char* function, const char* path, std::string& out) {
+  struct stat st {};
+  if (::stat(path, &st) != 0) {
+    return fail(RILL_ERROR_IO, std::string(function) + ": path: cannot open '" + path + "': " + std::strerror(errno));
+  }
+  if (!S_ISREG(st.st_mode)) {
+    return fail(RILL_ERROR_IO, std::string(function) + ": path: '" + path + "' is not a regular file");
+  }
+  std::FILE* file = std::fopen(path, "rb");
+  if (file == nullptr) {
+    return fail(RILL_ERROR_IO, std::string(function) + ": path: cannot open '" + path + "': " + std::strerror(errno));
+  }
+  std::string text;
+  char chunk[65536];
+  size_t got = 0;
+  while ((got = std::fread(chunk, 1, sizeof(chunk), file)) > 0) text.append(chunk, got);
+  const bool failed = std::ferror(file) != 0;
+  std::fclose(file);
+  if (failed) return fail(RILL_ERROR_IO, std::string(function) + ": path: error while reading '" + path + "'");
+  out = std::move(text);
+  return RILL_OK;
+}
+
+}  // namespace
+}  // namespace rill
+
+extern "C" {
+
+RILL_API rill_status rill_context_create(const char* config_toml, rill_context** out_ctx) {
+  constexpr const char* fn = "rill_context_create";
+  return rill::guarded(fn, [&] {
+    if (out_ctx == nullptr) {
+      return rill::fail(RILL_ERROR_INVALID_ARGUMENT, std::string(fn) + ": out_ctx: expected a pointer, got NULL");
+    }
+    return rill::create_context(config_toml != nullptr ? config_toml : "", "config", fn, out_ctx);
+  });
+}
+
+RILL_API rill_status rill_context_create_from_file(const char* path, rill_context** out_ctx) {
+  constexpr const char* fn = "rill_context_create_from_file";
+  return rill::guarded(fn, [&] {
+    if (path == nullptr) return rill::fail(RILL_ERROR_INVALID_ARGUMENT, std::string(fn) + ": path: expected a file path, got NULL");
+    if (out_ctx == nullptr) {
+      return rill::fail(RILL_ERROR_INVALID_ARGUMENT, std::string(fn) + ": out_ctx: expected a pointer, got NULL");
+    }
+    std::string text;
+    const rill_status read = rill::read_file(fn, path, text);
+    if (read != RILL_OK) return read;
+    return rill::create_context(text, path, fn, out_ctx);
+  });
+}
+
+RILL_API void rill_context_destroy(rill_context* ctx) {
+  if (ctx == nullptr) return;
+  const rill_backend* table = ctx->backend->table;
+  for (rill_tensor* tensor : ctx->tensors) {
+    table->buffer_free(ctx->impl, tensor->buffer);
+    delete tensor;
+  }
+  table->context_destroy(ctx->impl);
+  delete ctx;
+}
+
+RILL_API const char* rill_context_backend_name(const rill_context* ctx) {
+  return ctx != nullptr ? ctx->backend->name.c_str() : "";
+}
+
+RILL_API const char* rill_context_device_name(const rill_context* ctx) {
+  return ctx != nullptr ? ctx->device_name.c_str() : "";
+}
+
+RILL_API const char* rill_context_selection_report(const rill_context* ctx) {
+  return ctx != nullptr ? ctx->selection_report.c_str() : "";
+}
+
+RILL_API rill_status rill_context_synchronize(rill_context* ctx) {
+  constexpr const char* fn = "rill_context_synchronize";
+  return rill::guarded(fn, [&] {
+    if (ctx == nullptr) return rill::fail(RILL_ERROR_INVALID_ARGUMENT, std::string(fn) + ": ctx: expected a context, got NULL");
+    rill::clear_backend_message();
+    const rill_status status = ctx->backend->table->synchronize(ctx->impl);
+    if (status != RILL_OK) return rill::backend_failure(fn, ctx->backend->name, status);
+    return RILL_OK;
+  });
+}
+
+}  // extern "C"

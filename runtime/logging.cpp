@@ -1,0 +1,87 @@
+#include "logging.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <shared_mutex>
+
+#include "errors.h"
+
+namespace rill {
+namespace {
+
+// Above every real level: the default sink is silent when RILL_LOG is unset.
+constexpr int kSilent = RILL_LOG_ERROR + 1;
+
+const char* level_name(rill_log_level level) {
+  switch (level) {
+    case RILL_LOG_DEBUG: return "debug";
+    case RILL_LOG_INFO: return "info";
+    case RILL_LOG_WARNING: return "warning";
+    case RILL_LOG_ERROR: return "error";
+    default: return "?";
+  }
+}
+
+// The default sink's threshold, read from RILL_LOG once.
+int default_threshold() {
+  static const int threshold = [] {
+    const char* value = std::getenv("RILL_LOG");
+    if (value == nullptr || *value == '\0') return kSilent;
+    for (int level = RILL_LOG_DEBUG; level <= RILL_LOG_ERROR; ++level) {
+      if (std::strcmp(value, level_name(static_cast<rill_log_level>(level))) == 0) return level;
+    }
+    std::fprintf(stderr, "rill: RILL_LOG='%s' is not one of debug, info, warning, error; logging warnings\n",
+                 value);
+    return static_cast<int>(RILL_LOG_WARNING);
+  }();
+  return threshold;
+}
+
+struct Sink {
+  rill_log_fn fn = nullptr;
+  void* user_data = nullptr;
+  int min_level = 0;
+};
+
+// A shared lock is held while a callback runs, so that once
+// rill_set_log_callback returns no message reaches the callback it replaced.
+std::shared_mutex g_sink_mutex;
+Sink g_sink;
+
+}  // namespace
+
+bool log_enabled(rill_log_level level) noexcept {
+  std::shared_lock<std::shared_mutex> lock(g_sink_mutex);
+  const int threshold = g_sink.fn != nullptr ? g_sink.min_level : default_threshold();
+  return static_cast<int>(level) >= threshold;
+}
+
+void log_message(rill_log_level level, const std::string& message) noexcept {
+  std::shared_lock<std::shared_mutex> lock(g_sink_mutex);
+  if (g_sink.fn != nullptr) {
+    if (static_cast<int>(level) >= g_sink.min_level) g_sink.fn(level, message.c_str(), g_sink.user_data);
+    return;
+  }
+  if (static_cast<int>(level) >= default_threshold()) {
+    std::fprintf(stderr, "rill [%s] %s\n", level_name(level), message.c_str());
+  }
+}
+
+}  // namespace rill
+
+extern "C" RILL_API rill_status rill_set_log_callback(rill_log_fn fn, void* user_data, rill_log_level min_level) {
+  return rill::guarded("rill_set_log_callback", [&] {
+    if (min_level < RILL_LOG_DEBUG || min_level > RILL_LOG_ERROR) {
+      return rill::fail(RILL_ERROR_INVALID_ARGUMENT,
+                        "rill_set_log_callback: min_level: expected RILL_LOG_DEBUG (0) to RILL_LOG_ERROR (3), got " +
+                            std::to_string(static_cast<long long>(min_level)));
+    }
+    std::unique_lock<std::shared_mutex> lock(rill::g_sink_mutex);
+    rill::g_sink.fn = fn;
+    rill::g_sink.user_data = user_data;
+    rill::g_sink.min_level = static_cast<int>(min_level);
+    return RILL_OK;
+  });
+}

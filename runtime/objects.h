@@ -1,0 +1,39 @@
+// The objects behind the public handles rill_context and rill_tensor.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <unordered_set>
+
+#include "backend_registry.h"
+
+struct rill_context {
+  const rill::Backend* backend = nullptr;
+  rill_backend_context* impl = nullptr;
+  std::string device_name;
+  std::string selection_report;
+  // Live tensors, freed with the context if the host has not freed them.
+  std::unordered_set<rill_tensor*> tensors;
+};
+
+// One tensor owns one backend buffer holding exactly its elements.
+struct rill_tensor {
+  rill_context* context = nullptr;
+  rill_dtype dtype = RILL_DTYPE_F32;
+  int32_t ndim = 0;
+  int64_t shape[RILL_MAX_DIMS] = {1, 1, 1, 1};
+  size_t numel = 0;
+  size_t nbytes = 0;
+  rill_backend_buffer* buffer = nullptr;
+};
+
+namespace rill {
+
+// The backend's view of a tensor: its whole buffer.
+rill_backend_tensor backend_view(const rill_tensor& tensor);
+
+// "[4096, 896]"
+std::string shape_text(const rill_tensor& tensor);
+
+}  // namespace rill

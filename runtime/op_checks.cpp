@@ -1,0 +1,70 @@
+#include "op_checks.h"
+
+#include <cmath>
+
+#include "errors.h"
+
+namespace rill {
+
+rill_status OpChecks::failure(rill_status status, const std::string& text) const {
+  return fail(status, std::string(function_) + ": " + text);
+}
+
+rill_status OpChecks::context() const {
+  if (ctx_ == nullptr) return failure(RILL_ERROR_INVALID_ARGUMENT, "ctx: expected a context, got NULL");
+  return RILL_OK;
+}
+
+rill_status OpChecks::operand(const rill_tensor* tensor, const char* name) const {
+  if (tensor == nullptr) return failure(RILL_ERROR_INVALID_ARGUMENT, std::string(name) + ": expected a tensor, got NULL");
+  return optional_operand(tensor, name);
+}
+
+rill_status OpChecks::optional_operand(const rill_tensor* tensor, const char* name) const {
+  if (tensor != nullptr && tensor->context != ctx_) {
+    return failure(RILL_ERROR_INVALID_ARGUMENT,
+                   std::string(name) + ": expected a tensor of ctx, got a tensor of another context");
+  }
+  return RILL_OK;
+}
+
+rill_status OpChecks::same_dtype(const rill_tensor* tensor, const char* name, const rill_tensor& reference,
+                                 const char* reference_name) const {
+  if (tensor == nullptr || tensor->dtype == reference.dtype) return RILL_OK;
+  return failure(RILL_ERROR_DTYPE, std::string(name) + ": expected dtype " + rill_dtype_name(reference.dtype) +
+                                       " (the dtype of " + reference_name + "), got " + rill_dtype_name(tensor->dtype));
+}
+
+rill_status OpChecks::same_shape(const rill_tensor& tensor, const char* name, const rill_tensor& reference,
+                                 const char* reference_name) const {
+  bool same = tensor.ndim == reference.ndim;
+  for (int32_t i = 0; same && i < tensor.ndim; ++i) same = tensor.shape[i] == reference.shape[i];
+  if (same) return RILL_OK;
+  return failure(RILL_ERROR_SHAPE, std::string(name) + ": expected shape " + shape_text(reference) + " (the shape of " +
+                                       reference_name + "), got " + shape_text(tensor));
+}
+
+rill_status OpChecks::vector(const rill_tensor* tensor, const char* name, int64_t length, const char* why) const {
+  if (tensor == nullptr || (tensor->ndim == 1 && tensor->shape[0] == length)) return RILL_OK;
+  return failure(RILL_ERROR_SHAPE, std::string(name) + ": expected shape [" + std::to_string(length) + "] (" + why +
+                                       "), got " + shape_text(*tensor));
+}
+
+rill_status OpChecks::distinct(const rill_tensor* a, const char* a_name, const rill_tensor* b,
+                               const char* b_name) const {
+  if (a == nullptr || a != b) return RILL_OK;
+  return failure(RILL_ERROR_INVALID_ARGUMENT,
+                 std::string(a_name) + ": expected a tensor other than " + b_name + ", got the same tensor");
+}
+
+rill_status OpChecks::finite(float value, const char* name) const {
+  if (std::isfinite(value)) return RILL_OK;
+  return failure(RILL_ERROR_INVALID_ARGUMENT, std::string(name) + ": expected a finite value, got " + std::to_string(value));
+}
+
+rill_status OpChecks::epsilon(float eps) const {
+  if (std::isfinite(eps) && eps >= 0.0f) return RILL_OK;
+  return failure(RILL_ERROR_INVALID_ARGUMENT, "eps: expected a finite value >= 0, got " + std::to_string(eps));
+}
+
+}  // namespace rill

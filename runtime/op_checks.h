@@ -1,0 +1,73 @@
+// Argument checks shared by the operator entry points. Each check returns
+// RILL_OK or records a message "<function>: <argument>: expected ..., got ..."
+// and returns the status that fits the fault.
+#pragma once
+
+#include <string>
+
+#include "objects.h"
+
+// Returns from the enclosing function when a check fails.
+#define RILL_CHECK(expr)                     \
+  do {                                       \
+    const rill_status rill_check_ = (expr); \
+    if (rill_check_ != RILL_OK) return rill_check_; \
+  } while (0)
+
+namespace rill {
+
+class OpChecks {
+ public:
+  OpChecks(const char* function, const rill_context* ctx) : function_(function), ctx_(ctx) {}
+
+  // The context is not NULL.
+  rill_status context() const;
+  // A required operand: not NULL and a tensor of the context.
+  rill_status operand(const rill_tensor* tensor, const char* name) const;
+  // An optional operand: NULL, or a tensor of the context.
+  rill_status optional_operand(const rill_tensor* tensor, const char* name) const;
+  // tensor (NULL is fine) has the dtype of reference.
+  rill_status same_dtype(const rill_tensor* tensor, const char* name, const rill_tensor& reference,
+                         const char* reference_name) const;
+  // tensor has exactly the shape of reference.
+  rill_status same_shape(const rill_tensor& tensor, const char* name, const rill_tensor& reference,
+                         const char* reference_name) const;
+  // tensor (NULL is fine) is 1-dim of length length; why explains where that length comes from.
+  rill_status vector(const rill_tensor* tensor, const char* name, int64_t length, const char* why) const;
+  // a and b are different tensors (NULL is fine).
+  rill_status distinct(const rill_tensor* a, const char* a_name, const rill_tensor* b, const char* b_name) const;
+  rill_status finite(float value, const char* name) const;
+  // eps is finite and >= 0.
+  rill_status epsilon(float eps) const;
+
+  // Records a failure of this function.
+  rill_status failure(rill_status status, const std::string& text) const;
+
+ private:
+  const char* function_;
+  const rill_context* ctx_;
+};
+
+// Calls a backend op that may be absent: RILL_ERROR_UNSUPPORTED when it is,
+// the backend's failure with its message when the call fails.
+template <class Fn, class... Args>
+rill_status dispatch(const char* function, const rill_context& ctx, Fn op, const char* op_name, Args... args);
+
+}  // namespace rill
+
+#include "host_services.h"
+
+namespace rill {
+
+template <class Fn, class... Args>
+rill_status dispatch(const char* function, const rill_context& ctx, Fn op, const char* op_name, Args... args) {
+  if (op == nullptr) {
+    return OpChecks(function, &ctx)
+        .failure(RILL_ERROR_UNSUPPORTED, "the " + ctx.backend->name + " backend does not implement " + op_name);
+  }
+  clear_backend_message();
+  const rill_status status = op(ctx.impl, args...);
+  return status == RILL_OK ? RILL_OK : backend_failure(function, ctx.backend->name, status);
+}
+
+}  // namespace rill

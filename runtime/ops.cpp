@@ -1,0 +1,194 @@
+// The residual-stream operators: check every argument, then hand the op to the
+// context's backend.
+#include "errors.h"
+#include "op_checks.h"
+
+namespace rill {
+namespace {
+
+// A backend view of an operand that may be NULL; points into storage.
+const rill_backend_tensor* view_or_null(const rill_tensor* tensor, rill_backend_tensor& storage) {
+  if (tensor == nullptr) return nullptr;
+  storage = backend_view(*tensor);
+  return &storage;
+}
+
+int64_t last_dim(const rill_tensor& t) { return t.shape[t.ndim - 1]; }
+
+// Checks shared by the fused ops: x and residual alike and distinct, and the
+// [D] operands (gain, weight, bias) well formed.
+rill_status check_fused(const OpChecks& check, const rill_tensor* x, const rill_tensor* residual,
+                        const rill_tensor* gain, const rill_tensor* weight, const rill_tensor* bias, float eps,
+                        float residual_scale, float update_scale) {
+  RILL_CHECK(check.context());
+  RILL_CHECK(check.operand(x, "x"));
+  RILL_CHECK(check.operand(residual, "residual"));
+  RILL_CHECK(check.optional_operand(gain, "gain"));
+  RILL_CHECK(check.optional_operand(weight, "weight"));
+  RILL_CHECK(check.optional_operand(bias, "bias"));
+  RILL_CHECK(check.same_dtype(residual, "residual", *x, "x"));
+  RILL_CHECK(check.same_dtype(gain, "gain", *x, "x"));
+  RILL_CHECK(check.same_dtype(weight, "weight", *x, "x"));
+  RILL_CHECK(check.same_dtype(bias, "bias", *x, "x"));
+  RILL_CHECK(check.same_shape(*residual, "residual", *x, "x"));
+  const int64_t d = last_dim(*x);
+  RILL_CHECK(check.vector(gain, "gain", d, "the last dim of x"));
+  RILL_CHECK(check.vector(weight, "weight", d, "the last dim of x"));
+  RILL_CHECK(check.vector(bias, "bias", d, "the last dim of x"));
+  // x and residual are both written; the [D] operands are read while they are.
+  RILL_CHECK(check.distinct(x, "x", residual, "residual"));
+  for (const rill_tensor* written : {x, residual}) {
+    const char* written_name = written == x ? "x" : "residual";
+    RILL_CHECK(check.distinct(gain, "gain", written, written_name));
+    RILL_CHECK(check.distinct(weight, "weight", written, written_name));
+    RILL_CHECK(check.distinct(bias, "bias", written, written_name));
+  }
+  RILL_CHECK(check.epsilon(eps));
+  RILL_CHECK(check.finite(residual_scale, "residual_scale"));
+  RILL_CHECK(check.finite(update_scale, "update_scale"));
+  return RILL_OK;
+}
+
+// Checks shared by the norms: out like x (and allowed to be x), weight and bias [D].
+rill_status check_norm(const OpChecks& check, const rill_tensor* x, const rill_tensor* weight,
+                       const rill_tensor* bias, float eps, const rill_tensor* out) {
+  RILL_CHECK(check.context());
+  RILL_CHECK(check.operand(x, "x"));
+  RILL_CHECK(check.optional_operand(weight, "weight"));
+  RILL_CHECK(check.optional_operand(bias, "bias"));
+  RILL_CHECK(check.operand(out, "out"));
+  RILL_CHECK(check.same_dtype(weight, "weight", *x, "x"));
+  RILL_CHECK(check.same_dtype(bias, "bias", *x, "x"));
+  RILL_CHECK(check.same_dtype(out, "out", *x, "x"));
+  const int64_t d = last_dim(*x);
+  RILL_CHECK(check.vector(weight, "weight", d, "the last dim of x"));
+  RILL_CHECK(check.vector(bias, "bias", d, "the last dim of x"));
+  RILL_CHECK(check.same_shape(*out, "out", *x, "x"));
+  RILL_CHECK(check.distinct(out, "out", weight, "weight"));
+  RILL_CHECK(check.distinct(out, "out", bias, "bias"));
+  RILL_CHECK(check.epsilon(eps));
+  return RILL_OK;
+}
+
+}  // namespace
+}  // namespace rill
+
+using rill::OpChecks;
+
+extern "C" {
+
+RILL_API rill_status rill_residual_add(rill_context* ctx, rill_tensor* residual, const rill_tensor* update,
+                                       const rill_tensor* gain, float residual_scale, float update_scale) {
+  constexpr const char* fn = "rill_residual_add";
+  return rill::guarded(fn, [&] {
+    const OpChecks check(fn, ctx);
+    RILL_CHECK(check.context());
+    RILL_CHECK(check.operand(residual, "residual"));
+    RILL_CHECK(check.operand(update, "update"));
+    RILL_CHECK(check.optional_operand(gain, "gain"));
+    RILL_CHECK(check.same_dtype(update, "update", *residual, "residual"));
+    RILL_CHECK(check.same_dtype(gain, "gain", *residual, "residual"));
+    RILL_CHECK(check.same_shape(*update, "update", *residual, "residual"));
+    RILL_CHECK(check.vector(gain, "gain", rill::last_dim(*residual), "the last dim of residual"));
+    RILL_CHECK(check.distinct(update, "update", residual, "residual"));
+    RILL_CHECK(check.distinct(gain, "gain", residual, "residual"));
+    RILL_CHECK(check.finite(residual_scale, "residual_scale"));
+    RILL_CHECK(check.finite(update_scale, "update_scale"));
+    rill_backend_tensor r = rill::backend_view(*residual), u = rill::backend_view(*update), g{};
+    return rill::dispatch(fn, *ctx, RILL_BACKEND_OP(*ctx->backend, residual_add), "residual_add", &r,
+                          static_cast<const rill_backend_tensor*>(&u), rill::view_or_null(gain, g), residual_scale,
+                          update_scale);
+  });
+}
+
+RILL_API rill_status rill_rms_norm(rill_context* ctx, const rill_tensor* x, const rill_tensor* weight, float eps,
+                                   rill_tensor* out) {
+  constexpr const char* fn = "rill_rms_norm";
+  return rill::guarded(fn, [&] {
+    RILL_CHECK(rill::check_norm(OpChecks(fn, ctx), x, weight, nullptr, eps, out));
+    rill_backend_tensor xv = rill::backend_view(*x), ov = rill::backend_view(*out), w{};
+    return rill::dispatch(fn, *ctx, RILL_BACKEND_OP(*ctx->backend, rms_norm), "rms_norm",
+                          static_cast<const rill_backend_tensor*>(&xv), rill::view_or_null(weight, w), eps,
+                          static_cast<const rill_backend_tensor*>(&ov));
+  });
+}
+
+RILL_API rill_status rill_layer_norm(rill_context* ctx, const rill_tensor* x, const rill_tensor* weight,
+                                     const rill_tensor* bias, float eps, rill_tensor* out) {
+  constexpr const char* fn = "rill_layer_norm";
+  return rill::guarded(fn, [&] {
+    RILL_CHECK(rill::check_norm(OpChecks(fn, ctx), x, weight, bias, eps, out));
+    rill_backend_tensor xv = rill::backend_view(*x), ov = rill::backend_view(*out), w{}, b{};
+    return rill::dispatch(fn, *ctx, RILL_BACKEND_OP(*ctx->backend, layer_norm), "layer_norm",
+                          static_cast<const rill_backend_tensor*>(&xv), rill::view_or_null(weight, w),
+                          rill::view_or_null(bias, b), eps, static_cast<const rill_backend_tensor*>(&ov));
+  });
+}
+
+RILL_API rill_status rill_fused_add_rms_norm(rill_context* ctx, rill_tensor* x, rill_tensor* residual,
+                                             const rill_tensor* gain, const rill_tensor* weight, float eps,
+                                             float residual_scale, float update_scale) {
+  constexpr const char* fn = "rill_fused_add_rms_norm";
+  return rill::guarded(fn, [&] {
+    RILL_CHECK(rill::check_fused(OpChecks(fn, ctx), x, residual, gain, weight, nullptr, eps, residual_scale,
+                                 update_scale));
+    rill_backend_tensor xv = rill::backend_view(*x), rv = rill::backend_view(*residual), g{}, w{};
+    return rill::dispatch(fn, *ctx, RILL_BACKEND_OP(*ctx->backend, fused_add_rms_norm), "fused_add_rms_norm",
+                          static_cast<const rill_backend_tensor*>(&xv), static_cast<const rill_backend_tensor*>(&rv),
+                          rill::view_or_null(gain, g), rill::view_or_null(weight, w), eps, residual_scale,
+                          update_scale);
+  });
+}
+
+RILL_API rill_status rill_fused_add_layer_norm(rill_context* ctx, rill_tensor* x, rill_tensor* residual,
+                                               const rill_tensor* gain, const rill_tensor* weight,
+                                               const rill_tensor* bias, float eps, float residual_scale,
+                                               float update_scale) {
+  constexpr const char* fn = "rill_fused_add_layer_norm";
+  return rill::guarded(fn, [&] {
+    RILL_CHECK(rill::check_fused(OpChecks(fn, ctx), x, residual, gain, weight, bias, eps, residual_scale,
+                                 update_scale));
+    rill_backend_tensor xv = rill::backend_view(*x), rv = rill::backend_view(*residual), g{}, w{}, b{};
+    return rill::dispatch(fn, *ctx, RILL_BACKEND_OP(*ctx->backend, fused_add_layer_norm), "fused_add_layer_norm",
+                          static_cast<const rill_backend_tensor*>(&xv), static_cast<const rill_backend_tensor*>(&rv),
+                          rill::view_or_null(gain, g), rill::view_or_null(weight, w), rill::view_or_null(bias, b), eps,
+                          residual_scale, update_scale);
+  });
+}
+
+RILL_API rill_status rill_gemm(rill_context* ctx, const rill_tensor* a, const rill_tensor* w, const rill_tensor* bias,
+                               float alpha, float beta, rill_tensor* out) {
+  constexpr const char* fn = "rill_gemm";
+  return rill::guarded(fn, [&] {
+    const OpChecks check(fn, ctx);
+    RILL_CHECK(check.context());
+    RILL_CHECK(check.operand(a, "a"));
+    RILL_CHECK(check.operand(w, "w"));
+    RILL_CHECK(check.optional_operand(bias, "bias"));
+    RILL_CHECK(check.operand(out, "out"));
+    RILL_CHECK(check.same_dtype(w, "w", *a, "a"));
+    RILL_CHECK(check.same_dtype(bias, "bias", *a, "a"));
+    RILL_CHECK(check.same_dtype(out, "out", *a, "a"));
+    const int64_t k = rill::last_dim(*a);
+    if (w->ndim != 2 || w->shape[1] != k) {
+      return check.failure(RILL_ERROR_SHAPE, "w: expected shape [N, " + std::to_string(k) +
+                                                 "] (K = the last dim of a), got " + rill::shape_text(*w));
+    }
+    const int64_t n = w->shape[0];
+    RILL_CHECK(check.vector(bias, "bias", n, "N, the first dim of w"));
+    rill_tensor expected_out = *a;  // only its shape is used, for the comparison and the message
+    expected_out.shape[a->ndim - 1] = n;
+    RILL_CHECK(check.same_shape(*out, "out", expected_out, "a with its last dim replaced by N"));
+    RILL_CHECK(check.distinct(out, "out", a, "a"));
+    RILL_CHECK(check.distinct(out, "out", w, "w"));
+    RILL_CHECK(check.distinct(out, "out", bias, "bias"));
+    RILL_CHECK(check.finite(alpha, "alpha"));
+    RILL_CHECK(check.finite(beta, "beta"));
+    rill_backend_tensor av = rill::backend_view(*a), wv = rill::backend_view(*w), ov = rill::backend_view(*out), b{};
+    return rill::dispatch(fn, *ctx, RILL_BACKEND_OP(*ctx->backend, gemm), "gemm",
+                          static_cast<const rill_backend_tensor*>(&av), static_cast<const rill_backend_tensor*>(&wv),
+                          rill::view_or_null(bias, b), alpha, beta, static_cast<const rill_backend_tensor*>(&ov));
+  });
+}
+
+}  // extern "C"
