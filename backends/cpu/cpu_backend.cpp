@@ -1,0 +1,62 @@
+// The CPU backend's table: the entry point rill_cpu_backend_get and the glue
+// to the host's services.
+#include <atomic>
+
+#include "cpu_backend.h"
+#include "cpu_internal.h"
+#include "cpu_layer_ops.h"
+
+namespace rill::cpu {
+
+namespace {
+
+std::atomic<const rill_host_services*> g_host{nullptr};
+
+const rill_backend_ops kOps = {
+    /* .abi_version = */ RILL_BACKEND_ABI_VERSION,
+    /* .struct_size = */ sizeof(rill_backend_ops),
+    /* .residual_add = */ op_residual_add,
+    /* .rms_norm = */ op_rms_norm,
+    /* .layer_norm = */ op_layer_norm,
+    /* .fused_add_rms_norm = */ op_fused_add_rms_norm,
+    /* .fused_add_layer_norm = */ op_fused_add_layer_norm,
+    /* .gemm = */ op_gemm,
+    /* .rope = */ op_rope,
+    /* .attention = */ op_attention,
+    /* .activation = */ op_activation,
+};
+
+const rill_backend kBackend = {
+    /* .abi_version = */ RILL_BACKEND_ABI_VERSION,
+    /* .struct_size = */ sizeof(rill_backend),
+    /* .name = */ "cpu",
+    /* .device_count = */ device_count,
+    /* .describe_device = */ describe_device,
+    /* .context_create = */ context_create,
+    /* .context_destroy = */ context_destroy,
+    /* .context_device_name = */ context_device_name,
+    /* .synchronize = */ context_synchronize,
+    /* .buffer_alloc = */ buffer_alloc,
+    /* .buffer_free = */ buffer_free,
+    /* .buffer_write = */ buffer_write,
+    /* .buffer_read = */ buffer_read,
+    /* .buffer_copy = */ buffer_copy,
+    /* .ops = */ &kOps,
+};
+
+}  // namespace
+
+const rill_host_services* host_services() { return g_host.load(std::memory_order_acquire); }
+
+rill_status fail(rill_status status, const std::string& message) {
+  const rill_host_services* host = host_services();
+  if (host && host->fail) return host->fail(status, message.c_str());
+  return status;
+}
+
+}  // namespace rill::cpu
+
+extern "C" const rill_backend* rill_cpu_backend_get(const rill_host_services* host) {
+  if (host) rill::cpu::g_host.store(host, std::memory_order_release);
+  return &rill::cpu::kBackend;
+}

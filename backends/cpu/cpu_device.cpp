@@ -1,0 +1,59 @@
+// The CPU backend's one device: the host CPU.
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <thread>
+
+#include "cpu_internal.h"
+#include "cpu_kernels.h"
+
+namespace rill::cpu {
+
+unsigned hardware_threads() {
+  const unsigned n = std::thread::hardware_concurrency();
+  return n == 0 ? 1 : n;
+}
+
+const char* isa_description() { return kernels().isa; }
+
+std::string device_name(unsigned threads) {
+  return "x86-64 CPU, " + std::to_string(threads) + (threads == 1 ? " thread, " : " threads, ") + isa_description();
+}
+
+rill_status device_count(uint32_t* out_count) {
+  *out_count = 1;
+  return RILL_OK;
+}
+
+rill_status describe_device(uint32_t index, rill_backend_device_info* out_info) {
+  if (index != 0) {
+    return fail(RILL_ERROR_INVALID_ARGUMENT,
+                "cpu: device index: expected 0 (the CPU backend has one device), got " + std::to_string(index));
+  }
+  rill_backend_device_info info;
+  std::memset(&info, 0, sizeof info);
+  info.struct_size = sizeof info;
+  std::snprintf(info.name, sizeof info.name, "%s", device_name(hardware_threads()).c_str());
+  info.type = RILL_DEVICE_TYPE_CPU;
+  const long pages = sysconf(_SC_PHYS_PAGES), page_size = sysconf(_SC_PAGESIZE);
+  info.memory_bytes = pages > 0 && page_size > 0 ? static_cast<uint64_t>(pages) * static_cast<uint64_t>(page_size) : 0;
+  // The f32 lanes of one vector register in the kernels in use.
+  info.subgroup_size = std::strcmp(isa_description(), "scalar") == 0 ? 1 : 8;
+  std::snprintf(info.details, sizeof info.details, "kernels: %s; hardware threads: %u; GEMM for more than %lld rows: %s",
+                isa_description(), hardware_threads(), static_cast<long long>(kGemmFewRowsMax),
+#if defined(RILL_CPU_HAVE_OPENBLAS)
+                "OpenBLAS"
+#else
+                "rill kernels"
+#endif
+  );
+  // Copy only what the caller's struct holds.
+  const uint32_t size = out_info->struct_size != 0 && out_info->struct_size < sizeof info ? out_info->struct_size
+                                                                                           : sizeof info;
+  std::memcpy(out_info, &info, size);
+  out_info->struct_size = size;
+  return RILL_OK;
+}
+
+}  // namespace rill::cpu

@@ -1,0 +1,95 @@
+// The CPU backend's compute kernels, behind a table of function pointers so
+// that the instruction set is chosen once at run time. Each ISA's table comes
+// from one translation unit that includes cpu_kernels.inc.
+#pragma once
+
+#include <cstdint>
+
+#include "rill.h"
+
+namespace rill::cpu {
+
+// residual = round(residual_scale*residual + update_scale*(gain ⊙ update)).
+struct ResidualAddArgs {
+  rill_dtype dtype;
+  int64_t cols;
+  char* residual;
+  const char* update;
+  const char* gain;  // [cols] or null
+  float residual_scale;
+  float update_scale;
+};
+
+// out = norm(x) (RMSNorm or LayerNorm); out may equal x.
+struct NormArgs {
+  rill_dtype dtype;
+  int64_t cols;
+  const char* x;
+  char* out;
+  const char* weight;  // [cols] or null
+  const char* bias;    // [cols] or null (LayerNorm only)
+  float eps;
+};
+
+// residual = round(residual_scale*residual + update_scale*(gain ⊙ x)); x = norm(residual).
+struct FusedAddNormArgs {
+  rill_dtype dtype;
+  int64_t cols;
+  char* x;
+  char* residual;
+  const char* gain;
+  const char* weight;
+  const char* bias;  // LayerNorm only
+  float eps;
+  float residual_scale;
+  float update_scale;
+};
+
+// The GEMM kernel for few rows of a: out[m, n] = alpha * a[m]·w[n] + beta*out[m, n] + bias[n]
+// for all m < rows and n in the range given to the call.
+struct GemmFewRowsArgs {
+  rill_dtype dtype;      // of w, bias and out
+  int64_t rows;          // M, at most kGemmFewRowsMax
+  int64_t n;             // N
+  int64_t k;             // K
+  const float* a;        // [rows, k] in f32
+  const char* w;         // [n, k]
+  const char* bias;      // [n] or null
+  char* out;             // [rows, n]
+  int64_t out_stride;    // elements between rows of out
+  float alpha;
+  float beta;
+  float* w_scratch;      // per thread: kGemmBlockN * k floats (used for 16-bit w when rows > 2)
+};
+
+// The widest M the few-rows GEMM kernel takes: decode-sized batches, where
+// the work is streaming the weights once.
+constexpr int64_t kGemmFewRowsMax = 16;
+// Output features per block of the few-rows kernel.
+constexpr int64_t kGemmBlockN = 4;
+
+struct Kernels {
+  const char* isa;  // "AVX2+FMA+F16C", "scalar"
+  void (*residual_add)(const ResidualAddArgs& args, int64_t row_begin, int64_t row_end);
+  void (*rms_norm)(const NormArgs& args, int64_t row_begin, int64_t row_end);
+  void (*layer_norm)(const NormArgs& args, int64_t row_begin, int64_t row_end);
+  void (*fused_add_rms_norm)(const FusedAddNormArgs& args, int64_t row_begin, int64_t row_end);
+  void (*fused_add_layer_norm)(const FusedAddNormArgs& args, int64_t row_begin, int64_t row_end);
+  // Blocks [block_begin, block_end) of kGemmBlockN output features each.
+  void (*gemm_few_rows)(const GemmFewRowsArgs& args, int64_t block_begin, int64_t block_end, unsigned thread);
+  void (*to_f32)(rill_dtype dtype, const void* src, float* dst, int64_t count);
+  void (*from_f32)(rill_dtype dtype, const float* src, void* dst, int64_t count);
+};
+
+// The kernels for the running CPU, chosen on first use.
+const Kernels& kernels();
+
+// Per-ISA tables (cpu_kernels_<isa>.cpp).
+namespace scalar {
+extern const Kernels kKernels;
+}
+namespace avx2 {
+extern const Kernels kKernels;
+}
+
+}  // namespace rill::cpu

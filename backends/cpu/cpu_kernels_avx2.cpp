@@ -1,0 +1,107 @@
+// The AVX2+FMA+F16C kernels. This file alone is compiled with those ISA flags
+// and is only called after cpu_kernels.cpp has checked that the CPU has them.
+#include <immintrin.h>
+#include <math.h>
+
+#include "cpu_convert.h"
+#include "cpu_kernels.h"
+
+namespace rill::cpu::avx2 {
+
+namespace {
+
+constexpr const char* kIsaName = "AVX2+FMA+F16C";
+constexpr int64_t kWidth = 8;
+using V = __m256;
+
+// bf16 -> f32: widen to 32 bits and shift into the top half.
+inline V bf16x8_to_f32(__m128i h) { return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16)); }
+
+// f32 -> bf16 with round to nearest even; NaNs stay (quiet) NaNs.
+inline __m128i f32x8_to_bf16(V v) {
+  const __m256i u = _mm256_castps_si256(v);
+  const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
+  const __m256i rounded = _mm256_add_epi32(u, _mm256_add_epi32(lsb, _mm256_set1_epi32(0x7fff)));
+  const __m256i nan = _mm256_or_si256(u, _mm256_set1_epi32(0x00400000));
+  const __m256i is_nan = _mm256_castps_si256(_mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+  const __m256i bits = _mm256_srli_epi32(_mm256_blendv_epi8(rounded, nan, is_nan), 16);
+  // Pack the eight 32-bit lanes (values < 2^16) into 16 bits.
+  const __m128i lo = _mm256_castsi256_si128(bits), hi = _mm256_extracti128_si256(bits, 1);
+  return _mm_packus_epi32(lo, hi);
+}
+
+template <rill_dtype DT>
+inline V vload(const void* p, int64_t i) {
+  if constexpr (DT == RILL_DTYPE_F32) {
+    return _mm256_loadu_ps(static_cast<const float*>(p) + i);
+  } else {
+    const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(static_cast<const uint16_t*>(p) + i));
+    if constexpr (DT == RILL_DTYPE_F16) {
+      return _mm256_cvtph_ps(h);
+    } else {
+      return bf16x8_to_f32(h);
+    }
+  }
+}
+
+template <rill_dtype DT>
+inline void vstore(void* p, int64_t i, V v) {
+  if constexpr (DT == RILL_DTYPE_F32) {
+    _mm256_storeu_ps(static_cast<float*>(p) + i, v);
+  } else {
+    __m128i* dst = reinterpret_cast<__m128i*>(static_cast<uint16_t*>(p) + i);
+    if constexpr (DT == RILL_DTYPE_F16) {
+      _mm_storeu_si128(dst, _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+    } else {
+      _mm_storeu_si128(dst, f32x8_to_bf16(v));
+    }
+  }
+}
+
+template <rill_dtype DT>
+inline V vround(V v) {
+  if constexpr (DT == RILL_DTYPE_F32) {
+    return v;
+  } else if constexpr (DT == RILL_DTYPE_F16) {
+    return _mm256_cvtph_ps(_mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+  } else {
+    return bf16x8_to_f32(f32x8_to_bf16(v));
+  }
+}
+
+inline V vset1(float f) { return _mm256_set1_ps(f); }
+inline V vsub(V a, V b) { return _mm256_sub_ps(a, b); }
+inline V vmul(V a, V b) { return _mm256_mul_ps(a, b); }
+inline V vfma(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
+inline float vhsum(V v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+struct Acc {
+  __m256d lo, hi;
+};
+inline Acc acc_zero() { return Acc{_mm256_setzero_pd(), _mm256_setzero_pd()}; }
+inline void acc_sq(Acc& acc, V v) {
+  const __m256d lo = _mm256_cvtps_pd(_mm256_castps256_ps128(v));
+  const __m256d hi = _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1));
+  acc.lo = _mm256_fmadd_pd(lo, lo, acc.lo);
+  acc.hi = _mm256_fmadd_pd(hi, hi, acc.hi);
+}
+inline void acc_sum(Acc& acc, V v) {
+  acc.lo = _mm256_add_pd(acc.lo, _mm256_cvtps_pd(_mm256_castps256_ps128(v)));
+  acc.hi = _mm256_add_pd(acc.hi, _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1)));
+}
+inline double acc_total(const Acc& acc) {
+  const __m256d s = _mm256_add_pd(acc.lo, acc.hi);
+  const __m128d t = _mm_add_pd(_mm256_castpd256_pd128(s), _mm256_extractf128_pd(s, 1));
+  return _mm_cvtsd_f64(_mm_add_sd(t, _mm_unpackhi_pd(t, t)));
+}
+
+}  // namespace
+
+#include "cpu_kernels.inc"
+
+}  // namespace rill::cpu::avx2

@@ -1,0 +1,45 @@
+// The portable kernels: plain C++ on one float at a time, for any CPU.
+#include <math.h>
+
+#include "cpu_convert.h"
+#include "cpu_kernels.h"
+
+namespace rill::cpu::scalar {
+
+namespace {
+
+constexpr const char* kIsaName = "scalar";
+constexpr int64_t kWidth = 1;
+using V = float;
+
+template <rill_dtype DT>
+inline V vload(const void* p, int64_t i) {
+  return load_scalar<DT>(p, i);
+}
+template <rill_dtype DT>
+inline void vstore(void* p, int64_t i, V v) {
+  store_scalar<DT>(p, i, v);
+}
+template <rill_dtype DT>
+inline V vround(V v) {
+  return round_scalar<DT>(v);
+}
+inline V vset1(float f) { return f; }
+inline V vsub(V a, V b) { return a - b; }
+inline V vmul(V a, V b) { return a * b; }
+inline V vfma(V a, V b, V c) { return a * b + c; }
+inline float vhsum(V v) { return v; }
+
+struct Acc {
+  double sum;
+};
+inline Acc acc_zero() { return Acc{0.0}; }
+inline void acc_sq(Acc& acc, V v) { acc.sum += static_cast<double>(v) * v; }
+inline void acc_sum(Acc& acc, V v) { acc.sum += v; }
+inline double acc_total(const Acc& acc) { return acc.sum; }
+
+}  // namespace
+
+#include "cpu_kernels.inc"
+
+}  // namespace rill::cpu::scalar

@@ -1,0 +1,162 @@
+// GEMM: out[rows, N] = alpha * a[rows, K] · w[N, K]^T + beta * out + bias[N].
+//
+// Few rows (decode, rows <= kGemmFewRowsMax): rill's own kernel, which streams
+// each weight row once, converting 16-bit weights on the fly, with the output
+// features split across the context's threads.
+// More rows: OpenBLAS sgemm (16-bit operands converted to f32 first), called
+// single-threaded from each of the context's threads on its own slice of the
+// output features, so that only the context's pool runs and OpenBLAS's own
+// threads never compete with it. Without OpenBLAS, the few-rows kernel runs
+// over blocks of rows.
+#include <algorithm>
+
+#include "cpu_internal.h"
+#include "cpu_kernels.h"
+
+#if defined(RILL_CPU_HAVE_OPENBLAS)
+#  include <cblas.h>
+#endif
+
+namespace rill::cpu {
+
+namespace {
+
+// Multiply-adds per chunk of work below which splitting across threads costs
+// more than it saves.
+constexpr int64_t kMinMacsPerChunk = 1 << 16;
+
+float* scratch(rill_backend_context* ctx, size_t floats) {
+  if (ctx->gemm_scratch.size() < floats) ctx->gemm_scratch.resize(floats);
+  return ctx->gemm_scratch.data();
+}
+
+// a as f32 rows: the tensor itself when it is f32, else converted into dst.
+const float* a_as_f32(const rill_backend_tensor* a, int64_t count, float* dst) {
+  if (a->dtype == RILL_DTYPE_F32) return reinterpret_cast<const float*>(tensor_data(a));
+  kernels().to_f32(a->dtype, tensor_data(a), dst, count);
+  return dst;
+}
+
+// Runs the few-rows kernel for `rows` rows of a_f32 starting at row `row0`.
+void gemm_few_rows(rill_backend_context* ctx, const rill_backend_tensor* w, const rill_backend_tensor* bias,
+                   float alpha, float beta, const rill_backend_tensor* out, const float* a_f32, int64_t row0,
+                   int64_t rows, float* w_scratch) {
+  const int64_t n = w->shape[0], k = w->shape[1];
+  GemmFewRowsArgs args;
+  args.dtype = w->dtype;
+  args.rows = rows;
+  args.n = n;
+  args.k = k;
+  args.a = a_f32 + row0 * k;
+  args.w = tensor_data(w);
+  args.bias = tensor_data(bias);
+  args.out = tensor_data(out) + row0 * n * static_cast<int64_t>(dtype_bytes(out->dtype));
+  args.out_stride = n;
+  args.alpha = alpha;
+  args.beta = beta;
+  args.w_scratch = w_scratch;
+  const int64_t blocks = (n + kGemmBlockN - 1) / kGemmBlockN;
+  const int64_t macs_per_block = std::max<int64_t>(1, kGemmBlockN * k * rows);
+  const auto kernel = kernels().gemm_few_rows;
+  ctx->pool.parallel_for(blocks, (kMinMacsPerChunk + macs_per_block - 1) / macs_per_block,
+                         [&](int64_t begin, int64_t end, unsigned thread) { kernel(args, begin, end, thread); });
+}
+
+#if defined(RILL_CPU_HAVE_OPENBLAS)
+// c[rows, n] (f32) = beta * out + bias, the addend sgemm then accumulates into.
+void prepare_addend(rill_backend_context* ctx, const rill_backend_tensor* out, const rill_backend_tensor* bias,
+                    float beta, float* c, int64_t rows, int64_t n, float* bias_f32) {
+  const Kernels& k = kernels();
+  if (bias) k.to_f32(bias->dtype, tensor_data(bias), bias_f32, n);
+  const char* out_data = tensor_data(out);
+  const size_t elem = dtype_bytes(out->dtype);
+  ctx->pool.parallel_for(rows, std::max<int64_t>(1, 16384 / n), [&](int64_t r0, int64_t r1, unsigned) {
+    for (int64_t r = r0; r < r1; ++r) {
+      float* row = c + r * n;
+      if (beta != 0.0f) {
+        if (out->dtype != RILL_DTYPE_F32 || row != reinterpret_cast<const float*>(out_data + r * n * elem)) {
+          k.to_f32(out->dtype, out_data + r * n * elem, row, n);
+        }
+        for (int64_t j = 0; j < n; ++j) row[j] *= beta;
+        if (bias) {
+          for (int64_t j = 0; j < n; ++j) row[j] += bias_f32[j];
+        }
+      } else if (bias) {
+        std::copy(bias_f32, bias_f32 + n, row);
+      } else {
+        std::fill(row, row + n, 0.0f);
+      }
+    }
+  });
+}
+
+void gemm_blas(rill_backend_context* ctx, const rill_backend_tensor* a, const rill_backend_tensor* w,
+               const rill_backend_tensor* bias, float alpha, float beta, const rill_backend_tensor* out) {
+  const int64_t rows = tensor_rows(a), k = tensor_cols(a), n = w->shape[0];
+  const bool f32 = a->dtype == RILL_DTYPE_F32;
+  // Scratch: bias [n], then for 16-bit dtypes a [rows, k], w [n, k], c [rows, n].
+  const size_t floats = static_cast<size_t>(n) + (f32 ? 0 : static_cast<size_t>(rows * k + n * k + rows * n));
+  float* base = scratch(ctx, floats);
+  float* bias_f32 = base;
+  float* a_f32 = base + n;
+  float* w_f32 = a_f32 + rows * k;
+  float* c = f32 ? reinterpret_cast<float*>(tensor_data(out)) : w_f32 + n * k;
+  const float* a_ptr = a_as_f32(a, rows * k, a_f32);
+  const float* w_ptr = reinterpret_cast<const float*>(tensor_data(w));
+  if (!f32) {
+    const Kernels& kn = kernels();
+    const char* w_src = tensor_data(w);
+    const size_t elem = dtype_bytes(w->dtype);
+    ctx->pool.parallel_for(n, std::max<int64_t>(1, 16384 / k), [&](int64_t r0, int64_t r1, unsigned) {
+      kn.to_f32(w->dtype, w_src + r0 * k * elem, w_f32 + r0 * k, (r1 - r0) * k);
+    });
+    w_ptr = w_f32;
+  }
+  prepare_addend(ctx, out, bias, beta, c, rows, n, bias_f32);
+
+  // One slice of output features per thread, a multiple of 16 columns wide so
+  // that OpenBLAS's kernels run on full tiles.
+  openblas_set_num_threads(1);
+  const int64_t threads = ctx->pool.size();
+  const int64_t slice = std::max<int64_t>(16, (n + threads - 1) / threads + 15) / 16 * 16;
+  ctx->pool.parallel_for(n, slice, [&](int64_t n0, int64_t n1, unsigned) {
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<blasint>(rows), static_cast<blasint>(n1 - n0),
+                static_cast<blasint>(k), alpha, a_ptr, static_cast<blasint>(k), w_ptr + n0 * k,
+                static_cast<blasint>(k), 1.0f, c + n0, static_cast<blasint>(n));
+  });
+
+  if (!f32) {
+    const Kernels& kn = kernels();
+    char* out_data = tensor_data(out);
+    const size_t elem = dtype_bytes(out->dtype);
+    ctx->pool.parallel_for(rows, std::max<int64_t>(1, 16384 / n), [&](int64_t r0, int64_t r1, unsigned) {
+      kn.from_f32(out->dtype, c + r0 * n, out_data + r0 * n * elem, (r1 - r0) * n);
+    });
+  }
+}
+#endif
+
+}  // namespace
+
+rill_status op_gemm(rill_backend_context* ctx, const rill_backend_tensor* a, const rill_backend_tensor* w,
+                    const rill_backend_tensor* bias, float alpha, float beta, const rill_backend_tensor* out) {
+  const int64_t rows = tensor_rows(a), k = tensor_cols(a);
+#if defined(RILL_CPU_HAVE_OPENBLAS)
+  if (rows > kGemmFewRowsMax) {
+    gemm_blas(ctx, a, w, bias, alpha, beta, out);
+    return RILL_OK;
+  }
+#endif
+  // Scratch: a in f32 [rows, k], then per thread kGemmBlockN rows of w in f32.
+  const size_t a_floats = a->dtype == RILL_DTYPE_F32 ? 0 : static_cast<size_t>(rows * k);
+  const size_t w_floats = a->dtype == RILL_DTYPE_F32 ? 0 : static_cast<size_t>(ctx->pool.size() * kGemmBlockN * k);
+  float* base = scratch(ctx, a_floats + w_floats);
+  const float* a_f32 = a_as_f32(a, rows * k, base);
+  for (int64_t row0 = 0; row0 < rows; row0 += kGemmFewRowsMax) {
+    gemm_few_rows(ctx, w, bias, alpha, beta, out, a_f32, row0, std::min(kGemmFewRowsMax, rows - row0),
+                  base + a_floats);
+  }
+  return RILL_OK;
+}
+
+}  // namespace rill::cpu

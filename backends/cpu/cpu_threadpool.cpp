@@ -1,0 +1,109 @@
+#include "cpu_threadpool.h"
+
+#include <algorithm>
+
+#if defined(__x86_64__) || defined(__i386__)
+#  include <immintrin.h>
+#  define RILL_CPU_RELAX() _mm_pause()
+#else
+#  define RILL_CPU_RELAX() ((void)0)
+#endif
+
+namespace rill::cpu {
+
+namespace {
+// Pause iterations a worker polls for the next job before it sleeps: a few
+// tens of microseconds, so back-to-back small ops do not pay a futex wake-up
+// each, while an idle context gives its cores back quickly.
+constexpr int kSpinBeforeSleep = 20000;
+// At most this many chunks per thread: enough to even out a thread that is
+// descheduled for a while, few enough that chunks stay long and contiguous.
+constexpr int64_t kChunksPerThread = 4;
+}  // namespace
+
+ThreadPool::ThreadPool(unsigned threads) {
+  const unsigned n = threads == 0 ? 1 : threads;
+  workers_.reserve(n - 1);
+  for (unsigned t = 1; t < n; ++t) workers_.emplace_back([this, t] { worker_main(t); });
+}
+
+ThreadPool::~ThreadPool() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stop_.store(true, std::memory_order_release);
+  }
+  wake_.notify_all();
+  for (std::thread& w : workers_) w.join();
+}
+
+void ThreadPool::parallel_for(int64_t count, int64_t grain, TaskFn fn, void* arg) {
+  if (count <= 0) return;
+  grain = std::max<int64_t>(grain, 1);
+  const int64_t max_chunks = static_cast<int64_t>(size()) * kChunksPerThread;
+  const int64_t chunks = std::min<int64_t>((count + grain - 1) / grain, max_chunks);
+  if (chunks <= 1 || workers_.empty()) {
+    fn(arg, 0, count, 0);
+    return;
+  }
+  const int64_t chunk_size = (count + chunks - 1) / chunks;
+  const uint32_t chunk_count = static_cast<uint32_t>((count + chunk_size - 1) / chunk_size);
+
+  const uint32_t generation = static_cast<uint32_t>(state_.load(std::memory_order_relaxed) >> 32) + 1;
+  fn_.store(fn, std::memory_order_relaxed);
+  arg_.store(arg, std::memory_order_relaxed);
+  count_.store(count, std::memory_order_relaxed);
+  chunk_size_.store(chunk_size, std::memory_order_relaxed);
+  chunks_.store(chunk_count, std::memory_order_relaxed);
+  done_.store(0, std::memory_order_relaxed);
+  state_.store(static_cast<uint64_t>(generation) << 32, std::memory_order_release);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    posted_.store(generation, std::memory_order_release);
+  }
+  wake_.notify_all();
+
+  run_chunks(generation, 0);
+  while (done_.load(std::memory_order_acquire) != chunk_count) RILL_CPU_RELAX();
+}
+
+void ThreadPool::run_chunks(uint32_t generation, unsigned thread) {
+  const TaskFn fn = fn_.load(std::memory_order_relaxed);
+  void* const arg = arg_.load(std::memory_order_relaxed);
+  const int64_t count = count_.load(std::memory_order_relaxed);
+  const int64_t chunk_size = chunk_size_.load(std::memory_order_relaxed);
+  const uint32_t chunk_count = chunks_.load(std::memory_order_relaxed);
+  uint64_t state = state_.load(std::memory_order_acquire);
+  for (;;) {
+    if (static_cast<uint32_t>(state >> 32) != generation) return;
+    const uint32_t index = static_cast<uint32_t>(state);
+    if (index >= chunk_count) return;
+    if (!state_.compare_exchange_weak(state, state + 1, std::memory_order_acq_rel)) continue;
+    const int64_t begin = static_cast<int64_t>(index) * chunk_size;
+    fn(arg, begin, std::min(begin + chunk_size, count), thread);
+    done_.fetch_add(1, std::memory_order_release);
+    state = state_.load(std::memory_order_acquire);
+  }
+}
+
+void ThreadPool::worker_main(unsigned thread) {
+  uint32_t seen = 0;
+  for (;;) {
+    uint32_t posted = posted_.load(std::memory_order_acquire);
+    for (int spin = 0; posted == seen && spin < kSpinBeforeSleep && !stop_.load(std::memory_order_relaxed); ++spin) {
+      RILL_CPU_RELAX();
+      posted = posted_.load(std::memory_order_acquire);
+    }
+    if (posted == seen) {
+      std::unique_lock<std::mutex> lock(mutex_);
+      wake_.wait(lock, [&] {
+        return stop_.load(std::memory_order_relaxed) || posted_.load(std::memory_order_relaxed) != seen;
+      });
+      posted = posted_.load(std::memory_order_acquire);
+    }
+    if (stop_.load(std::memory_order_acquire)) return;
+    seen = posted;
+    run_chunks(seen, thread);
+  }
+}
+
+}  // namespace rill::cpu
