@@ -153,6 +153,75 @@ inline void gemm(Context& ctx, const Tensor& a, const Tensor& w, const Tensor* b
   check(rill_gemm(ctx.get(), a.get(), w.get(), raw(bias), alpha, beta, out.get()));
 }
 
+inline void rope(Context& ctx, Tensor& x, const std::vector<int32_t>& positions, float theta, int32_t rotary_dim) {
+  check(rill_rope(ctx.get(), x.get(), positions.data(), positions.size(), theta, rotary_dim));
+}
+
+/* kv_lengths: one per sequence, or empty for "every sequence holds S keys". */
+inline void attention(Context& ctx, const Tensor& q, const Tensor& k, const Tensor& v,
+                      const std::vector<int32_t>& kv_lengths, float scale, Tensor& out) {
+  check(rill_attention(ctx.get(), q.get(), k.get(), v.get(), kv_lengths.empty() ? nullptr : kv_lengths.data(),
+                       kv_lengths.size(), scale, out.get()));
+}
+
+inline void activation(Context& ctx, rill_act_fn fn, const Tensor& x, const Tensor* up, Tensor& out) {
+  check(rill_activation(ctx.get(), fn, x.get(), raw(up), out.get()));
+}
+
+/* Owns a rill_model (a decoder stack and its weights). Move-only; destroy it
+   before its Context and after its KvCaches. */
+class Model {
+ public:
+  Model(const Context& ctx, const rill_model_desc& desc) {
+    rill_model* raw_model = nullptr;
+    check(rill_model_create(ctx.get(), &desc, &raw_model));
+    handle_.reset(raw_model);
+  }
+
+  rill_model* get() const noexcept { return handle_.get(); }
+
+  /* f32 values of the weight's shape; the runtime converts them to the model dtype. */
+  void set_weight(const std::string& name, const std::vector<int64_t>& shape, const std::vector<float>& values) {
+    check(rill_model_set_weight(get(), name.c_str(), RILL_DTYPE_F32, static_cast<int32_t>(shape.size()),
+                                shape.data(), values.data(), values.size() * sizeof(float)));
+  }
+  void load_safetensors(const std::string& path) { check(rill_model_load_safetensors(get(), path.c_str())); }
+  void check_weights() const { check(rill_model_check_weights(get())); }
+
+ private:
+  struct Destroy {
+    void operator()(rill_model* m) const noexcept { rill_model_destroy(m); }
+  };
+  std::unique_ptr<rill_model, Destroy> handle_;
+};
+
+/* Owns a rill_kv_cache. Move-only; destroy it before its Model. */
+class KvCache {
+ public:
+  KvCache(const Model& model, int32_t batch, int32_t capacity) {
+    rill_kv_cache* raw_cache = nullptr;
+    check(rill_kv_cache_create(model.get(), batch, capacity, &raw_cache));
+    handle_.reset(raw_cache);
+  }
+
+  rill_kv_cache* get() const noexcept { return handle_.get(); }
+  int32_t length(int32_t sequence) const noexcept { return rill_kv_cache_length(get(), sequence); }
+  void set_length(int32_t sequence, int32_t length) { check(rill_kv_cache_set_length(get(), sequence, length)); }
+
+ private:
+  struct Destroy {
+    void operator()(rill_kv_cache* c) const noexcept { rill_kv_cache_destroy(c); }
+  };
+  std::unique_ptr<rill_kv_cache, Destroy> handle_;
+};
+
+/* Runs hidden [B, T, D] through the model in place; cache nullptr = plain prefill.
+   positions: B*T RoPE positions, or empty for the defaults. */
+inline void forward(Model& model, KvCache* cache, Tensor& hidden, const std::vector<int32_t>& positions = {}) {
+  check(rill_model_forward(model.get(), cache ? cache->get() : nullptr, hidden.get(),
+                           positions.empty() ? nullptr : positions.data(), positions.size()));
+}
+
 }  // namespace rill
 
 #endif /* RILL_HPP */

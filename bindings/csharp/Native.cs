@@ -1,0 +1,222 @@
+// Native.cs — P/Invoke declarations of every function of include/rill.h, one
+// for one, plus the enums and the rill_model_desc struct with the C layout.
+//
+// Type mapping: rill_status and the other enums are 32-bit ints; size_t is
+// UIntPtr; int64_t* is long[]; int32_t* is int[]; const char* arguments are
+// NUL-terminated UTF-8 byte[] (see Utf8.Encode); const char* results are
+// IntPtr (borrowed, never freed by the marshaller; see Utf8.Decode). Required
+// handle arguments are SafeHandles; optional ones (NULL allowed) are IntPtr.
+using System;
+using System.Runtime.InteropServices;
+
+namespace Rill
+{
+    /// <summary>rill_status. Values are fixed forever.</summary>
+    public enum Status : int
+    {
+        Ok = 0,
+        InvalidArgument = 1,
+        Shape = 2,
+        DType = 3,
+        OutOfMemory = 4,
+        BackendUnavailable = 5,
+        Config = 6,
+        IO = 7,
+        Unsupported = 8,
+        Backend = 9,
+        Internal = 10,
+    }
+
+    /// <summary>rill_dtype. bf16 and f16 values travel as ushort bits.</summary>
+    public enum DType : int { F32 = 0, F16 = 1, BF16 = 2 }
+
+    /// <summary>rill_log_level.</summary>
+    public enum LogLevel : int { Debug = 0, Info = 1, Warning = 2, Error = 3 }
+
+    /// <summary>rill_act_fn.</summary>
+    public enum ActFn : int { Silu = 0, Gelu = 1, GeluTanh = 2, Relu = 3 }
+
+    /// <summary>rill_norm_kind.</summary>
+    public enum NormKind : int { Rms = 0, Layer = 1 }
+
+    /// <summary>rill_norm_placement.</summary>
+    public enum NormPlacement : int { Pre = 0, Post = 1, Sandwich = 2, DeepNorm = 3 }
+
+    /// <summary>rill_mlp_activation.</summary>
+    public enum MlpActivation : int { SiluGlu = 0, GeluGlu = 1, Gelu = 2, GeluTanh = 3, Relu = 4 }
+
+    /// <summary>rill_model_desc, field for field. Start from ModelDesc.Defaults().</summary>
+    [StructLayout(LayoutKind.Sequential)]
+    public struct ModelDesc
+    {
+        public uint StructSize;
+        public DType DType;
+        public int NumLayers;
+        public int HiddenSize;
+        public int NumHeads;
+        public int NumKvHeads;
+        public int HeadDim;
+        public int IntermediateSize;
+        public NormKind Norm;
+        public float NormEps;
+        public NormPlacement NormPlacement;
+        public MlpActivation Activation;
+        public float RopeTheta;
+        public int RopeDim;
+        public uint QkvBias;
+        public uint OBias;
+        public uint MlpBias;
+        public uint FinalNorm;
+        public float ResidualScale;
+        public float BranchScale;
+        public uint LayerScale;
+
+        /// <summary>The defaults of rill_model_desc_init; set the sizes next.</summary>
+        public static ModelDesc Defaults()
+        {
+            var desc = new ModelDesc();
+            Native.rill_model_desc_init(ref desc);
+            return desc;
+        }
+
+        /// <summary>Parses the [model] table of TOML text (rill_model_desc_from_toml).</summary>
+        public static ModelDesc FromToml(string toml, string sourceName = null)
+        {
+            if (toml == null) throw Errors.NullArgument("toml");
+            var desc = Defaults();
+            Errors.Check(Native.rill_model_desc_from_toml(Utf8.Encode(toml), Utf8.Encode(sourceName), ref desc));
+            return desc;
+        }
+    }
+
+    /// <summary>void (*rill_log_fn)(rill_log_level, const char*, void*).</summary>
+    [UnmanagedFunctionPointer(CallingConvention.Cdecl)]
+    public delegate void NativeLogFn(LogLevel level, IntPtr message, IntPtr userData);
+
+    /// <summary>The C functions of rill.h. Prefer the wrappers (Context, Tensor, ...).</summary>
+    public static class Native
+    {
+        public const string Library = "rill"; // librill.so on Linux, rill.dll on Windows
+        const CallingConvention Cdecl = CallingConvention.Cdecl;
+
+        [DllImport(Library, CallingConvention = Cdecl)] public static extern uint rill_version_number();
+        [DllImport(Library, CallingConvention = Cdecl)] public static extern IntPtr rill_status_string(Status status);
+        [DllImport(Library, CallingConvention = Cdecl)] public static extern IntPtr rill_last_error();
+        [DllImport(Library, CallingConvention = Cdecl)] public static extern UIntPtr rill_dtype_size(DType dtype);
+        [DllImport(Library, CallingConvention = Cdecl)] public static extern IntPtr rill_dtype_name(DType dtype);
+        [DllImport(Library, CallingConvention = Cdecl)]
+        public static extern Status rill_set_log_callback(NativeLogFn fn, IntPtr userData, LogLevel minLevel);
+        [DllImport(Library, CallingConvention = Cdecl)]
+        public static extern Status rill_info_report(byte[] configToml, byte[] buf, UIntPtr bufSize, out UIntPtr required);
+
+        [DllImport(Library, CallingConvention = Cdecl)]
+        public static extern Status rill_context_create(byte[] configToml, out ContextHandle ctx);
+        [DllImport(Library, CallingConvention = Cdecl)]
+        public static extern Status rill_context_create_from_file(byte[] path, out ContextHandle ctx);
+        [DllImport(Library, CallingConvention = Cdecl)] public static extern void rill_context_destroy(IntPtr ctx);
+        [DllImport(Library, CallingConvention = Cdecl)] public static extern IntPtr rill_context_backend_name(ContextHandle ctx);
+        [DllImport(Library, CallingConvention = Cdecl)] public static extern IntPtr rill_context_device_name(ContextHandle ctx);
+        [DllImport(Library, CallingConvention = Cdecl)] public static extern IntPtr rill_context_selection_report(ContextHandle ctx);
+        [DllImport(Library, CallingConvention = Cdecl)] public static extern Status rill_context_synchronize(ContextHandle ctx);
+
+        [DllImport(Library, CallingConvention = Cdecl)]
+        public static extern Status rill_tensor_create(ContextHandle ctx, DType dtype, int ndim, long[] shape, out TensorHandle tensor);
+        [DllImport(Library, CallingConvention = Cdecl)] public static extern void rill_tensor_destroy(IntPtr tensor);
+        [DllImport(Library, CallingConvention = Cdecl)]
+        public static extern Status rill_tensor_write(TensorHandle tensor, float[] src, UIntPtr bytes);
+        [DllImport(Library, CallingConvention = Cdecl)]
+        public static extern Status rill_tensor_write(TensorHandle tensor, ushort[] src, UIntPtr bytes);
+        [DllImport(Library, CallingConvention = Cdecl)]
+        public static extern Status rill_tensor_read(TensorHandle tensor, [Out] float[] dst, UIntPtr bytes);
+        [DllImport(Library, CallingConvention = Cdecl)]
+        public static extern Status rill_tensor_read(TensorHandle tensor, [Out] ushort[] dst, UIntPtr bytes);
+        [DllImport(Library, CallingConvention = Cdecl)]
+        public static extern Status rill_tensor_write_f32(TensorHandle tensor, float[] src, UIntPtr count);
+        [DllImport(Library, CallingConvention = Cdecl)]
+        public static extern Status rill_tensor_read_f32(TensorHandle tensor, [Out] float[] dst, UIntPtr count);
+        [DllImport(Library, CallingConvention = Cdecl)] public static extern DType rill_tensor_dtype(TensorHandle tensor);
+        [DllImport(Library, CallingConvention = Cdecl)] public static extern int rill_tensor_ndim(TensorHandle tensor);
+        [DllImport(Library, CallingConvention = Cdecl)] public static extern long rill_tensor_dim(TensorHandle tensor, int index);
+        [DllImport(Library, CallingConvention = Cdecl)] public static extern UIntPtr rill_tensor_numel(TensorHandle tensor);
+        [DllImport(Library, CallingConvention = Cdecl)] public static extern UIntPtr rill_tensor_nbytes(TensorHandle tensor);
+        [DllImport(Library, CallingConvention = Cdecl)] public static extern IntPtr rill_tensor_context(TensorHandle tensor);
+
+        [DllImport(Library, CallingConvention = Cdecl)]
+        public static extern Status rill_residual_add(ContextHandle ctx, TensorHandle residual, TensorHandle update, IntPtr gain,
+                                                      float residualScale, float updateScale);
+        [DllImport(Library, CallingConvention = Cdecl)]
+        public static extern Status rill_rms_norm(ContextHandle ctx, TensorHandle x, IntPtr weight, float eps, TensorHandle output);
+        [DllImport(Library, CallingConvention = Cdecl)]
+        public static extern Status rill_layer_norm(ContextHandle ctx, TensorHandle x, IntPtr weight, IntPtr bias, float eps,
+                                                    TensorHandle output);
+        [DllImport(Library, CallingConvention = Cdecl)]
+        public static extern Status rill_fused_add_rms_norm(ContextHandle ctx, TensorHandle x, TensorHandle residual, IntPtr gain,
+                                                            IntPtr weight, float eps, float residualScale, float updateScale);
+        [DllImport(Library, CallingConvention = Cdecl)]
+        public static extern Status rill_fused_add_layer_norm(ContextHandle ctx, TensorHandle x, TensorHandle residual, IntPtr gain,
+                                                              IntPtr weight, IntPtr bias, float eps, float residualScale,
+                                                              float updateScale);
+        [DllImport(Library, CallingConvention = Cdecl)]
+        public static extern Status rill_gemm(ContextHandle ctx, TensorHandle a, TensorHandle w, IntPtr bias, float alpha, float beta,
+                                              TensorHandle output);
+
+        [DllImport(Library, CallingConvention = Cdecl)]
+        public static extern Status rill_rope(ContextHandle ctx, TensorHandle x, int[] positions, UIntPtr positionCount, float theta,
+                                              int rotaryDim);
+        [DllImport(Library, CallingConvention = Cdecl)]
+        public static extern Status rill_attention(ContextHandle ctx, TensorHandle q, TensorHandle k, TensorHandle v, int[] kvLengths,
+                                                   UIntPtr kvLengthCount, float scale, TensorHandle output);
+        [DllImport(Library, CallingConvention = Cdecl)]
+        public static extern Status rill_activation(ContextHandle ctx, ActFn fn, TensorHandle x, IntPtr up, TensorHandle output);
+
+        [DllImport(Library, CallingConvention = Cdecl)] public static extern void rill_model_desc_init(ref ModelDesc desc);
+        [DllImport(Library, CallingConvention = Cdecl)]
+        public static extern Status rill_model_desc_from_toml(byte[] toml, byte[] sourceName, ref ModelDesc desc);
+        [DllImport(Library, CallingConvention = Cdecl)]
+        public static extern Status rill_model_create(ContextHandle ctx, ref ModelDesc desc, out ModelHandle model);
+        [DllImport(Library, CallingConvention = Cdecl)] public static extern void rill_model_destroy(IntPtr model);
+        [DllImport(Library, CallingConvention = Cdecl)]
+        public static extern Status rill_model_set_weight(ModelHandle model, byte[] name, DType srcDtype, int ndim, long[] shape,
+                                                          float[] data, UIntPtr bytes);
+        [DllImport(Library, CallingConvention = Cdecl)]
+        public static extern Status rill_model_set_weight(ModelHandle model, byte[] name, DType srcDtype, int ndim, long[] shape,
+                                                          ushort[] data, UIntPtr bytes);
+        [DllImport(Library, CallingConvention = Cdecl)]
+        public static extern Status rill_model_load_safetensors(ModelHandle model, byte[] path);
+        [DllImport(Library, CallingConvention = Cdecl)] public static extern Status rill_model_check_weights(ModelHandle model);
+        [DllImport(Library, CallingConvention = Cdecl)]
+        public static extern Status rill_kv_cache_create(ModelHandle model, int batch, int capacity, out KvCacheHandle cache);
+        [DllImport(Library, CallingConvention = Cdecl)] public static extern void rill_kv_cache_destroy(IntPtr cache);
+        [DllImport(Library, CallingConvention = Cdecl)] public static extern int rill_kv_cache_length(KvCacheHandle cache, int sequence);
+        [DllImport(Library, CallingConvention = Cdecl)]
+        public static extern Status rill_kv_cache_set_length(KvCacheHandle cache, int sequence, int length);
+        [DllImport(Library, CallingConvention = Cdecl)]
+        public static extern Status rill_model_forward(ModelHandle model, IntPtr cache, TensorHandle hidden, int[] positions,
+                                                       UIntPtr positionCount);
+    }
+
+    /// <summary>UTF-8 strings across the boundary.</summary>
+    public static class Utf8
+    {
+        /// <summary>NUL-terminated UTF-8 bytes, or null for a null string.</summary>
+        public static byte[] Encode(string s)
+        {
+            if (s == null) return null;
+            int n = System.Text.Encoding.UTF8.GetByteCount(s);
+            var bytes = new byte[n + 1];
+            System.Text.Encoding.UTF8.GetBytes(s, 0, s.Length, bytes, 0);
+            return bytes;
+        }
+
+        /// <summary>The borrowed C string at p ("" for NULL), copied.</summary>
+        public static string Decode(IntPtr p)
+        {
+            if (p == IntPtr.Zero) return "";
+            int n = 0;
+            while (Marshal.ReadByte(p, n) != 0) ++n;
+            var bytes = new byte[n];
+            Marshal.Copy(p, bytes, 0, n);
+            return System.Text.Encoding.UTF8.GetString(bytes);
+        }
+    }
+}
