@@ -24,7 +24,7 @@ rill_status cuda_device_count_raw(int* out_count) {
   if (error != cudaSuccess) {
     (void)cudaGetLastError();
     return rill_cuda_fail(RILL_ERROR_BACKEND_UNAVAILABLE,
-                          std::string("cuda: ") + cudaGetErrorString(error) + " (" + cudaGetErrorName(error) + ")");
+                          std::string(cudaGetErrorString(error)) + " (" + cudaGetErrorName(error) + ")");
   }
   *out_count = count;
   return RILL_OK;
@@ -40,12 +40,12 @@ void copy_text(char* dst, std::size_t capacity, const std::string& text) {
 rill_status cuda_choose_device(const rill_backend_context_options* options, int count, int* out_device) {
   if (count == 0) {
     return rill_cuda_fail(RILL_ERROR_BACKEND_UNAVAILABLE,
-                          std::string("cuda: ") + cudaGetErrorString(cudaErrorNoDevice));
+                          cudaGetErrorString(cudaErrorNoDevice));
   }
   const int32_t index = options ? options->device_index : 0;
   if (index >= 0) {
     if (index >= count) {
-      return rill_cuda_fail(RILL_ERROR_BACKEND_UNAVAILABLE, "cuda: device index " + std::to_string(index) +
+      return rill_cuda_fail(RILL_ERROR_BACKEND_UNAVAILABLE, "device index " + std::to_string(index) +
                                                                 " requested, but only " + std::to_string(count) +
                                                                 " CUDA device(s) are present");
     }
@@ -61,7 +61,7 @@ rill_status cuda_choose_device(const rill_backend_context_options* options, int 
     }
   }
   return rill_cuda_fail(RILL_ERROR_BACKEND_UNAVAILABLE,
-                        std::string("cuda: no CUDA device name contains \"") + wanted + "\"");
+                        std::string("no CUDA device name contains \"") + wanted + "\"");
 }
 
 /* Releases whatever part of a context exists. */
