@@ -1,0 +1,374 @@
+// rill_model_forward: composes a decoder stack from backend ops. No device
+// code lives here; every step is one op of the context's backend on views of
+// the hidden states, the weights, the KV cache and the scratch tensors.
+#include <cmath>
+
+#include "errors.h"
+#include "host_services.h"
+#include "model.h"
+#include "op_checks.h"
+
+namespace rill::layer {
+namespace {
+
+// Scratch tensors, each [rows, cols] for the largest rows seen.
+enum Scratch { kStreamA, kStreamB, kQ, kK, kV, kAttn, kGate, kUp, kScratchCount };
+
+rill_backend_tensor view_of(const rill_tensor* tensor, std::initializer_list<int64_t> shape) {
+  rill_backend_tensor v{};
+  v.buffer = tensor->buffer;
+  v.offset = 0;
+  v.dtype = tensor->dtype;
+  v.ndim = static_cast<int32_t>(shape.size());
+  int32_t i = 0;
+  for (int64_t dim : shape) v.shape[i++] = dim;
+  for (; i < RILL_MAX_DIMS; ++i) v.shape[i] = 1;
+  return v;
+}
+
+// A weight's whole-tensor view that may be absent.
+struct OptionalView {
+  rill_backend_tensor view{};
+  bool present = false;
+  const rill_backend_tensor* get() const { return present ? &view : nullptr; }
+};
+
+rill_act_fn act_fn(rill_mlp_activation activation) {
+  switch (activation) {
+    case RILL_MLP_SILU_GLU: return RILL_ACT_SILU;
+    case RILL_MLP_GELU_GLU:
+    case RILL_MLP_GELU: return RILL_ACT_GELU;
+    case RILL_MLP_GELU_TANH: return RILL_ACT_GELU_TANH;
+    default: return RILL_ACT_RELU;
+  }
+}
+
+bool is_gated(rill_mlp_activation activation) {
+  return activation == RILL_MLP_SILU_GLU || activation == RILL_MLP_GELU_GLU;
+}
+
+class Forward {
+ public:
+  Forward(const char* function, rill_model& model, rill_kv_cache* cache, int64_t batch, int64_t tokens)
+      : fn_(function), model_(model), d_(model.desc), ctx_(*model.context), cache_(cache), batch_(batch),
+        tokens_(tokens), rows_(batch * tokens) {}
+
+  // Fails with RILL_ERROR_UNSUPPORTED, before anything runs, when the
+  // backend lacks an op this model needs.
+  rill_status check_ops() const {
+    const Backend& b = *ctx_.backend;
+    const bool rms = d_.norm == RILL_NORM_RMS;
+    const std::pair<bool, const char*> needed[] = {
+        {RILL_BACKEND_OP(b, gemm) != nullptr, "gemm"},
+        {RILL_BACKEND_OP(b, residual_add) != nullptr, "residual_add"},
+        {rms ? RILL_BACKEND_OP(b, rms_norm) != nullptr : RILL_BACKEND_OP(b, layer_norm) != nullptr,
+         rms ? "rms_norm" : "layer_norm"},
+        {rms ? RILL_BACKEND_OP(b, fused_add_rms_norm) != nullptr : RILL_BACKEND_OP(b, fused_add_layer_norm) != nullptr,
+         rms ? "fused_add_rms_norm" : "fused_add_layer_norm"},
+        {d_.rope_theta == 0.0f || RILL_BACKEND_OP(b, rope) != nullptr, "rope"},
+        {RILL_BACKEND_OP(b, attention) != nullptr, "attention"},
+        {RILL_BACKEND_OP(b, activation) != nullptr, "activation"},
+    };
+    for (const auto& [present, name] : needed) {
+      if (!present) {
+        return fail(RILL_ERROR_UNSUPPORTED, std::string(fn_) + ": the " + b.name + " backend (interface version " +
+                                                std::to_string(b.abi_version) + ") does not implement the op " +
+                                                name + " that this model needs");
+      }
+    }
+    return RILL_OK;
+  }
+
+  rill_status ensure_scratch() {
+    if (model_.scratch_rows >= rows_) return RILL_OK;
+    release_scratch(model_);
+    const int64_t hidden = d_.hidden_size, q = int64_t{d_.num_heads} * d_.head_dim;
+    const int64_t kv = int64_t{d_.num_kv_heads} * d_.head_dim, inter = d_.intermediate_size;
+    const int64_t cols[kScratchCount] = {hidden, hidden, q, kv, kv, q, inter, inter};
+    for (int64_t c : cols) {
+      const int64_t shape[2] = {rows_, c};
+      rill_tensor* t = nullptr;
+      const rill_status created = rill_tensor_create(&ctx_, d_.dtype, 2, shape, &t);
+      if (created != RILL_OK) {
+        const std::string reason = rill_last_error();
+        release_scratch(model_);
+        return fail(created, std::string(fn_) + ": scratch for " + std::to_string(rows_) + " tokens: " + reason);
+      }
+      model_.scratch.push_back(t);
+    }
+    model_.scratch_rows = rows_;
+    return RILL_OK;
+  }
+
+  rill_status run(rill_tensor& hidden, const std::vector<int32_t>& positions) {
+    positions_ = &positions;
+    kv_lengths_.assign(static_cast<size_t>(batch_), 0);
+    for (int64_t b = 0; b < batch_; ++b) {
+      kv_lengths_[b] = static_cast<int32_t>(tokens_ + (cache_ ? cache_->lengths[b] : 0));
+    }
+    const rill_backend_tensor h = rows_view(&hidden, d_.hidden_size);
+    const rill_backend_tensor a = rows_view(model_.scratch[kStreamA], d_.hidden_size);
+    const rill_backend_tensor b = rows_view(model_.scratch[kStreamB], d_.hidden_size);
+    if (d_.norm_placement == RILL_PLACEMENT_PRE || d_.norm_placement == RILL_PLACEMENT_SANDWICH) {
+      return run_pre(h, a, b);
+    }
+    return run_post(h, a, b);
+  }
+
+ private:
+  rill_backend_tensor rows_view(const rill_tensor* t, int64_t cols) const { return view_of(t, {rows_, cols}); }
+
+  OptionalView weight(int32_t index) const {
+    OptionalView v;
+    if (index != kAbsent) {
+      v.view = backend_view(*weight_tensor(model_, index));
+      v.present = true;
+    }
+    return v;
+  }
+
+  // pre and sandwich: h is the residual stream throughout; x holds the next
+  // sublayer's normalized input, y a sublayer's output.
+  rill_status run_pre(const rill_backend_tensor& h, const rill_backend_tensor& x, const rill_backend_tensor& y) {
+    const bool sandwich = d_.norm_placement == RILL_PLACEMENT_SANDWICH;
+    const int32_t layers = d_.num_layers;
+    RILL_CHECK(norm(h, model_.layers[0].attn_norm_w, model_.layers[0].attn_norm_b, x));
+    for (int32_t l = 0; l < layers; ++l) {
+      const LayerWeights& w = model_.layers[l];
+      RILL_CHECK(attention(l, x, y));
+      if (sandwich) RILL_CHECK(norm(y, w.attn_out_norm_w, w.attn_out_norm_b, y));
+      RILL_CHECK(fused_add_norm(y, h, w.attn_gain, w.mlp_norm_w, w.mlp_norm_b));
+      RILL_CHECK(mlp(l, y, x));
+      if (sandwich) RILL_CHECK(norm(x, w.mlp_out_norm_w, w.mlp_out_norm_b, x));
+      if (l + 1 < layers) {
+        const LayerWeights& next = model_.layers[l + 1];
+        RILL_CHECK(fused_add_norm(x, h, w.mlp_gain, next.attn_norm_w, next.attn_norm_b));
+      } else if (d_.final_norm != 0) {
+        RILL_CHECK(fused_add_norm(x, h, w.mlp_gain, model_.final_norm_w, model_.final_norm_b));
+        return copy(x, h);
+      } else {
+        return residual_add(h, x, w.mlp_gain);
+      }
+    }
+    return RILL_OK;
+  }
+
+  // post and deepnorm: the fused add+norm leaves the un-normalized sum in its
+  // residual operand and the normalized stream in x, so the stream moves
+  // between three buffers instead of being copied back after every sublayer.
+  rill_status run_post(const rill_backend_tensor& h, const rill_backend_tensor& a, const rill_backend_tensor& b) {
+    const rill_backend_tensor* buffers[3] = {&h, &a, &b};
+    int stream = 0;
+    for (int32_t l = 0; l < d_.num_layers; ++l) {
+      const LayerWeights& w = model_.layers[l];
+      int out = (stream + 1) % 3;
+      RILL_CHECK(attention(l, *buffers[stream], *buffers[out]));
+      RILL_CHECK(fused_add_norm(*buffers[out], *buffers[stream], w.attn_gain, w.attn_norm_w, w.attn_norm_b));
+      stream = out;
+      out = (stream + 1) % 3;
+      RILL_CHECK(mlp(l, *buffers[stream], *buffers[out]));
+      RILL_CHECK(fused_add_norm(*buffers[out], *buffers[stream], w.mlp_gain, w.mlp_norm_w, w.mlp_norm_b));
+      stream = out;
+    }
+    if (d_.final_norm != 0) return norm(*buffers[stream], model_.final_norm_w, model_.final_norm_b, h);
+    return stream == 0 ? RILL_OK : copy(*buffers[stream], h);
+  }
+
+  rill_status attention(int32_t l, const rill_backend_tensor& in, const rill_backend_tensor& out) {
+    const LayerWeights& w = model_.layers[l];
+    const int64_t hq = d_.num_heads, hkv = d_.num_kv_heads, hd = d_.head_dim;
+    const rill_tensor* q = model_.scratch[kQ];
+    const rill_tensor* k = model_.scratch[kK];
+    const rill_tensor* v = model_.scratch[kV];
+    const rill_tensor* attn = model_.scratch[kAttn];
+    RILL_CHECK(gemm(in, w.q_w, w.q_b, rows_view(q, hq * hd)));
+    RILL_CHECK(gemm(in, w.k_w, w.k_b, rows_view(k, hkv * hd)));
+    RILL_CHECK(gemm(in, w.v_w, w.v_b, rows_view(v, hkv * hd)));
+    if (d_.rope_theta != 0.0f) {
+      for (const auto& [t, heads] : {std::pair{q, hq}, std::pair{k, hkv}}) {
+        const rill_backend_tensor x = view_of(t, {rows_, heads, hd});
+        RILL_CHECK(dispatch(fn_, ctx_, RILL_BACKEND_OP(*ctx_.backend, rope), "rope", &x, positions_->data(),
+                            d_.rope_theta, d_.rope_dim));
+      }
+    }
+    rill_backend_tensor keys = view_of(k, {batch_, tokens_, hkv, hd});
+    rill_backend_tensor values = view_of(v, {batch_, tokens_, hkv, hd});
+    if (cache_ != nullptr) {
+      const uint64_t esize = rill_dtype_size(d_.dtype);
+      const uint64_t row_bytes = static_cast<uint64_t>(hkv * hd) * esize;
+      for (int64_t b = 0; b < batch_; ++b) {
+        const uint64_t src = static_cast<uint64_t>(b * tokens_) * row_bytes;
+        const uint64_t dst = static_cast<uint64_t>(b * cache_->capacity + cache_->lengths[b]) * row_bytes;
+        RILL_CHECK(copy_bytes(k->buffer, src, cache_->keys[l]->buffer, dst, static_cast<uint64_t>(tokens_) * row_bytes));
+        RILL_CHECK(copy_bytes(v->buffer, src, cache_->values[l]->buffer, dst,
+                              static_cast<uint64_t>(tokens_) * row_bytes));
+      }
+      keys = view_of(cache_->keys[l], {batch_, cache_->capacity, hkv, hd});
+      values = view_of(cache_->values[l], {batch_, cache_->capacity, hkv, hd});
+    }
+    const rill_backend_tensor qv = view_of(q, {batch_, tokens_, hq, hd});
+    const rill_backend_tensor attn_v = view_of(attn, {batch_, tokens_, hq, hd});
+    const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(hd)));
+    RILL_CHECK(dispatch(fn_, ctx_, RILL_BACKEND_OP(*ctx_.backend, attention), "attention", &qv,
+                        static_cast<const rill_backend_tensor*>(&keys), static_cast<const rill_backend_tensor*>(&values),
+                        static_cast<const int32_t*>(kv_lengths_.data()), scale, &attn_v));
+    return gemm(rows_view(attn, hq * hd), w.o_w, w.o_b, out);
+  }
+
+  rill_status mlp(int32_t l, const rill_backend_tensor& in, const rill_backend_tensor& out) {
+    const LayerWeights& w = model_.layers[l];
+    const int64_t inter = d_.intermediate_size;
+    const rill_backend_tensor up = rows_view(model_.scratch[kUp], inter);
+    const rill_act_fn act = act_fn(d_.activation);
+    const auto activation = RILL_BACKEND_OP(*ctx_.backend, activation);
+    RILL_CHECK(gemm(in, w.up_w, w.up_b, up));
+    if (is_gated(d_.activation)) {
+      const rill_backend_tensor gate = rows_view(model_.scratch[kGate], inter);
+      RILL_CHECK(gemm(in, w.gate_w, w.gate_b, gate));
+      RILL_CHECK(dispatch(fn_, ctx_, activation, "activation", act, &gate, &up, &gate));
+      return gemm(gate, w.down_w, w.down_b, out);
+    }
+    RILL_CHECK(dispatch(fn_, ctx_, activation, "activation", act, &up,
+                        static_cast<const rill_backend_tensor*>(nullptr), &up));
+    return gemm(up, w.down_w, w.down_b, out);
+  }
+
+  rill_status gemm(const rill_backend_tensor& a, int32_t w, int32_t bias, const rill_backend_tensor& out) {
+    const OptionalView wv = weight(w), bv = weight(bias);
+    return dispatch(fn_, ctx_, RILL_BACKEND_OP(*ctx_.backend, gemm), "gemm", &a, wv.get(), bv.get(), 1.0f, 0.0f, &out);
+  }
+
+  rill_status norm(const rill_backend_tensor& x, int32_t w, int32_t bias, const rill_backend_tensor& out) {
+    const OptionalView wv = weight(w), bv = weight(bias);
+    if (d_.norm == RILL_NORM_RMS) {
+      return dispatch(fn_, ctx_, RILL_BACKEND_OP(*ctx_.backend, rms_norm), "rms_norm", &x, wv.get(), d_.norm_eps, &out);
+    }
+    return dispatch(fn_, ctx_, RILL_BACKEND_OP(*ctx_.backend, layer_norm), "layer_norm", &x, wv.get(), bv.get(),
+                    d_.norm_eps, &out);
+  }
+
+  // residual = alpha residual + beta gain * x; x = norm(residual).
+  rill_status fused_add_norm(const rill_backend_tensor& x, const rill_backend_tensor& residual, int32_t gain, int32_t w,
+                             int32_t bias) {
+    const OptionalView gv = weight(gain), wv = weight(w), bv = weight(bias);
+    if (d_.norm == RILL_NORM_RMS) {
+      return dispatch(fn_, ctx_, RILL_BACKEND_OP(*ctx_.backend, fused_add_rms_norm), "fused_add_rms_norm", &x,
+                      &residual, gv.get(), wv.get(), d_.norm_eps, d_.residual_scale, d_.branch_scale);
+    }
+    return dispatch(fn_, ctx_, RILL_BACKEND_OP(*ctx_.backend, fused_add_layer_norm), "fused_add_layer_norm", &x,
+                    &residual, gv.get(), wv.get(), bv.get(), d_.norm_eps, d_.residual_scale, d_.branch_scale);
+  }
+
+  rill_status residual_add(const rill_backend_tensor& residual, const rill_backend_tensor& update, int32_t gain) {
+    const OptionalView gv = weight(gain);
+    return dispatch(fn_, ctx_, RILL_BACKEND_OP(*ctx_.backend, residual_add), "residual_add", &residual, &update,
+                    gv.get(), d_.residual_scale, d_.branch_scale);
+  }
+
+  rill_status copy(const rill_backend_tensor& src, const rill_backend_tensor& dst) {
+    return copy_bytes(src.buffer, src.offset, dst.buffer, dst.offset,
+                      static_cast<uint64_t>(rows_ * d_.hidden_size) * rill_dtype_size(d_.dtype));
+  }
+
+  rill_status copy_bytes(rill_backend_buffer* src, uint64_t src_offset, rill_backend_buffer* dst, uint64_t dst_offset,
+                         uint64_t bytes) {
+    clear_backend_message();
+    const rill_status status = ctx_.backend->table->buffer_copy(ctx_.impl, src, src_offset, dst, dst_offset, bytes);
+    return status == RILL_OK ? RILL_OK : backend_failure(fn_, ctx_.backend->name, status);
+  }
+
+  const char* fn_;
+  rill_model& model_;
+  const rill_model_desc& d_;
+  rill_context& ctx_;
+  rill_kv_cache* cache_;
+  const int64_t batch_, tokens_, rows_;
+  const std::vector<int32_t>* positions_ = nullptr;
+  std::vector<int32_t> kv_lengths_;
+};
+
+}  // namespace
+}  // namespace rill::layer
+
+extern "C" {
+
+RILL_API rill_status rill_model_forward(rill_model* model, rill_kv_cache* cache, rill_tensor* hidden,
+                                        const int32_t* positions, size_t position_count) {
+  constexpr const char* fn = "rill_model_forward";
+  return rill::guarded(fn, [&]() -> rill_status {
+    const std::string f(fn);
+    if (model == nullptr) return rill::fail(RILL_ERROR_INVALID_ARGUMENT, f + ": model: expected a model, got NULL");
+    if (hidden == nullptr) return rill::fail(RILL_ERROR_INVALID_ARGUMENT, f + ": hidden: expected a tensor, got NULL");
+    const rill_model_desc& d = model->desc;
+    if (hidden->context != model->context) {
+      return rill::fail(RILL_ERROR_INVALID_ARGUMENT, f + ": hidden: expected a tensor of the model's context, got one of another context");
+    }
+    if (hidden->dtype != d.dtype) {
+      return rill::fail(RILL_ERROR_DTYPE, f + ": hidden: expected dtype " + rill_dtype_name(d.dtype) +
+                                              " (the model's), got " + rill_dtype_name(hidden->dtype));
+    }
+    if (hidden->ndim != 3 || hidden->shape[2] != d.hidden_size) {
+      return rill::fail(RILL_ERROR_SHAPE, f + ": hidden: expected shape [B, T, " + std::to_string(d.hidden_size) +
+                                              "], got " + rill::shape_text(*hidden));
+    }
+    const int64_t batch = hidden->shape[0], tokens = hidden->shape[1];
+    if (batch > INT32_MAX || tokens > INT32_MAX || batch * tokens > INT32_MAX) {
+      return rill::fail(RILL_ERROR_SHAPE, f + ": hidden: B*T must fit in int32, got shape " + rill::shape_text(*hidden));
+    }
+    if (const rill::layer::Weight* missing = rill::layer::first_missing_weight(*model)) {
+      return rill::fail(RILL_ERROR_INVALID_ARGUMENT, f + ": missing weight '" + missing->name + "' (shape " +
+                                                         rill::layer::dims_text(missing->shape) + ")");
+    }
+    if (cache != nullptr) {
+      if (cache->model != model) {
+        return rill::fail(RILL_ERROR_INVALID_ARGUMENT, f + ": cache: expected a cache of this model, got one of another model");
+      }
+      if (cache->batch != batch) {
+        return rill::fail(RILL_ERROR_INVALID_ARGUMENT, f + ": cache: holds " + std::to_string(cache->batch) +
+                                                           " sequences but hidden has B = " + std::to_string(batch));
+      }
+      for (int64_t b = 0; b < batch; ++b) {
+        if (cache->lengths[b] + tokens > cache->capacity) {
+          return rill::fail(RILL_ERROR_INVALID_ARGUMENT,
+                            f + ": position past the cache's end: sequence " + std::to_string(b) + " holds " +
+                                std::to_string(cache->lengths[b]) + " tokens, and " + std::to_string(tokens) +
+                                " more exceed its capacity of " + std::to_string(cache->capacity));
+        }
+      }
+    }
+    const size_t rows = static_cast<size_t>(batch * tokens);
+    std::vector<int32_t> pos(rows);
+    if (positions != nullptr) {
+      if (position_count != rows) {
+        return rill::fail(RILL_ERROR_INVALID_ARGUMENT, f + ": position_count: expected B*T = " + std::to_string(rows) +
+                                                           ", got " + std::to_string(position_count));
+      }
+      for (size_t i = 0; i < rows; ++i) {
+        if (positions[i] < 0) {
+          return rill::fail(RILL_ERROR_INVALID_ARGUMENT, f + ": positions[" + std::to_string(i) + "]: expected >= 0, got " +
+                                                             std::to_string(positions[i]));
+        }
+        pos[i] = positions[i];
+      }
+    } else {
+      if (position_count != 0) {
+        return rill::fail(RILL_ERROR_INVALID_ARGUMENT, f + ": position_count: expected 0 with positions NULL, got " +
+                                                           std::to_string(position_count));
+      }
+      for (int64_t b = 0; b < batch; ++b) {
+        const int32_t start = cache != nullptr ? cache->lengths[b] : 0;
+        for (int64_t t = 0; t < tokens; ++t) pos[b * tokens + t] = start + static_cast<int32_t>(t);
+      }
+    }
+    rill::layer::Forward forward(fn, *model, cache, batch, tokens);
+    RILL_CHECK(forward.check_ops());
+    RILL_CHECK(forward.ensure_scratch());
+    RILL_CHECK(forward.run(*hidden, pos));
+    if (cache != nullptr) {
+      for (int64_t b = 0; b < batch; ++b) cache->lengths[b] += static_cast<int32_t>(tokens);
+    }
+    return RILL_OK;
+  });
+}
+
+}  // extern "C"

@@ -1,0 +1,88 @@
+// The objects behind rill_model and rill_kv_cache, shared by the files of the
+// decoder-layer runtime: descriptor checks, weights, caches and the forward pass.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "objects.h"
+
+namespace rill::layer {
+
+// A descriptor problem: the field at fault and the message about it.
+struct DescProblem {
+  std::string field;  // "" when the descriptor is fine
+  std::string message;
+};
+
+// Copies the caller's descriptor (only the fields inside its struct_size) over
+// the defaults, resolves the derived fields (num_kv_heads 0, head_dim 0,
+// rope_dim 0) and checks every field. Returns a problem with an empty field
+// when the result is valid.
+DescProblem resolve_desc(const rill_model_desc& given, rill_model_desc& resolved);
+
+// Index of a weight in rill_model::weights; kAbsent for one the model does not use.
+constexpr int32_t kAbsent = -1;
+
+// Weight indices of one layer (kAbsent where the configuration has none).
+struct LayerWeights {
+  int32_t q_w, q_b, k_w, k_b, v_w, v_b, o_w, o_b;
+  int32_t gate_w, gate_b, up_w, up_b, down_w, down_b;
+  // Norms: attention input (pre/sandwich) or after-attention (post/deepnorm),
+  // then the MLP's; sandwich adds the norms on each sublayer's output.
+  int32_t attn_norm_w, attn_norm_b, mlp_norm_w, mlp_norm_b;
+  int32_t attn_out_norm_w, attn_out_norm_b, mlp_out_norm_w, mlp_out_norm_b;
+  int32_t attn_gain, mlp_gain;
+};
+
+struct Weight {
+  std::string name;
+  std::vector<int64_t> shape;
+  rill_tensor* tensor = nullptr;  // NULL until set
+};
+
+}  // namespace rill::layer
+
+struct rill_model {
+  rill_context* context = nullptr;
+  rill_model_desc desc{};  // resolved: no derived field left at 0
+  std::vector<rill::layer::Weight> weights;
+  std::unordered_map<std::string, int32_t> weight_index;
+  std::vector<rill::layer::LayerWeights> layers;
+  int32_t final_norm_w = rill::layer::kAbsent, final_norm_b = rill::layer::kAbsent;
+  // Scratch for the forward pass, grown to the largest token count seen.
+  int64_t scratch_rows = 0;
+  std::vector<rill_tensor*> scratch;
+};
+
+struct rill_kv_cache {
+  rill_model* model = nullptr;
+  int32_t batch = 0;
+  int32_t capacity = 0;
+  std::vector<int32_t> lengths;       // tokens held per sequence
+  std::vector<rill_tensor*> keys;     // per layer [batch, capacity, Hkv, hd]
+  std::vector<rill_tensor*> values;   // per layer, same shape
+};
+
+namespace rill::layer {
+
+// The tensor of weight index, or nullptr for kAbsent.
+inline rill_tensor* weight_tensor(const rill_model& model, int32_t index) {
+  return index == kAbsent ? nullptr : model.weights[static_cast<size_t>(index)].tensor;
+}
+
+// Lists every weight the resolved descriptor calls for, with its shape.
+void build_weight_table(rill_model& model);
+
+// The first weight the model uses that has not been set, or nullptr.
+const Weight* first_missing_weight(const rill_model& model);
+
+// Frees the model's scratch tensors.
+void release_scratch(rill_model& model);
+
+// "[4096, 896]"
+std::string dims_text(const std::vector<int64_t>& shape);
+
+}  // namespace rill::layer

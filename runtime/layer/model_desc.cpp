@@ -1,0 +1,306 @@
+// rill_model_desc: defaults, checks of every field, and the [model] TOML table.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <string_view>
+#include <tuple>
+#include <toml++/toml.h>
+
+#include "errors.h"
+#include "model.h"
+
+namespace rill::layer {
+namespace {
+
+// Sizes beyond this are refused so that products of sizes cannot overflow.
+constexpr int64_t kMaxSize = 1 << 20;
+constexpr int64_t kMaxLayers = 4096;
+
+std::string num(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
+
+DescProblem problem(const char* field, const std::string& message) { return {field, message}; }
+
+DescProblem size_in_range(const char* field, int64_t value, int64_t max) {
+  if (value >= 1 && value <= max) return {};
+  return problem(field, std::string(field) + ": expected 1 to " + std::to_string(max) + ", got " +
+                            std::to_string(value));
+}
+
+}  // namespace
+
+DescProblem resolve_desc(const rill_model_desc& given, rill_model_desc& resolved) {
+  if (given.struct_size < sizeof(uint32_t) + sizeof(rill_dtype)) {
+    return problem("struct_size", "struct_size: expected sizeof(rill_model_desc) = " +
+                                      std::to_string(sizeof(rill_model_desc)) + ", got " +
+                                      std::to_string(given.struct_size));
+  }
+  rill_model_desc d;
+  rill_model_desc_init(&d);
+  std::memcpy(&d, &given, std::min<size_t>(given.struct_size, sizeof d));
+  d.struct_size = sizeof d;
+
+  if (rill_dtype_size(d.dtype) == 0) {
+    return problem("dtype", "dtype: expected RILL_DTYPE_F32, _F16 or _BF16, got " + std::to_string(d.dtype));
+  }
+  for (const auto& [field, value, max] :
+       {std::tuple<const char*, int64_t, int64_t>{"num_layers", d.num_layers, kMaxLayers},
+        {"hidden_size", d.hidden_size, kMaxSize},
+        {"num_heads", d.num_heads, kMaxSize},
+        {"intermediate_size", d.intermediate_size, kMaxSize}}) {
+    DescProblem p = size_in_range(field, value, max);
+    if (!p.field.empty()) return p;
+  }
+  if (d.num_kv_heads == 0) d.num_kv_heads = d.num_heads;
+  if (d.num_kv_heads < 1 || d.num_kv_heads > d.num_heads || d.num_heads % d.num_kv_heads != 0) {
+    return problem("num_kv_heads", "num_kv_heads: expected a divisor of num_heads " + std::to_string(d.num_heads) +
+                                       " (or 0 for num_heads), got " + std::to_string(d.num_kv_heads));
+  }
+  if (d.head_dim == 0) {
+    if (d.hidden_size % d.num_heads != 0) {
+      return problem("head_dim", "head_dim: 0 asks for hidden_size / num_heads, but num_heads " +
+                                     std::to_string(d.num_heads) + " does not divide hidden_size " +
+                                     std::to_string(d.hidden_size) + "; set head_dim");
+    }
+    d.head_dim = d.hidden_size / d.num_heads;
+  }
+  DescProblem p = size_in_range("head_dim", d.head_dim, kMaxSize);
+  if (!p.field.empty()) return p;
+  if (static_cast<int64_t>(d.num_heads) * d.head_dim > kMaxSize) {
+    return problem("head_dim", "num_heads * head_dim: expected at most " + std::to_string(kMaxSize) + ", got " +
+                                   std::to_string(static_cast<int64_t>(d.num_heads) * d.head_dim));
+  }
+  if (d.norm != RILL_NORM_RMS && d.norm != RILL_NORM_LAYER) {
+    return problem("norm", "norm: expected RILL_NORM_RMS or RILL_NORM_LAYER, got " + std::to_string(d.norm));
+  }
+  if (!std::isfinite(d.norm_eps) || d.norm_eps < 0) {
+    return problem("norm_eps", "norm_eps: expected a finite value >= 0, got " + num(d.norm_eps));
+  }
+  if (d.norm_placement < RILL_PLACEMENT_PRE || d.norm_placement > RILL_PLACEMENT_DEEPNORM) {
+    return problem("norm_placement", "norm_placement: expected RILL_PLACEMENT_PRE, _POST, _SANDWICH or _DEEPNORM, got " +
+                                         std::to_string(d.norm_placement));
+  }
+  if (d.activation < RILL_MLP_SILU_GLU || d.activation > RILL_MLP_RELU) {
+    return problem("activation", "activation: expected a rill_mlp_activation (0 to 4), got " +
+                                     std::to_string(d.activation));
+  }
+  if (!std::isfinite(d.rope_theta) || d.rope_theta < 0) {
+    return problem("rope_theta", "rope_theta: expected a finite value >= 0 (0 = no RoPE), got " + num(d.rope_theta));
+  }
+  if (d.rope_dim == 0) d.rope_dim = d.head_dim;
+  if (d.rope_dim < 2 || d.rope_dim > d.head_dim || d.rope_dim % 2 != 0) {
+    return problem("rope_dim", "rope_dim: expected an even number from 2 to head_dim " + std::to_string(d.head_dim) +
+                                   " (or 0 for head_dim), got " + std::to_string(d.rope_dim));
+  }
+  if (!std::isfinite(d.residual_scale) || d.residual_scale == 0) {
+    return problem("residual_scale", "residual_scale: expected a finite nonzero value, got " + num(d.residual_scale));
+  }
+  if (!std::isfinite(d.branch_scale)) {
+    return problem("branch_scale", "branch_scale: expected a finite value, got " + num(d.branch_scale));
+  }
+  resolved = d;
+  return {};
+}
+
+namespace {
+
+struct TomlError {
+  std::string message;
+};
+
+std::string at(const std::string& source, const toml::node& node) {
+  return source + ":" + std::to_string(node.source().begin.line) + ":" + std::to_string(node.source().begin.column);
+}
+
+class ModelTable {
+ public:
+  ModelTable(const std::string& source, const toml::table& table) : source_(source), table_(table) {}
+
+  [[noreturn]] void error(const toml::node& node, const std::string& text) const {
+    throw TomlError{at(source_, node) + ": " + text};
+  }
+
+  void integer(const char* key, int32_t& out) const {
+    const toml::node* node = table_.get(key);
+    if (node == nullptr) return;
+    const auto* value = node->as_integer();
+    if (value == nullptr) error(*node, "'model." + std::string(key) + "': expected an integer");
+    if (value->get() < 0 || value->get() > INT32_MAX) {
+      error(*node, "'model." + std::string(key) + "': expected 0 to " + std::to_string(INT32_MAX) + ", got " +
+                       std::to_string(value->get()));
+    }
+    out = static_cast<int32_t>(value->get());
+  }
+
+  void real(const char* key, float& out) const {
+    const toml::node* node = table_.get(key);
+    if (node == nullptr) return;
+    if (const auto* i = node->as_integer()) {
+      out = static_cast<float>(i->get());
+    } else if (const auto* f = node->as_floating_point()) {
+      out = static_cast<float>(f->get());
+    } else {
+      error(*node, "'model." + std::string(key) + "': expected a number");
+    }
+  }
+
+  void boolean(const char* key, uint32_t& out) const {
+    const toml::node* node = table_.get(key);
+    if (node == nullptr) return;
+    if (!node->is_boolean()) error(*node, "'model." + std::string(key) + "': expected true or false");
+    out = node->as_boolean()->get() ? 1u : 0u;
+  }
+
+  template <class Enum>
+  void choice(const char* key, std::initializer_list<std::pair<const char*, Enum>> options, Enum& out) const {
+    const toml::node* node = table_.get(key);
+    if (node == nullptr) return;
+    std::string list;
+    for (const auto& option : options) list += (list.empty() ? "\"" : ", \"") + std::string(option.first) + "\"";
+    if (!node->is_string()) error(*node, "'model." + std::string(key) + "': expected one of " + list);
+    const std::string value = node->as_string()->get();
+    for (const auto& option : options) {
+      if (value == option.first) {
+        out = option.second;
+        return;
+      }
+    }
+    error(*node, "'model." + std::string(key) + "': expected one of " + list + ", got \"" + value + "\"");
+  }
+
+ private:
+  const std::string& source_;
+  const toml::table& table_;
+};
+
+constexpr std::string_view kModelKeys[] = {
+    "dtype",          "num_layers", "hidden_size",  "num_heads",  "num_kv_heads",   "head_dim",
+    "intermediate_size", "norm",    "norm_eps",     "norm_placement", "activation", "rope_theta",
+    "rope_dim",       "qkv_bias",   "o_bias",       "mlp_bias",   "final_norm",     "residual_scale",
+    "branch_scale",   "layer_scale"};
+
+void read_model_table(const std::string& source, const toml::table& table, rill_model_desc& d) {
+  const ModelTable t(source, table);
+  for (const auto& [key, value] : table) {
+    bool known = false;
+    for (std::string_view k : kModelKeys) known = known || key.str() == k;
+    if (!known) {
+      std::string list;
+      for (std::string_view k : kModelKeys) list += (list.empty() ? "" : ", ") + std::string(k);
+      throw TomlError{source + ":" + std::to_string(key.source().begin.line) + ":" +
+                      std::to_string(key.source().begin.column) + ": unknown key 'model." + std::string(key.str()) +
+                      "'; expected one of: " + list};
+    }
+  }
+  t.choice<rill_dtype>("dtype", {{"f32", RILL_DTYPE_F32}, {"f16", RILL_DTYPE_F16}, {"bf16", RILL_DTYPE_BF16}}, d.dtype);
+  t.integer("num_layers", d.num_layers);
+  t.integer("hidden_size", d.hidden_size);
+  t.integer("num_heads", d.num_heads);
+  t.integer("num_kv_heads", d.num_kv_heads);
+  t.integer("head_dim", d.head_dim);
+  t.integer("intermediate_size", d.intermediate_size);
+  t.choice<rill_norm_kind>("norm", {{"rms", RILL_NORM_RMS}, {"layer", RILL_NORM_LAYER}}, d.norm);
+  t.real("norm_eps", d.norm_eps);
+  t.choice<rill_norm_placement>("norm_placement",
+                                {{"pre", RILL_PLACEMENT_PRE},
+                                 {"post", RILL_PLACEMENT_POST},
+                                 {"sandwich", RILL_PLACEMENT_SANDWICH},
+                                 {"deepnorm", RILL_PLACEMENT_DEEPNORM}},
+                                d.norm_placement);
+  t.choice<rill_mlp_activation>("activation",
+                                {{"silu_glu", RILL_MLP_SILU_GLU},
+                                 {"gelu_glu", RILL_MLP_GELU_GLU},
+                                 {"gelu", RILL_MLP_GELU},
+                                 {"gelu_tanh", RILL_MLP_GELU_TANH},
+                                 {"relu", RILL_MLP_RELU}},
+                                d.activation);
+  t.real("rope_theta", d.rope_theta);
+  t.integer("rope_dim", d.rope_dim);
+  t.boolean("qkv_bias", d.qkv_bias);
+  t.boolean("o_bias", d.o_bias);
+  t.boolean("mlp_bias", d.mlp_bias);
+  t.boolean("final_norm", d.final_norm);
+  t.real("residual_scale", d.residual_scale);
+  t.real("branch_scale", d.branch_scale);
+  t.boolean("layer_scale", d.layer_scale);
+}
+
+}  // namespace
+}  // namespace rill::layer
+
+extern "C" {
+
+RILL_API void rill_model_desc_init(rill_model_desc* desc) {
+  if (desc == nullptr) return;
+  *desc = rill_model_desc{};
+  desc->struct_size = sizeof(rill_model_desc);
+  desc->dtype = RILL_DTYPE_F32;
+  desc->norm = RILL_NORM_RMS;
+  desc->norm_eps = 1e-6f;
+  desc->norm_placement = RILL_PLACEMENT_PRE;
+  desc->activation = RILL_MLP_SILU_GLU;
+  desc->rope_theta = 10000.0f;
+  desc->final_norm = 1;
+  desc->residual_scale = 1.0f;
+  desc->branch_scale = 1.0f;
+}
+
+RILL_API rill_status rill_model_desc_from_toml(const char* toml_text, const char* source_name,
+                                               rill_model_desc* out_desc) {
+  constexpr const char* fn = "rill_model_desc_from_toml";
+  return rill::guarded(fn, [&] {
+    if (toml_text == nullptr) {
+      return rill::fail(RILL_ERROR_INVALID_ARGUMENT, std::string(fn) + ": toml: expected TOML text, got NULL");
+    }
+    if (out_desc == nullptr) {
+      return rill::fail(RILL_ERROR_INVALID_ARGUMENT, std::string(fn) + ": out_desc: expected a pointer, got NULL");
+    }
+    const std::string source = source_name != nullptr ? source_name : "config";
+    toml::table root;
+    try {
+      root = toml::parse(std::string_view(toml_text), source);
+    } catch (const toml::parse_error& e) {
+      return rill::fail(RILL_ERROR_CONFIG, std::string(fn) + ": " + source + ":" +
+                                               std::to_string(e.source().begin.line) + ":" +
+                                               std::to_string(e.source().begin.column) +
+                                               ": TOML syntax error: " + std::string(e.description()));
+    }
+    const toml::node* model_node = root.get("model");
+    if (model_node == nullptr) {
+      return rill::fail(RILL_ERROR_CONFIG, std::string(fn) + ": " + source + ": no [model] table");
+    }
+    if (!model_node->is_table()) {
+      return rill::fail(RILL_ERROR_CONFIG,
+                        std::string(fn) + ": " + rill::layer::at(source, *model_node) + ": 'model' must be a table");
+    }
+    const toml::table& table = *model_node->as_table();
+    rill_model_desc desc;
+    rill_model_desc_init(&desc);
+    try {
+      rill::layer::read_model_table(source, table, desc);
+    } catch (const rill::layer::TomlError& e) {
+      return rill::fail(RILL_ERROR_CONFIG, std::string(fn) + ": " + e.message);
+    }
+    for (const char* required : {"num_layers", "hidden_size", "num_heads", "intermediate_size"}) {
+      if (table.get(required) == nullptr) {
+        return rill::fail(RILL_ERROR_CONFIG, std::string(fn) + ": " + rill::layer::at(source, table) +
+                                                 ": [model] lacks the required key '" + required + "'");
+      }
+    }
+    rill_model_desc resolved;
+    const rill::layer::DescProblem p = rill::layer::resolve_desc(desc, resolved);
+    if (!p.field.empty()) {
+      const toml::node* node = table.get(p.field);
+      const std::string where = rill::layer::at(source, node != nullptr ? *node : static_cast<const toml::node&>(table));
+      return rill::fail(RILL_ERROR_CONFIG, std::string(fn) + ": " + where + ": model." + p.message);
+    }
+    *out_desc = desc;
+    return RILL_OK;
+  });
+}
+
+}  // extern "C"
