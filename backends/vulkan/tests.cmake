@@ -1,0 +1,18 @@
+# Vulkan backend tests, included from tests/CMakeLists.txt. The backend test
+# loads the plugin directly through the backend interface and runs twice: once
+# plain and once with the Khronos validation layer, where any validation
+# message fails it. Both exit 77 (skipped) without a Vulkan device.
+if(NOT TARGET rill_backend_vulkan)
+  return()
+endif()
+
+add_executable(vulkan_backend_test ${PROJECT_SOURCE_DIR}/tests/vulkan_backend_test.cpp)
+target_include_directories(vulkan_backend_test PRIVATE ${PROJECT_SOURCE_DIR}/include ${PROJECT_SOURCE_DIR}/backends/cpu)
+target_compile_definitions(vulkan_backend_test PRIVATE RILL_VULKAN_PLUGIN="$<TARGET_FILE:rill_backend_vulkan>")
+target_link_libraries(vulkan_backend_test PRIVATE doctest::doctest rill_warnings ${CMAKE_DL_LIBS})
+add_dependencies(vulkan_backend_test rill_backend_vulkan)
+
+add_test(NAME vulkan_backend COMMAND vulkan_backend_test)
+add_test(NAME vulkan_backend_validation COMMAND vulkan_backend_test)
+set_tests_properties(vulkan_backend vulkan_backend_validation PROPERTIES LABELS "vulkan" SKIP_RETURN_CODE 77)
+set_tests_properties(vulkan_backend_validation PROPERTIES ENVIRONMENT "RILL_VULKAN_VALIDATION=1")

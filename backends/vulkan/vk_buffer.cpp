@@ -1,0 +1,250 @@
+/* Device buffers and the staging that moves bytes between host and device.
+   Writes and reads go through host-visible chunks owned by the frame that
+   records the copy, so that they stay alive until that frame has finished;
+   a frame holds at most kStagingBytesPerFrame of them before it is flushed. */
+#include <algorithm>
+#include <cstring>
+#include <new>
+
+#include "vk_internal.h"
+
+namespace rill_vk {
+
+namespace {
+
+VkResult create_buffer(rill_backend_context* ctx, uint64_t bytes, VkBufferUsageFlags usage, uint32_t memory_type,
+                       VkBuffer* out_buffer, VkDeviceMemory* out_memory) {
+  VkBufferCreateInfo info{};
+  info.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO;
+  info.size = bytes;
+  info.usage = usage;
+  info.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
+  VkBuffer buffer = VK_NULL_HANDLE;
+  VkResult result = vkCreateBuffer(ctx->device, &info, nullptr, &buffer);
+  if (result != VK_SUCCESS) return result;
+  VkMemoryRequirements requirements{};
+  vkGetBufferMemoryRequirements(ctx->device, buffer, &requirements);
+  if ((requirements.memoryTypeBits & (1u << memory_type)) == 0) {
+    vkDestroyBuffer(ctx->device, buffer, nullptr);
+    return VK_ERROR_FEATURE_NOT_PRESENT;
+  }
+  VkMemoryAllocateInfo alloc{};
+  alloc.sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO;
+  alloc.allocationSize = requirements.size;
+  alloc.memoryTypeIndex = memory_type;
+  VkDeviceMemory memory = VK_NULL_HANDLE;
+  result = vkAllocateMemory(ctx->device, &alloc, nullptr, &memory);
+  if (result != VK_SUCCESS) {
+    vkDestroyBuffer(ctx->device, buffer, nullptr);
+    return result;
+  }
+  result = vkBindBufferMemory(ctx->device, buffer, memory, 0);
+  if (result != VK_SUCCESS) {
+    vkFreeMemory(ctx->device, memory, nullptr);
+    vkDestroyBuffer(ctx->device, buffer, nullptr);
+    return result;
+  }
+  *out_buffer = buffer;
+  *out_memory = memory;
+  return VK_SUCCESS;
+}
+
+void destroy_chunk(rill_backend_context* ctx, StagingChunk* chunk) {
+  if (chunk->mapped != nullptr) vkUnmapMemory(ctx->device, chunk->memory);
+  if (chunk->buffer != VK_NULL_HANDLE) vkDestroyBuffer(ctx->device, chunk->buffer, nullptr);
+  if (chunk->memory != VK_NULL_HANDLE) vkFreeMemory(ctx->device, chunk->memory, nullptr);
+  *chunk = StagingChunk{};
+}
+
+/* Reserves bytes of staging in the frame being recorded; flushes the frame
+   first when its staging budget is spent. Aligned to 16 bytes (copy offsets
+   need 4). */
+rill_status acquire_staging(rill_backend_context* ctx, uint64_t bytes, Frame** out_frame, StagingChunk** out_chunk,
+                            uint64_t* out_offset) {
+  Frame* frame = nullptr;
+  rill_status status = begin_recording(ctx, &frame);
+  if (status != RILL_OK) return status;
+  if (frame->staging_used + bytes > kStagingBytesPerFrame) {
+    status = flush(ctx);
+    if (status == RILL_OK) status = begin_recording(ctx, &frame);
+    if (status != RILL_OK) return status;
+  }
+  for (StagingChunk& chunk : frame->staging) {
+    uint64_t start = (chunk.used + 15) & ~uint64_t{15};
+    if (start + bytes <= chunk.size) {
+      chunk.used = start + bytes;
+      frame->staging_used += bytes;
+      *out_frame = frame;
+      *out_chunk = &chunk;
+      *out_offset = start;
+      return RILL_OK;
+    }
+  }
+  StagingChunk chunk;
+  chunk.size = std::max(bytes, kStagingChunkBytes);
+  VkResult result = create_buffer(ctx, chunk.size, VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT,
+                                  ctx->memory_type_staging, &chunk.buffer, &chunk.memory);
+  if (result == VK_SUCCESS) result = vkMapMemory(ctx->device, chunk.memory, 0, VK_WHOLE_SIZE, 0, &chunk.mapped);
+  if (result != VK_SUCCESS) {
+    destroy_chunk(ctx, &chunk);
+    return fail_context(ctx, result, "allocating a staging buffer");
+  }
+  chunk.used = bytes;
+  frame->staging.push_back(chunk);
+  frame->staging_used += bytes;
+  *out_frame = frame;
+  *out_chunk = &frame->staging.back();
+  *out_offset = 0;
+  return RILL_OK;
+}
+
+}  // namespace
+
+VkResult create_device_buffer(rill_backend_context* ctx, uint64_t bytes, rill_backend_buffer* out) {
+  const VkBufferUsageFlags usage =
+      VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT;
+  VkResult result = create_buffer(ctx, bytes, usage, ctx->memory_type_device, &out->buffer, &out->memory);
+  if (result == VK_SUCCESS) out->size = bytes;
+  return result;
+}
+
+void destroy_device_buffer(rill_backend_context* ctx, rill_backend_buffer* buffer) {
+  if (buffer->buffer != VK_NULL_HANDLE) vkDestroyBuffer(ctx->device, buffer->buffer, nullptr);
+  if (buffer->memory != VK_NULL_HANDLE) vkFreeMemory(ctx->device, buffer->memory, nullptr);
+  buffer->buffer = VK_NULL_HANDLE;
+  buffer->memory = VK_NULL_HANDLE;
+}
+
+void reset_staging(rill_backend_context* ctx, Frame* frame) {
+  /* Keep the standard-size chunks for reuse; oversized ones were made for
+     one large transfer and are released. */
+  std::vector<StagingChunk> kept;
+  for (StagingChunk& chunk : frame->staging) {
+    if (chunk.size > kStagingChunkBytes) {
+      destroy_chunk(ctx, &chunk);
+    } else {
+      chunk.used = 0;
+      kept.push_back(chunk);
+    }
+  }
+  frame->staging.swap(kept);
+  frame->staging_used = 0;
+}
+
+void destroy_staging(rill_backend_context* ctx, Frame* frame) {
+  for (StagingChunk& chunk : frame->staging) destroy_chunk(ctx, &chunk);
+  frame->staging.clear();
+  frame->staging_used = 0;
+}
+
+rill_status buffer_alloc(rill_backend_context* ctx, uint64_t bytes, rill_backend_buffer** out_buffer) {
+  rill_status status = check_usable(ctx);
+  if (status != RILL_OK) return status;
+  if (bytes > ctx->caps.device_local_bytes) {
+    return fail(RILL_ERROR_OUT_OF_MEMORY, "Vulkan: buffer_alloc of " + std::to_string(bytes) +
+                                              " bytes exceeds the device's " +
+                                              std::to_string(ctx->caps.device_local_bytes) + " bytes of memory");
+  }
+  auto* buffer = new (std::nothrow) rill_backend_buffer();
+  if (buffer == nullptr) return fail(RILL_ERROR_OUT_OF_MEMORY, "Vulkan: out of host memory in buffer_alloc");
+  VkResult result = create_device_buffer(ctx, bytes, buffer);
+  if (result != VK_SUCCESS) {
+    delete buffer;
+    return fail_context(ctx, result, ("vkAllocateMemory for a buffer of " + std::to_string(bytes) + " bytes").c_str());
+  }
+  *out_buffer = buffer;
+  return RILL_OK;
+}
+
+void buffer_free(rill_backend_context* ctx, rill_backend_buffer* buffer) {
+  if (buffer == nullptr) return;
+  /* Recorded or running commands may still use the buffer. */
+  if (!ctx->lost) finish(ctx);
+  for (size_t i = 0; i < ctx->pending_accesses.size();) {
+    if (ctx->pending_accesses[i].buffer == buffer->buffer) {
+      ctx->pending_accesses.erase(ctx->pending_accesses.begin() + static_cast<std::ptrdiff_t>(i));
+    } else {
+      ++i;
+    }
+  }
+  destroy_device_buffer(ctx, buffer);
+  delete buffer;
+}
+
+rill_status buffer_write(rill_backend_context* ctx, rill_backend_buffer* buffer, uint64_t offset, const void* src,
+                         uint64_t bytes) {
+  rill_status status = check_usable(ctx);
+  if (status != RILL_OK) return status;
+  const auto* source = static_cast<const unsigned char*>(src);
+  for (uint64_t done = 0; done < bytes;) {
+    uint64_t piece = std::min(bytes - done, kStagingChunkBytes);
+    Frame* frame = nullptr;
+    StagingChunk* chunk = nullptr;
+    uint64_t staging_offset = 0;
+    status = acquire_staging(ctx, piece, &frame, &chunk, &staging_offset);
+    if (status != RILL_OK) return status;
+    std::memcpy(static_cast<unsigned char*>(chunk->mapped) + staging_offset, source + done, piece);
+    Access access{buffer->buffer, offset + done, offset + done + piece, true};
+    track_accesses(ctx, frame, &access, 1);
+    VkBufferCopy region{staging_offset, offset + done, piece};
+    vkCmdCopyBuffer(frame->cmd, chunk->buffer, buffer->buffer, 1, &region);
+    done += piece;
+  }
+  return RILL_OK;
+}
+
+rill_status buffer_read(rill_backend_context* ctx, rill_backend_buffer* buffer, uint64_t offset, void* dst,
+                        uint64_t bytes) {
+  rill_status status = check_usable(ctx);
+  if (status != RILL_OK) return status;
+  auto* destination = static_cast<unsigned char*>(dst);
+  for (uint64_t done = 0; done < bytes;) {
+    uint64_t piece = std::min(bytes - done, kStagingChunkBytes);
+    Frame* frame = nullptr;
+    StagingChunk* chunk = nullptr;
+    uint64_t staging_offset = 0;
+    status = acquire_staging(ctx, piece, &frame, &chunk, &staging_offset);
+    if (status != RILL_OK) return status;
+    Access access{buffer->buffer, offset + done, offset + done + piece, false};
+    track_accesses(ctx, frame, &access, 1);
+    VkBufferCopy region{offset + done, staging_offset, piece};
+    vkCmdCopyBuffer(frame->cmd, buffer->buffer, chunk->buffer, 1, &region);
+    VkMemoryBarrier to_host{};
+    to_host.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER;
+    to_host.srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT;
+    to_host.dstAccessMask = VK_ACCESS_HOST_READ_BIT;
+    vkCmdPipelineBarrier(frame->cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &to_host, 0,
+                         nullptr, 0, nullptr);
+    /* The chunk belongs to this frame until it is retired, so copy out
+       after the wait and before the frame is reused. */
+    unsigned char* mapped = static_cast<unsigned char*>(chunk->mapped) + staging_offset;
+    status = finish(ctx);
+    if (status != RILL_OK) return status;
+    std::memcpy(destination + done, mapped, piece);
+    done += piece;
+  }
+  return check_usable(ctx);
+}
+
+rill_status buffer_copy(rill_backend_context* ctx, rill_backend_buffer* src, uint64_t src_offset,
+                        rill_backend_buffer* dst, uint64_t dst_offset, uint64_t bytes) {
+  rill_status status = check_usable(ctx);
+  if (status != RILL_OK || bytes == 0) return status;
+  if (src == dst && src_offset < dst_offset + bytes && dst_offset < src_offset + bytes) {
+    return fail(RILL_ERROR_INVALID_ARGUMENT, "Vulkan: buffer_copy source [" + std::to_string(src_offset) + ", " +
+                                                 std::to_string(src_offset + bytes) + ") overlaps destination [" +
+                                                 std::to_string(dst_offset) + ", " +
+                                                 std::to_string(dst_offset + bytes) + ") in the same buffer");
+  }
+  Frame* frame = nullptr;
+  status = begin_recording(ctx, &frame);
+  if (status != RILL_OK) return status;
+  Access accesses[2] = {{src->buffer, src_offset, src_offset + bytes, false},
+                        {dst->buffer, dst_offset, dst_offset + bytes, true}};
+  track_accesses(ctx, frame, accesses, 2);
+  VkBufferCopy region{src_offset, dst_offset, bytes};
+  vkCmdCopyBuffer(frame->cmd, src->buffer, dst->buffer, 1, &region);
+  return RILL_OK;
+}
+
+}  // namespace rill_vk

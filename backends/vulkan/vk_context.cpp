@@ -1,0 +1,348 @@
+/* Contexts: the logical device and its compute queue, command recording into
+   a small ring of frames, barrier placement from tracked buffer accesses, and
+   submission at synchronization points. */
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+#include "vk_internal.h"
+
+namespace rill_vk {
+
+namespace {
+
+VKAPI_ATTR VkBool32 VKAPI_CALL on_validation_message(VkDebugUtilsMessageSeverityFlagBitsEXT severity,
+                                                      VkDebugUtilsMessageTypeFlagsEXT,
+                                                      const VkDebugUtilsMessengerCallbackDataEXT* data,
+                                                      void* user_data) {
+  auto* ctx = static_cast<rill_backend_context*>(user_data);
+  std::string message = std::string("validation: ") + (data != nullptr && data->pMessage ? data->pMessage : "");
+  log_message(severity >= VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT ? RILL_LOG_ERROR : RILL_LOG_WARNING, message);
+  std::lock_guard<std::mutex> lock(ctx->validation_mutex);
+  if (ctx->validation_messages++ == 0) ctx->first_validation_message = message;
+  return VK_FALSE;
+}
+
+bool overlaps(const Access& a, const Access& b) {
+  return a.buffer == b.buffer && a.begin < b.end && b.begin < a.end;
+}
+
+/* Picks the physical device from the options: an index, or the first device
+   whose name contains device_name. */
+rill_status pick_device(rill_backend_context* ctx, const rill_backend_context_options* options) {
+  uint32_t count = 0;
+  VkResult result = vkEnumeratePhysicalDevices(ctx->instance, &count, nullptr);
+  std::vector<VkPhysicalDevice> physicals(count);
+  if (result == VK_SUCCESS && count > 0) result = vkEnumeratePhysicalDevices(ctx->instance, &count, physicals.data());
+  if (result != VK_SUCCESS && result != VK_INCOMPLETE) return fail_vk(result, "vkEnumeratePhysicalDevices");
+  physicals.resize(count);
+  if (physicals.empty()) return fail(RILL_ERROR_BACKEND_UNAVAILABLE, "Vulkan: no Vulkan device found");
+
+  int32_t index = options != nullptr ? options->device_index : 0;
+  const char* name = options != nullptr ? options->device_name : nullptr;
+  if (index >= 0) {
+    if (static_cast<uint32_t>(index) >= physicals.size()) {
+      return fail(RILL_ERROR_BACKEND_UNAVAILABLE, "Vulkan: device index " + std::to_string(index) +
+                                                      " was asked for, but there are only " +
+                                                      std::to_string(physicals.size()) + " Vulkan devices");
+    }
+    ctx->physical = physicals[static_cast<size_t>(index)];
+    ctx->caps = query_caps(ctx->physical);
+  } else {
+    if (name == nullptr || name[0] == '\0') {
+      return fail(RILL_ERROR_INVALID_ARGUMENT,
+                  "Vulkan: options.device_index is -1 but options.device_name is empty; expected a name substring");
+    }
+    std::string seen;
+    for (VkPhysicalDevice physical : physicals) {
+      DeviceCaps caps = query_caps(physical);
+      if (caps.name.find(name) != std::string::npos) {
+        ctx->physical = physical;
+        ctx->caps = caps;
+        break;
+      }
+      seen += (seen.empty() ? "\"" : ", \"") + caps.name + "\"";
+    }
+    if (ctx->physical == VK_NULL_HANDLE) {
+      return fail(RILL_ERROR_BACKEND_UNAVAILABLE,
+                  std::string("Vulkan: no device name contains \"") + name + "\"; the devices are " + seen);
+    }
+  }
+  if (ctx->caps.api_version < VK_API_VERSION_1_2) {
+    return fail(RILL_ERROR_BACKEND_UNAVAILABLE,
+                "Vulkan: device \"" + ctx->caps.name + "\" supports only Vulkan " +
+                    std::to_string(VK_API_VERSION_MAJOR(ctx->caps.api_version)) + "." +
+                    std::to_string(VK_API_VERSION_MINOR(ctx->caps.api_version)) + "; rill needs 1.2");
+  }
+  return RILL_OK;
+}
+
+rill_status create_device(rill_backend_context* ctx) {
+  uint32_t family_count = 0;
+  vkGetPhysicalDeviceQueueFamilyProperties(ctx->physical, &family_count, nullptr);
+  std::vector<VkQueueFamilyProperties> families(family_count);
+  vkGetPhysicalDeviceQueueFamilyProperties(ctx->physical, &family_count, families.data());
+  uint32_t chosen = UINT32_MAX;
+  for (uint32_t i = 0; i < family_count; ++i) {
+    if ((families[i].queueFlags & VK_QUEUE_COMPUTE_BIT) == 0) continue;
+    /* Prefer a compute queue without graphics (often an async compute queue). */
+    if (chosen == UINT32_MAX || (families[i].queueFlags & VK_QUEUE_GRAPHICS_BIT) == 0) chosen = i;
+  }
+  if (chosen == UINT32_MAX) {
+    return fail(RILL_ERROR_BACKEND_UNAVAILABLE, "Vulkan: device \"" + ctx->caps.name + "\" has no compute queue");
+  }
+  ctx->queue_family = chosen;
+
+  float priority = 1.0f;
+  VkDeviceQueueCreateInfo queue_info{};
+  queue_info.sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO;
+  queue_info.queueFamilyIndex = chosen;
+  queue_info.queueCount = 1;
+  queue_info.pQueuePriorities = &priority;
+
+  VkPhysicalDeviceVulkan11Features features11{};
+  features11.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES;
+  features11.storageBuffer16BitAccess = ctx->caps.storage_16bit ? VK_TRUE : VK_FALSE;
+  VkDeviceCreateInfo info{};
+  info.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO;
+  info.pNext = &features11;
+  info.queueCreateInfoCount = 1;
+  info.pQueueCreateInfos = &queue_info;
+  VkResult result = vkCreateDevice(ctx->physical, &info, nullptr, &ctx->device);
+  if (result != VK_SUCCESS) return fail_vk(result, "vkCreateDevice");
+  vkGetDeviceQueue(ctx->device, chosen, 0, &ctx->queue);
+
+  VkPhysicalDeviceMemoryProperties memory{};
+  vkGetPhysicalDeviceMemoryProperties(ctx->physical, &memory);
+  ctx->memory_type_device = find_memory_type(memory, UINT32_MAX, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT, 0);
+  ctx->memory_type_staging =
+      find_memory_type(memory, UINT32_MAX, VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT,
+                       VK_MEMORY_PROPERTY_HOST_CACHED_BIT);
+  if (ctx->memory_type_device == UINT32_MAX || ctx->memory_type_staging == UINT32_MAX) {
+    return fail(RILL_ERROR_BACKEND_UNAVAILABLE,
+                "Vulkan: device \"" + ctx->caps.name + "\" lacks device-local or host-visible coherent memory");
+  }
+  return RILL_OK;
+}
+
+rill_status create_frames(rill_backend_context* ctx) {
+  VkCommandPoolCreateInfo pool_info{};
+  pool_info.sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO;
+  pool_info.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
+  pool_info.queueFamilyIndex = ctx->queue_family;
+  VkResult result = vkCreateCommandPool(ctx->device, &pool_info, nullptr, &ctx->command_pool);
+  if (result != VK_SUCCESS) return fail_vk(result, "vkCreateCommandPool");
+
+  VkDescriptorPoolSize pool_size{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, kMaxSetsPerFrame * kBindingCount};
+  for (Frame& frame : ctx->frames) {
+    VkCommandBufferAllocateInfo alloc{};
+    alloc.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO;
+    alloc.commandPool = ctx->command_pool;
+    alloc.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+    alloc.commandBufferCount = 1;
+    result = vkAllocateCommandBuffers(ctx->device, &alloc, &frame.cmd);
+    if (result != VK_SUCCESS) return fail_vk(result, "vkAllocateCommandBuffers");
+    VkFenceCreateInfo fence_info{};
+    fence_info.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO;
+    result = vkCreateFence(ctx->device, &fence_info, nullptr, &frame.fence);
+    if (result != VK_SUCCESS) return fail_vk(result, "vkCreateFence");
+    VkDescriptorPoolCreateInfo descriptor_info{};
+    descriptor_info.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO;
+    descriptor_info.maxSets = kMaxSetsPerFrame;
+    descriptor_info.poolSizeCount = 1;
+    descriptor_info.pPoolSizes = &pool_size;
+    result = vkCreateDescriptorPool(ctx->device, &descriptor_info, nullptr, &frame.descriptor_pool);
+    if (result != VK_SUCCESS) return fail_vk(result, "vkCreateDescriptorPool");
+  }
+  return RILL_OK;
+}
+
+/* Waits for a submitted frame and makes its resources reusable. */
+rill_status retire_frame(rill_backend_context* ctx, Frame* frame) {
+  if (!frame->submitted) return RILL_OK;
+  VkResult result = vkWaitForFences(ctx->device, 1, &frame->fence, VK_TRUE, UINT64_MAX);
+  if (result != VK_SUCCESS) return fail_context(ctx, result, "vkWaitForFences");
+  frame->submitted = false;
+  result = vkResetFences(ctx->device, 1, &frame->fence);
+  if (result != VK_SUCCESS) return fail_context(ctx, result, "vkResetFences");
+  result = vkResetDescriptorPool(ctx->device, frame->descriptor_pool, 0);
+  if (result != VK_SUCCESS) return fail_context(ctx, result, "vkResetDescriptorPool");
+  frame->descriptor_sets = 0;
+  reset_staging(ctx, frame);
+  return RILL_OK;
+}
+
+void destroy_context_objects(rill_backend_context* ctx) {
+  if (ctx->device != VK_NULL_HANDLE) {
+    /* A lost device answers VK_ERROR_DEVICE_LOST here; destruction goes on. */
+    vkDeviceWaitIdle(ctx->device);
+    if (ctx->placeholder != nullptr) {
+      destroy_device_buffer(ctx, ctx->placeholder);
+      delete ctx->placeholder;
+      ctx->placeholder = nullptr;
+    }
+    destroy_pipelines(ctx);
+    for (Frame& frame : ctx->frames) {
+      destroy_staging(ctx, &frame);
+      if (frame.descriptor_pool != VK_NULL_HANDLE) vkDestroyDescriptorPool(ctx->device, frame.descriptor_pool, nullptr);
+      if (frame.fence != VK_NULL_HANDLE) vkDestroyFence(ctx->device, frame.fence, nullptr);
+    }
+    if (ctx->command_pool != VK_NULL_HANDLE) vkDestroyCommandPool(ctx->device, ctx->command_pool, nullptr);
+    vkDestroyDevice(ctx->device, nullptr);
+  }
+  destroy_instance(ctx->instance, ctx->messenger);
+}
+
+}  // namespace
+
+uint32_t find_memory_type(const VkPhysicalDeviceMemoryProperties& props, uint32_t type_bits,
+                          VkMemoryPropertyFlags required, VkMemoryPropertyFlags preferred) {
+  uint32_t fallback = UINT32_MAX;
+  for (uint32_t i = 0; i < props.memoryTypeCount; ++i) {
+    if ((type_bits & (1u << i)) == 0) continue;
+    VkMemoryPropertyFlags flags = props.memoryTypes[i].propertyFlags;
+    if ((flags & required) != required) continue;
+    if ((flags & preferred) == preferred) return i;
+    if (fallback == UINT32_MAX) fallback = i;
+  }
+  return fallback;
+}
+
+rill_status fail_context(rill_backend_context* ctx, VkResult result, const char* what) {
+  rill_status status = fail_vk(result, what);
+  if (result == VK_ERROR_DEVICE_LOST) {
+    ctx->lost = true;
+    ctx->lost_message = std::string("Vulkan: the device was lost (") + what +
+                        "); destroy the context and create a new one";
+  }
+  return status;
+}
+
+rill_status check_usable(rill_backend_context* ctx) {
+  if (ctx->lost) return fail(RILL_ERROR_BACKEND, ctx->lost_message);
+  std::lock_guard<std::mutex> lock(ctx->validation_mutex);
+  if (ctx->validation_messages > 0) {
+    return fail(RILL_ERROR_BACKEND, "Vulkan: the validation layer reported " +
+                                        std::to_string(ctx->validation_messages) +
+                                        " message(s); the first: " + ctx->first_validation_message);
+  }
+  return RILL_OK;
+}
+
+rill_status context_create(const rill_backend_context_options* options, rill_backend_context** out_ctx) {
+  auto* ctx = new (std::nothrow) rill_backend_context();
+  if (ctx == nullptr) return fail(RILL_ERROR_OUT_OF_MEMORY, "Vulkan: out of host memory creating a context");
+  rill_status status = create_instance(validation_requested(), on_validation_message, ctx, &ctx->instance,
+                                       &ctx->messenger);
+  if (status == RILL_OK) status = pick_device(ctx, options);
+  if (status == RILL_OK) status = create_device(ctx);
+  if (status == RILL_OK) status = create_frames(ctx);
+  if (status == RILL_OK) status = create_pipeline_layout(ctx);
+  if (status == RILL_OK) {
+    ctx->placeholder = new rill_backend_buffer();
+    VkResult result = create_device_buffer(ctx, 256, ctx->placeholder);
+    if (result != VK_SUCCESS) status = fail_vk(result, "creating the placeholder buffer");
+  }
+  if (status == RILL_OK) status = check_usable(ctx);
+  if (status != RILL_OK) {
+    destroy_context_objects(ctx);
+    delete ctx;
+    return status;
+  }
+  /* RILL_VULKAN_NO_SUBGROUP=1 forces the shared-memory reductions, so that
+     both paths can be tested on one device. */
+  const char* no_subgroup = std::getenv("RILL_VULKAN_NO_SUBGROUP");
+  ctx->use_subgroups = ctx->caps.subgroup_arithmetic && !(no_subgroup != nullptr && std::strcmp(no_subgroup, "1") == 0);
+  log_message(RILL_LOG_INFO, "using \"" + ctx->caps.name + "\" (" + ctx->caps.details + ")");
+  *out_ctx = ctx;
+  return RILL_OK;
+}
+
+void context_destroy(rill_backend_context* ctx) {
+  if (ctx == nullptr) return;
+  if (!ctx->lost) finish(ctx);
+  destroy_context_objects(ctx);
+  delete ctx;
+}
+
+const char* context_device_name(rill_backend_context* ctx) { return ctx->caps.name.c_str(); }
+
+rill_status begin_recording(rill_backend_context* ctx, Frame** out_frame) {
+  Frame* frame = &ctx->frames[ctx->current_frame];
+  if (!frame->recording) {
+    rill_status status = retire_frame(ctx, frame);
+    if (status != RILL_OK) return status;
+    VkCommandBufferBeginInfo begin{};
+    begin.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO;
+    begin.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
+    VkResult result = vkBeginCommandBuffer(frame->cmd, &begin);
+    if (result != VK_SUCCESS) return fail_context(ctx, result, "vkBeginCommandBuffer");
+    frame->recording = true;
+  }
+  *out_frame = frame;
+  return RILL_OK;
+}
+
+void track_accesses(rill_backend_context* ctx, Frame* frame, const Access* accesses, size_t count) {
+  bool conflict = false;
+  for (size_t i = 0; i < count && !conflict; ++i) {
+    for (const Access& earlier : ctx->pending_accesses) {
+      if ((accesses[i].write || earlier.write) && overlaps(accesses[i], earlier)) {
+        conflict = true;
+        break;
+      }
+    }
+  }
+  if (conflict) {
+    /* One global memory barrier orders every earlier shader or transfer
+       access before every later one; that is all a single queue needs. */
+    VkMemoryBarrier barrier{};
+    barrier.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER;
+    barrier.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
+    barrier.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_READ_BIT |
+                            VK_ACCESS_TRANSFER_WRITE_BIT;
+    const VkPipelineStageFlags stages = VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT;
+    vkCmdPipelineBarrier(frame->cmd, stages, stages, 0, 1, &barrier, 0, nullptr, 0, nullptr);
+    ctx->pending_accesses.clear();
+  }
+  ctx->pending_accesses.insert(ctx->pending_accesses.end(), accesses, accesses + count);
+}
+
+rill_status flush(rill_backend_context* ctx) {
+  Frame* frame = &ctx->frames[ctx->current_frame];
+  if (!frame->recording) return RILL_OK;
+  frame->recording = false;
+  VkResult result = vkEndCommandBuffer(frame->cmd);
+  if (result != VK_SUCCESS) return fail_context(ctx, result, "vkEndCommandBuffer");
+  VkSubmitInfo submit{};
+  submit.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO;
+  submit.commandBufferCount = 1;
+  submit.pCommandBuffers = &frame->cmd;
+  result = vkQueueSubmit(ctx->queue, 1, &submit, frame->fence);
+  if (result != VK_SUCCESS) return fail_context(ctx, result, "vkQueueSubmit");
+  frame->submitted = true;
+  /* Earlier accesses stay tracked: a barrier recorded in a later command
+     buffer still orders them, while a fence wait alone would not make their
+     writes visible to later device work. */
+  ctx->current_frame = (ctx->current_frame + 1) % kFrameCount;
+  return RILL_OK;
+}
+
+rill_status finish(rill_backend_context* ctx) {
+  rill_status status = flush(ctx);
+  for (Frame& frame : ctx->frames) {
+    rill_status retired = retire_frame(ctx, &frame);
+    if (status == RILL_OK) status = retired;
+  }
+  return status;
+}
+
+rill_status synchronize(rill_backend_context* ctx) {
+  rill_status status = check_usable(ctx);
+  if (status != RILL_OK) return status;
+  status = finish(ctx);
+  if (status != RILL_OK) return status;
+  return check_usable(ctx);
+}
+
+}  // namespace rill_vk

@@ -1,0 +1,226 @@
+/* Internal declarations shared by the files of the Vulkan backend plugin.
+   One file per object: vk_device.cpp (instance, enumeration, errors),
+   vk_context.cpp (device, queue, command recording, hazards, submission),
+   vk_buffer.cpp (device buffers, staging), vk_pipelines.cpp (embedded SPIR-V,
+   pipelines, dispatch), vk_ops.cpp (the operators), vk_plugin.cpp (tables). */
+#ifndef RILL_VK_INTERNAL_H
+#define RILL_VK_INTERNAL_H
+
+#include <vulkan/vulkan.h>
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "rill_backend.h"
+
+namespace rill_vk {
+
+/* ---- vk_device.cpp ------------------------------------------------------ */
+
+/* The host services handed to the plugin at init. */
+extern const rill_host_services* g_host;
+
+/* Reports status with message through the host and returns status. */
+rill_status fail(rill_status status, const std::string& message);
+/* Maps a failed VkResult to a rill status (out of memory, device lost, ...)
+   and reports "<what> failed: <VkResult name>". */
+rill_status fail_vk(VkResult result, const char* what);
+const char* vk_result_name(VkResult result);
+void log_message(rill_log_level level, const std::string& message);
+
+/* Features of a physical device that rill uses. */
+struct DeviceCaps {
+  uint32_t api_version = 0;
+  bool storage_16bit = false;      /* storageBuffer16BitAccess */
+  bool subgroup_arithmetic = false; /* subgroupAdd in compute shaders */
+  uint32_t subgroup_size = 0;
+  bool cooperative_matrix = false; /* VK_KHR_cooperative_matrix reported (not used) */
+  uint64_t device_local_bytes = 0;
+  VkPhysicalDeviceType type = VK_PHYSICAL_DEVICE_TYPE_OTHER;
+  VkPhysicalDeviceLimits limits{};
+  std::string name;
+  std::string details;
+};
+
+/* Creates an instance (with the Khronos validation layer and a messenger when
+   validation is true). On failure reports and returns a status. */
+rill_status create_instance(bool validation, PFN_vkDebugUtilsMessengerCallbackEXT callback, void* user_data,
+                            VkInstance* out_instance, VkDebugUtilsMessengerEXT* out_messenger);
+void destroy_instance(VkInstance instance, VkDebugUtilsMessengerEXT messenger);
+/* Queries what rill needs to know about a physical device. */
+DeviceCaps query_caps(VkPhysicalDevice physical);
+/* True when the environment asks for validation (RILL_VULKAN_VALIDATION=1). */
+bool validation_requested();
+
+rill_status device_count(uint32_t* out_count);
+rill_status describe_device(uint32_t index, rill_backend_device_info* out_info);
+
+/* ---- vk_buffer.cpp ------------------------------------------------------ */
+
+}  // namespace rill_vk
+
+struct rill_backend_buffer {
+  VkBuffer buffer = VK_NULL_HANDLE;
+  VkDeviceMemory memory = VK_NULL_HANDLE;
+  uint64_t size = 0;
+};
+
+namespace rill_vk {
+
+/* A host-visible, persistently mapped buffer used for uploads and downloads. */
+struct StagingChunk {
+  VkBuffer buffer = VK_NULL_HANDLE;
+  VkDeviceMemory memory = VK_NULL_HANDLE;
+  void* mapped = nullptr;
+  uint64_t size = 0;
+  uint64_t used = 0;
+};
+
+/* ---- vk_context.cpp ----------------------------------------------------- */
+
+/* One in-flight command buffer with what its commands need until they finish. */
+struct Frame {
+  VkCommandBuffer cmd = VK_NULL_HANDLE;
+  VkFence fence = VK_NULL_HANDLE;
+  VkDescriptorPool descriptor_pool = VK_NULL_HANDLE;
+  bool recording = false;
+  bool submitted = false; /* submitted and not yet waited for */
+  uint32_t descriptor_sets = 0;
+  std::vector<StagingChunk> staging;
+  uint64_t staging_used = 0;
+};
+
+/* A byte range of a buffer touched by a recorded command. */
+struct Access {
+  VkBuffer buffer;
+  uint64_t begin;
+  uint64_t end;
+  bool write;
+};
+
+constexpr uint32_t kFrameCount = 2;
+constexpr uint32_t kMaxSetsPerFrame = 512;
+constexpr uint32_t kBindingCount = 5;
+constexpr uint32_t kPushConstantBytes = 64;
+constexpr uint64_t kStagingChunkBytes = 16ull << 20;
+constexpr uint64_t kStagingBytesPerFrame = 64ull << 20;
+
+}  // namespace rill_vk
+
+struct rill_backend_context {
+  VkInstance instance = VK_NULL_HANDLE;
+  VkDebugUtilsMessengerEXT messenger = VK_NULL_HANDLE;
+  VkPhysicalDevice physical = VK_NULL_HANDLE;
+  VkDevice device = VK_NULL_HANDLE;
+  VkQueue queue = VK_NULL_HANDLE;
+  uint32_t queue_family = 0;
+  rill_vk::DeviceCaps caps;
+  bool use_subgroups = false;
+  uint32_t memory_type_device = UINT32_MAX;
+  uint32_t memory_type_staging = UINT32_MAX;
+
+  VkCommandPool command_pool = VK_NULL_HANDLE;
+  rill_vk::Frame frames[rill_vk::kFrameCount];
+  uint32_t current_frame = 0;
+  /* Accesses recorded since the last barrier; a new command that conflicts
+     with one of them gets a barrier first. */
+  std::vector<rill_vk::Access> pending_accesses;
+
+  VkDescriptorSetLayout set_layout = VK_NULL_HANDLE;
+  VkPipelineLayout pipeline_layout = VK_NULL_HANDLE;
+  std::unordered_map<std::string, VkPipeline> pipelines;
+  rill_backend_buffer* placeholder = nullptr; /* bound where an operand is absent */
+
+  /* Set after a device loss: every later call fails with this message. */
+  bool lost = false;
+  std::string lost_message;
+  /* Validation-layer messages seen (with RILL_VULKAN_VALIDATION=1). */
+  std::mutex validation_mutex;
+  uint32_t validation_messages = 0;
+  std::string first_validation_message;
+};
+
+namespace rill_vk {
+
+rill_status context_create(const rill_backend_context_options* options, rill_backend_context** out_ctx);
+void context_destroy(rill_backend_context* ctx);
+const char* context_device_name(rill_backend_context* ctx);
+rill_status synchronize(rill_backend_context* ctx);
+
+/* Fails when the context is lost or validation reported something. */
+rill_status check_usable(rill_backend_context* ctx);
+/* The frame being recorded, starting one (and waiting for its previous use)
+   when needed. */
+rill_status begin_recording(rill_backend_context* ctx, Frame** out_frame);
+/* Records a barrier first if any of the accesses conflicts with an earlier,
+   unbarriered command, then remembers them. */
+void track_accesses(rill_backend_context* ctx, Frame* frame, const Access* accesses, size_t count);
+/* Submits the frame being recorded (if any) and moves to the next one. */
+rill_status flush(rill_backend_context* ctx);
+/* Submits and waits for everything. */
+rill_status finish(rill_backend_context* ctx);
+/* Maps a failure that may be a device loss and marks the context lost. */
+rill_status fail_context(rill_backend_context* ctx, VkResult result, const char* what);
+/* Picks a memory type with the required and preferred properties. */
+uint32_t find_memory_type(const VkPhysicalDeviceMemoryProperties& props, uint32_t type_bits,
+                          VkMemoryPropertyFlags required, VkMemoryPropertyFlags preferred);
+
+/* ---- vk_buffer.cpp ------------------------------------------------------ */
+
+rill_status buffer_alloc(rill_backend_context* ctx, uint64_t bytes, rill_backend_buffer** out_buffer);
+void buffer_free(rill_backend_context* ctx, rill_backend_buffer* buffer);
+rill_status buffer_write(rill_backend_context* ctx, rill_backend_buffer* buffer, uint64_t offset, const void* src,
+                         uint64_t bytes);
+rill_status buffer_read(rill_backend_context* ctx, rill_backend_buffer* buffer, uint64_t offset, void* dst,
+                        uint64_t bytes);
+rill_status buffer_copy(rill_backend_context* ctx, rill_backend_buffer* src, uint64_t src_offset,
+                        rill_backend_buffer* dst, uint64_t dst_offset, uint64_t bytes);
+/* Creates a device buffer without reporting through the host (used inside the
+   backend). */
+VkResult create_device_buffer(rill_backend_context* ctx, uint64_t bytes, rill_backend_buffer* out);
+void destroy_device_buffer(rill_backend_context* ctx, rill_backend_buffer* buffer);
+/* Makes frame's staging chunks reusable; frees oversized ones. */
+void reset_staging(rill_backend_context* ctx, Frame* frame);
+void destroy_staging(rill_backend_context* ctx, Frame* frame);
+
+/* ---- vk_pipelines.cpp --------------------------------------------------- */
+
+/* The part of a buffer bound to one shader binding. */
+struct BoundRange {
+  rill_backend_buffer* buffer = nullptr;
+  uint64_t bind_offset = 0;     /* aligned to minStorageBufferOffsetAlignment */
+  uint64_t bind_range = 0;
+  uint32_t element_offset = 0;  /* the tensor's first element inside the range */
+  uint64_t access_begin = 0;    /* the bytes the op touches */
+  uint64_t access_end = 0;
+  bool write = false;
+};
+
+/* Computes the bound range for elements [first, first + count) of elem_size
+   bytes at byte offset in buffer; UNSUPPORTED when the range exceeds the
+   device's maxStorageBufferRange. */
+rill_status bind_range(rill_backend_context* ctx, rill_backend_buffer* buffer, uint64_t offset, uint64_t count,
+                       uint32_t elem_size, bool write, BoundRange* out);
+/* A read-only placeholder for an absent operand. */
+BoundRange placeholder_range(rill_backend_context* ctx);
+/* Creates the descriptor set layout and pipeline layout of ctx. */
+rill_status create_pipeline_layout(rill_backend_context* ctx);
+void destroy_pipelines(rill_backend_context* ctx);
+/* Records one dispatch of the named shader variant with kBindingCount bound
+   ranges and push constants. */
+rill_status record_dispatch(rill_backend_context* ctx, const std::string& shader, const BoundRange* ranges,
+                            const void* push, uint32_t push_size, uint32_t groups_x, uint32_t groups_y);
+/* True when the embedded shader table holds this variant. */
+bool has_shader(const std::string& shader);
+
+/* ---- vk_ops.cpp --------------------------------------------------------- */
+
+extern const rill_backend_ops g_ops;
+
+}  // namespace rill_vk
+
+#endif

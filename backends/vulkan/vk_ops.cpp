@@ -1,0 +1,209 @@
+/* The operators: each one binds its operands, fills the push constants of its
+   shader (gemm.comp, gemm_rows.comp, norm.comp, residual_add.comp) and records
+   one dispatch. The runtime has validated shapes and dtypes already. */
+#include <algorithm>
+
+#include "vk_internal.h"
+
+namespace rill_vk {
+
+namespace {
+
+/* Push-constant blocks; each mirrors the Params block of its shader. */
+struct ResidualParams {
+  uint32_t residual_offset, update_offset, gain_offset, has_gain, count, cols;
+  float residual_scale, update_scale;
+};
+struct NormParams {
+  uint32_t x_offset, out_offset, weight_offset, bias_offset, gain_offset, flags, rows, cols;
+  float eps, residual_scale, update_scale;
+};
+struct GemmParams {
+  uint32_t a_offset, w_offset, bias_offset, out_offset, rows, n, k, has_bias;
+  float alpha, beta;
+};
+static_assert(sizeof(NormParams) <= kPushConstantBytes, "push constants exceed the pipeline layout");
+static_assert(sizeof(GemmParams) <= kPushConstantBytes, "push constants exceed the pipeline layout");
+
+constexpr uint32_t kNormHasWeight = 1, kNormHasBias = 2, kNormHasGain = 4;
+constexpr uint32_t kElementwiseGroupSize = 256;
+constexpr uint32_t kGemmTile = 64;        /* TILE_M and TILE_N of gemm.comp */
+constexpr int64_t kGemmRowsMax = 8;       /* MAX_ROWS of gemm_rows.comp */
+constexpr uint32_t kMaxGroupsPerDispatch = 65535; /* the least every device allows */
+
+uint64_t numel(const rill_backend_tensor* t) {
+  uint64_t n = 1;
+  for (int32_t i = 0; i < t->ndim; ++i) n *= static_cast<uint64_t>(t->shape[i]);
+  return n;
+}
+
+uint64_t last_dim(const rill_backend_tensor* t) { return static_cast<uint64_t>(t->shape[t->ndim - 1]); }
+
+uint32_t dtype_size(rill_dtype dtype) { return dtype == RILL_DTYPE_F32 ? 4u : 2u; }
+
+const char* dtype_suffix(rill_dtype dtype) {
+  switch (dtype) {
+    case RILL_DTYPE_F16: return "f16";
+    case RILL_DTYPE_BF16: return "bf16";
+    default: return "f32";
+  }
+}
+
+/* Checks the context and that the device can store dtype. */
+rill_status prepare(rill_backend_context* ctx, const char* op, rill_dtype dtype) {
+  rill_status status = check_usable(ctx);
+  if (status != RILL_OK) return status;
+  if (dtype != RILL_DTYPE_F32 && !ctx->caps.storage_16bit) {
+    return fail(RILL_ERROR_UNSUPPORTED, std::string("Vulkan: ") + op + " in " + dtype_suffix(dtype) +
+                                            " needs 16-bit storage buffers, which device \"" + ctx->caps.name +
+                                            "\" does not support; use f32");
+  }
+  return RILL_OK;
+}
+
+rill_status bind_tensor(rill_backend_context* ctx, const rill_backend_tensor* t, bool write, BoundRange* out) {
+  if (t == nullptr) {
+    *out = placeholder_range(ctx);
+    return RILL_OK;
+  }
+  return bind_range(ctx, t->buffer, t->offset, numel(t), dtype_size(t->dtype), write, out);
+}
+
+uint32_t groups_for(uint64_t work_items, uint64_t per_group) {
+  return static_cast<uint32_t>(std::min<uint64_t>((work_items + per_group - 1) / per_group, kMaxGroupsPerDispatch));
+}
+
+std::string reduction_suffix(rill_backend_context* ctx) { return ctx->use_subgroups ? "_sg" : "_shared"; }
+
+rill_status vk_residual_add(rill_backend_context* ctx, const rill_backend_tensor* residual,
+                            const rill_backend_tensor* update, const rill_backend_tensor* gain, float residual_scale,
+                            float update_scale) {
+  rill_status status = prepare(ctx, "residual_add", residual->dtype);
+  if (status != RILL_OK) return status;
+  BoundRange ranges[kBindingCount];
+  ranges[3] = ranges[4] = placeholder_range(ctx);
+  if ((status = bind_tensor(ctx, residual, true, &ranges[0])) != RILL_OK) return status;
+  if ((status = bind_tensor(ctx, update, false, &ranges[1])) != RILL_OK) return status;
+  if ((status = bind_tensor(ctx, gain, false, &ranges[2])) != RILL_OK) return status;
+  ResidualParams params{ranges[0].element_offset, ranges[1].element_offset, ranges[2].element_offset,
+                        gain != nullptr ? 1u : 0u, static_cast<uint32_t>(numel(residual)),
+                        static_cast<uint32_t>(last_dim(residual)), residual_scale, update_scale};
+  return record_dispatch(ctx, std::string("residual_add_") + dtype_suffix(residual->dtype), ranges, &params,
+                         sizeof params, groups_for(numel(residual), kElementwiseGroupSize), 1);
+}
+
+/* Shared by the four norms. Plain: x -> out. Fused: residual is updated from
+   x and normalized into x. */
+rill_status record_norm(rill_backend_context* ctx, const char* op, bool layer, const rill_backend_tensor* x,
+                        const rill_backend_tensor* out_or_residual, const rill_backend_tensor* gain,
+                        const rill_backend_tensor* weight, const rill_backend_tensor* bias, float eps,
+                        float residual_scale, float update_scale, bool fused) {
+  rill_status status = prepare(ctx, op, x->dtype);
+  if (status != RILL_OK) return status;
+  BoundRange ranges[kBindingCount];
+  if ((status = bind_tensor(ctx, x, fused, &ranges[0])) != RILL_OK) return status;
+  if ((status = bind_tensor(ctx, out_or_residual, true, &ranges[1])) != RILL_OK) return status;
+  if ((status = bind_tensor(ctx, weight, false, &ranges[2])) != RILL_OK) return status;
+  if ((status = bind_tensor(ctx, bias, false, &ranges[3])) != RILL_OK) return status;
+  if ((status = bind_tensor(ctx, gain, false, &ranges[4])) != RILL_OK) return status;
+  uint64_t cols = last_dim(x);
+  uint64_t rows = numel(x) / cols;
+  uint32_t flags = (weight != nullptr ? kNormHasWeight : 0) | (bias != nullptr ? kNormHasBias : 0) |
+                   (gain != nullptr ? kNormHasGain : 0);
+  NormParams params{ranges[0].element_offset,
+                    ranges[1].element_offset,
+                    ranges[2].element_offset,
+                    ranges[3].element_offset,
+                    ranges[4].element_offset,
+                    flags,
+                    static_cast<uint32_t>(rows),
+                    static_cast<uint32_t>(cols),
+                    eps,
+                    residual_scale,
+                    update_scale};
+  std::string shader = std::string("norm_") + (layer ? "layer" : "rms") + (fused ? "_fused_" : "_") +
+                       dtype_suffix(x->dtype) + reduction_suffix(ctx);
+  return record_dispatch(ctx, shader, ranges, &params, sizeof params, groups_for(rows, 1), 1);
+}
+
+rill_status vk_rms_norm(rill_backend_context* ctx, const rill_backend_tensor* x, const rill_backend_tensor* weight,
+                        float eps, const rill_backend_tensor* out) {
+  return record_norm(ctx, "rms_norm", false, x, out, nullptr, weight, nullptr, eps, 1.0f, 1.0f, false);
+}
+
+rill_status vk_layer_norm(rill_backend_context* ctx, const rill_backend_tensor* x, const rill_backend_tensor* weight,
+                          const rill_backend_tensor* bias, float eps, const rill_backend_tensor* out) {
+  return record_norm(ctx, "layer_norm", true, x, out, nullptr, weight, bias, eps, 1.0f, 1.0f, false);
+}
+
+rill_status vk_fused_add_rms_norm(rill_backend_context* ctx, const rill_backend_tensor* x,
+                                  const rill_backend_tensor* residual, const rill_backend_tensor* gain,
+                                  const rill_backend_tensor* weight, float eps, float residual_scale,
+                                  float update_scale) {
+  return record_norm(ctx, "fused_add_rms_norm", false, x, residual, gain, weight, nullptr, eps, residual_scale,
+                     update_scale, true);
+}
+
+rill_status vk_fused_add_layer_norm(rill_backend_context* ctx, const rill_backend_tensor* x,
+                                    const rill_backend_tensor* residual, const rill_backend_tensor* gain,
+                                    const rill_backend_tensor* weight, const rill_backend_tensor* bias, float eps,
+                                    float residual_scale, float update_scale) {
+  return record_norm(ctx, "fused_add_layer_norm", true, x, residual, gain, weight, bias, eps, residual_scale,
+                     update_scale, true);
+}
+
+rill_status vk_gemm(rill_backend_context* ctx, const rill_backend_tensor* a, const rill_backend_tensor* w,
+                    const rill_backend_tensor* bias, float alpha, float beta, const rill_backend_tensor* out) {
+  rill_status status = prepare(ctx, "gemm", a->dtype);
+  if (status != RILL_OK) return status;
+  uint64_t k = last_dim(a);
+  uint64_t rows = numel(a) / k;
+  uint64_t n = static_cast<uint64_t>(w->shape[0]);
+  BoundRange ranges[kBindingCount];
+  ranges[4] = placeholder_range(ctx);
+  if ((status = bind_tensor(ctx, a, false, &ranges[0])) != RILL_OK) return status;
+  if ((status = bind_tensor(ctx, w, false, &ranges[1])) != RILL_OK) return status;
+  if ((status = bind_tensor(ctx, bias, false, &ranges[2])) != RILL_OK) return status;
+  if ((status = bind_tensor(ctx, out, true, &ranges[3])) != RILL_OK) return status;
+  GemmParams params{ranges[0].element_offset,
+                    ranges[1].element_offset,
+                    ranges[2].element_offset,
+                    ranges[3].element_offset,
+                    static_cast<uint32_t>(rows),
+                    static_cast<uint32_t>(n),
+                    static_cast<uint32_t>(k),
+                    bias != nullptr ? 1u : 0u,
+                    alpha,
+                    beta};
+  if (rows <= static_cast<uint64_t>(kGemmRowsMax)) {
+    /* Decode: stream each weight row once for all rows of a. */
+    std::string shader = std::string("gemm_rows_") + dtype_suffix(a->dtype) + reduction_suffix(ctx);
+    return record_dispatch(ctx, shader, ranges, &params, sizeof params, groups_for(n, 1), 1);
+  }
+  uint64_t column_tiles = (n + kGemmTile - 1) / kGemmTile;
+  if (column_tiles > kMaxGroupsPerDispatch) {
+    return fail(RILL_ERROR_UNSUPPORTED, "Vulkan: gemm with N = " + std::to_string(n) + " exceeds the " +
+                                            std::to_string(uint64_t{kMaxGroupsPerDispatch} * kGemmTile) +
+                                            " output features one dispatch covers");
+  }
+  return record_dispatch(ctx, std::string("gemm_") + dtype_suffix(a->dtype), ranges, &params, sizeof params,
+                         static_cast<uint32_t>(column_tiles), groups_for(rows, kGemmTile));
+}
+
+}  // namespace
+
+const rill_backend_ops g_ops = {
+    /* .abi_version = */ 2u,
+    /* .struct_size = */ static_cast<uint32_t>(sizeof(rill_backend_ops)),
+    /* .residual_add = */ vk_residual_add,
+    /* .rms_norm = */ vk_rms_norm,
+    /* .layer_norm = */ vk_layer_norm,
+    /* .fused_add_rms_norm = */ vk_fused_add_rms_norm,
+    /* .fused_add_layer_norm = */ vk_fused_add_layer_norm,
+    /* .gemm = */ vk_gemm,
+    /* .rope = */ nullptr,
+    /* .attention = */ nullptr,
+    /* .activation = */ nullptr,
+};
+
+}  // namespace rill_vk

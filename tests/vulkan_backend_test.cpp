@@ -1,0 +1,538 @@
+// Tests of the Vulkan plugin through the backend interface (rill_backend.h),
+// loaded with dlopen like the runtime does: op results against a double
+// reference for every dtype and both reduction paths, barrier correctness,
+// command-buffer rollover, device selection and error mapping.
+//
+// Exits 77 (skipped) when the plugin cannot be loaded or no Vulkan device is
+// present. With RILL_VULKAN_VALIDATION=1 the plugin enables the Khronos
+// validation layer and turns any message into an op failure; this program
+// then also fails if any validation message was logged.
+#define DOCTEST_CONFIG_IMPLEMENT
+#include <doctest/doctest.h>
+#include <dlfcn.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "cpu_convert.h"
+#include "rill_backend.h"
+
+namespace {
+
+const rill_backend* g_backend = nullptr;
+std::string g_last_error;
+std::vector<std::string> g_validation_logs;
+
+void host_log(rill_log_level, const char*, const char* message) {
+  if (std::strncmp(message, "validation:", 11) == 0) g_validation_logs.emplace_back(message);
+}
+
+rill_status host_fail(rill_status status, const char* message) {
+  g_last_error = message;
+  return status;
+}
+
+const rill_host_services g_host = {2u, sizeof(rill_host_services), host_log, host_fail};
+
+const rill_backend_ops& ops() { return *g_backend->ops; }
+
+size_t dtype_bytes(rill_dtype dtype) { return dtype == RILL_DTYPE_F32 ? 4 : 2; }
+
+const char* dtype_name(rill_dtype dtype) {
+  return dtype == RILL_DTYPE_F32 ? "f32" : dtype == RILL_DTYPE_F16 ? "f16" : "bf16";
+}
+
+std::vector<unsigned char> encode(const std::vector<float>& values, rill_dtype dtype) {
+  std::vector<unsigned char> bytes(values.size() * dtype_bytes(dtype));
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (dtype == RILL_DTYPE_F32) {
+      std::memcpy(&bytes[i * 4], &values[i], 4);
+    } else {
+      uint16_t h = dtype == RILL_DTYPE_F16 ? rill::cpu::f32_to_f16(values[i]) : rill::cpu::f32_to_bf16(values[i]);
+      std::memcpy(&bytes[i * 2], &h, 2);
+    }
+  }
+  return bytes;
+}
+
+std::vector<float> decode(const std::vector<unsigned char>& bytes, rill_dtype dtype) {
+  std::vector<float> values(bytes.size() / dtype_bytes(dtype));
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (dtype == RILL_DTYPE_F32) {
+      std::memcpy(&values[i], &bytes[i * 4], 4);
+    } else {
+      uint16_t h;
+      std::memcpy(&h, &bytes[i * 2], 2);
+      values[i] = dtype == RILL_DTYPE_F16 ? rill::cpu::f16_to_f32(h) : rill::cpu::bf16_to_f32(h);
+    }
+  }
+  return values;
+}
+
+// The value a float takes once stored in dtype.
+std::vector<float> round_to(const std::vector<float>& values, rill_dtype dtype) {
+  return decode(encode(values, dtype), dtype);
+}
+
+std::vector<float> random_values(size_t n, uint32_t seed, float lo = -1.0f, float hi = 1.0f) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(lo, hi);
+  std::vector<float> v(n);
+  for (float& x : v) x = dist(rng);
+  return v;
+}
+
+double nmse(const std::vector<float>& got, const std::vector<double>& want) {
+  double err = 0, ref = 0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    if (!std::isfinite(got[i])) return INFINITY;
+    err += (got[i] - want[i]) * (got[i] - want[i]);
+    ref += want[i] * want[i];
+  }
+  return ref > 0 ? err / ref : err;
+}
+
+// Per-dtype NMSE bounds: a few times the error of rounding to the dtype.
+double threshold(rill_dtype dtype) {
+  return dtype == RILL_DTYPE_F32 ? 1e-9 : dtype == RILL_DTYPE_F16 ? 1e-5 : 1e-4;
+}
+
+// A context plus buffers that are freed with it.
+struct Context {
+  rill_backend_context* ctx = nullptr;
+  std::vector<rill_backend_buffer*> buffers;
+
+  explicit Context(const char* reduction_env = nullptr) {
+    if (reduction_env != nullptr) setenv("RILL_VULKAN_NO_SUBGROUP", reduction_env, 1);
+    rill_backend_context_options options{};
+    options.struct_size = sizeof options;
+    options.device_index = 0;
+    rill_status status = g_backend->context_create(&options, &ctx);
+    unsetenv("RILL_VULKAN_NO_SUBGROUP");
+    REQUIRE_MESSAGE(status == RILL_OK, g_last_error);
+  }
+  ~Context() {
+    for (rill_backend_buffer* b : buffers) g_backend->buffer_free(ctx, b);
+    g_backend->context_destroy(ctx);
+  }
+  Context(const Context&) = delete;
+  Context& operator=(const Context&) = delete;
+
+  rill_backend_buffer* alloc(uint64_t bytes) {
+    rill_backend_buffer* buffer = nullptr;
+    REQUIRE_MESSAGE(g_backend->buffer_alloc(ctx, bytes, &buffer) == RILL_OK, g_last_error);
+    buffers.push_back(buffer);
+    return buffer;
+  }
+
+  // A 2-dim tensor [rows, cols] (1-dim [cols] for rows 0) that starts
+  // offset_elements into a fresh buffer with spare room after it, holding values.
+  rill_backend_tensor tensor(const std::vector<float>& values, rill_dtype dtype, int64_t rows, int64_t cols,
+                             uint64_t offset_elements = 0) {
+    rill_backend_tensor t{};
+    t.offset = offset_elements * dtype_bytes(dtype);
+    t.buffer = alloc(t.offset + values.size() * dtype_bytes(dtype) + 64);
+    t.dtype = dtype;
+    t.ndim = rows > 0 ? 2 : 1;
+    t.shape[0] = rows > 0 ? rows : cols;
+    t.shape[1] = rows > 0 ? cols : 1;
+    t.shape[2] = t.shape[3] = 1;
+    write(t, values);
+    return t;
+  }
+
+  void write(const rill_backend_tensor& t, const std::vector<float>& values) {
+    std::vector<unsigned char> bytes = encode(values, t.dtype);
+    REQUIRE_MESSAGE(g_backend->buffer_write(ctx, t.buffer, t.offset, bytes.data(), bytes.size()) == RILL_OK,
+                    g_last_error);
+  }
+
+  std::vector<float> read(const rill_backend_tensor& t) {
+    size_t n = static_cast<size_t>(t.shape[0] * t.shape[1] * t.shape[2] * t.shape[3]);
+    std::vector<unsigned char> bytes(n * dtype_bytes(t.dtype));
+    REQUIRE_MESSAGE(g_backend->buffer_read(ctx, t.buffer, t.offset, bytes.data(), bytes.size()) == RILL_OK,
+                    g_last_error);
+    return decode(bytes, t.dtype);
+  }
+};
+
+const rill_dtype kDtypes[] = {RILL_DTYPE_F32, RILL_DTYPE_F16, RILL_DTYPE_BF16};
+// nullptr: the device's default (subgroups where available); "1": shared memory.
+const char* const kReductions[] = {nullptr, "1"};
+
+// Reference norm of one row (already in f32 storage precision), in double.
+std::vector<double> norm_reference(const std::vector<float>& row, const std::vector<float>* weight,
+                                   const std::vector<float>* bias, double eps, bool layer) {
+  const size_t d = row.size();
+  const double count = static_cast<double>(d);
+  double mean = 0, sq = 0;
+  for (float v : row) mean += v;
+  mean = layer ? mean / count : 0.0;
+  for (float v : row) sq += (v - mean) * (v - mean);
+  double scale = 1.0 / std::sqrt(sq / count + eps);
+  std::vector<double> out(d);
+  for (size_t i = 0; i < d; ++i) {
+    out[i] = (row[i] - mean) * scale * (weight ? (*weight)[i] : 1.0) + (bias ? (*bias)[i] : 0.0);
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("describe_device fills every field and rejects an index out of range") {
+  uint32_t count = 0;
+  REQUIRE(g_backend->device_count(&count) == RILL_OK);
+  for (uint32_t i = 0; i < count; ++i) {
+    rill_backend_device_info info{};
+    info.struct_size = sizeof info;
+    REQUIRE(g_backend->describe_device(i, &info) == RILL_OK);
+    CHECK(std::strlen(info.name) > 0);
+    CHECK(info.memory_bytes > 0);
+    CHECK(std::strstr(info.details, "16-bit storage") != nullptr);
+    CHECK(std::strstr(info.details, "cooperative matrix") != nullptr);
+    if (std::strstr(info.name, "llvmpipe") != nullptr) CHECK(info.type == RILL_DEVICE_TYPE_CPU_IMPLEMENTATION);
+  }
+  rill_backend_device_info info{};
+  info.struct_size = sizeof info;
+  CHECK(g_backend->describe_device(count, &info) == RILL_ERROR_INVALID_ARGUMENT);
+  CHECK(g_last_error.find("out of range") != std::string::npos);
+}
+
+TEST_CASE("a device is chosen by index or by a substring of its name") {
+  rill_backend_device_info info{};
+  info.struct_size = sizeof info;
+  REQUIRE(g_backend->describe_device(0, &info) == RILL_OK);
+  uint32_t count = 0;
+  REQUIRE(g_backend->device_count(&count) == RILL_OK);
+
+  rill_backend_context_options options{};
+  options.struct_size = sizeof options;
+  rill_backend_context* ctx = nullptr;
+
+  options.device_index = -1;
+  std::string part = std::string(info.name).substr(1, 5);
+  options.device_name = part.c_str();
+  REQUIRE_MESSAGE(g_backend->context_create(&options, &ctx) == RILL_OK, g_last_error);
+  CHECK(std::string(g_backend->context_device_name(ctx)).find(part) != std::string::npos);
+  g_backend->context_destroy(ctx);
+  ctx = nullptr;
+
+  options.device_name = "no device is called this";
+  CHECK(g_backend->context_create(&options, &ctx) == RILL_ERROR_BACKEND_UNAVAILABLE);
+  CHECK(g_last_error.find("no device name contains") != std::string::npos);
+  CHECK(ctx == nullptr);
+
+  options.device_index = static_cast<int32_t>(count);
+  CHECK(g_backend->context_create(&options, &ctx) == RILL_ERROR_BACKEND_UNAVAILABLE);
+  CHECK(g_last_error.find("device index") != std::string::npos);
+  CHECK(ctx == nullptr);
+}
+
+TEST_CASE("residual_add matches the reference for every dtype, with and without gain, at offsets") {
+  for (rill_dtype dtype : kDtypes) {
+    const std::string dtype_label = dtype_name(dtype);
+      CAPTURE(dtype_label);
+    Context c;
+    const int64_t rows = 7, cols = 333;
+    for (bool with_gain : {false, true}) {
+      auto res = round_to(random_values(rows * cols, 1), dtype);
+      auto upd = round_to(random_values(rows * cols, 2), dtype);
+      auto gain = round_to(random_values(cols, 3, 0.5f, 1.5f), dtype);
+      rill_backend_tensor tr = c.tensor(res, dtype, rows, cols, 6);
+      rill_backend_tensor tu = c.tensor(upd, dtype, rows, cols, 258);
+      rill_backend_tensor tg = c.tensor(gain, dtype, 0, cols, 2);
+      REQUIRE(ops().residual_add(c.ctx, &tr, &tu, with_gain ? &tg : nullptr, 0.75f, -1.25f) == RILL_OK);
+      std::vector<double> want(res.size());
+      for (size_t i = 0; i < want.size(); ++i) {
+        want[i] = 0.75 * res[i] - 1.25 * (with_gain ? gain[i % cols] : 1.0) * upd[i];
+      }
+      CHECK(nmse(c.read(tr), want) < threshold(dtype));
+    }
+  }
+}
+
+TEST_CASE("rms_norm and layer_norm match the reference for any D, both reduction paths") {
+  for (const char* reduction : kReductions) {
+    const std::string path = reduction ? "shared memory" : "default";
+    CAPTURE(path);
+    Context c(reduction);
+    for (rill_dtype dtype : kDtypes) {
+      const std::string dtype_label = dtype_name(dtype);
+      CAPTURE(dtype_label);
+      // Row lengths below, at and far above one workgroup's reach, odd tails.
+      for (int64_t cols : {1, 7, 256, 1000, 4099}) {
+        CAPTURE(cols);
+        const int64_t rows = 5;
+        auto x = round_to(random_values(rows * cols, 10, -2.0f, 3.0f), dtype);
+        auto w = round_to(random_values(cols, 11, 0.5f, 1.5f), dtype);
+        auto b = round_to(random_values(cols, 12), dtype);
+        for (bool layer : {false, true}) {
+          CAPTURE(layer);
+          rill_backend_tensor tx = c.tensor(x, dtype, rows, cols, 4);
+          rill_backend_tensor tw = c.tensor(w, dtype, 0, cols);
+          rill_backend_tensor tb = c.tensor(b, dtype, 0, cols);
+          rill_backend_tensor tout = c.tensor(std::vector<float>(x.size(), 0.0f), dtype, rows, cols, 2);
+          const float eps = 1e-5f;
+          rill_status status = layer ? ops().layer_norm(c.ctx, &tx, &tw, &tb, eps, &tout)
+                                     : ops().rms_norm(c.ctx, &tx, &tw, eps, &tout);
+          REQUIRE_MESSAGE(status == RILL_OK, g_last_error);
+          std::vector<double> want;
+          for (int64_t r = 0; r < rows; ++r) {
+            std::vector<float> row(x.begin() + r * cols, x.begin() + (r + 1) * cols);
+            auto out = norm_reference(row, &w, layer ? &b : nullptr, eps, layer);
+            want.insert(want.end(), out.begin(), out.end());
+          }
+          CHECK(nmse(c.read(tout), want) < threshold(dtype));
+          // In place (out aliases x), without weight.
+          status = layer ? ops().layer_norm(c.ctx, &tx, nullptr, nullptr, eps, &tx)
+                         : ops().rms_norm(c.ctx, &tx, nullptr, eps, &tx);
+          REQUIRE(status == RILL_OK);
+          want.clear();
+          for (int64_t r = 0; r < rows; ++r) {
+            std::vector<float> row(x.begin() + r * cols, x.begin() + (r + 1) * cols);
+            auto out = norm_reference(row, nullptr, nullptr, eps, layer);
+            want.insert(want.end(), out.begin(), out.end());
+          }
+          if (cols > 1 || !layer) CHECK(nmse(c.read(tx), want) < threshold(dtype));
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("fused add+norm equals residual_add followed by the norm of the rounded residual") {
+  for (const char* reduction : kReductions) {
+    const std::string path = reduction ? "shared memory" : "default";
+    CAPTURE(path);
+    Context c(reduction);
+    for (rill_dtype dtype : kDtypes) {
+      const std::string dtype_label = dtype_name(dtype);
+      CAPTURE(dtype_label);
+      for (int64_t cols : {3, 512, 2050}) {
+        for (bool layer : {false, true}) {
+          CAPTURE(cols);
+          CAPTURE(layer);
+          const int64_t rows = 4;
+          auto x = round_to(random_values(rows * cols, 20), dtype);
+          auto res = round_to(random_values(rows * cols, 21, -3.0f, 3.0f), dtype);
+          auto gain = round_to(random_values(cols, 22, 0.5f, 1.5f), dtype);
+          auto w = round_to(random_values(cols, 23, 0.5f, 1.5f), dtype);
+          auto b = round_to(random_values(cols, 24), dtype);
+          rill_backend_tensor tx = c.tensor(x, dtype, rows, cols, 8);
+          rill_backend_tensor tr = c.tensor(res, dtype, rows, cols, 14);
+          rill_backend_tensor tg = c.tensor(gain, dtype, 0, cols);
+          rill_backend_tensor tw = c.tensor(w, dtype, 0, cols);
+          rill_backend_tensor tb = c.tensor(b, dtype, 0, cols);
+          const float eps = 1e-6f, rs = 0.5f, us = 2.0f;
+          rill_status status = layer ? ops().fused_add_layer_norm(c.ctx, &tx, &tr, &tg, &tw, &tb, eps, rs, us)
+                                     : ops().fused_add_rms_norm(c.ctx, &tx, &tr, &tg, &tw, eps, rs, us);
+          REQUIRE_MESSAGE(status == RILL_OK, g_last_error);
+
+          std::vector<float> summed(res.size());
+          for (size_t i = 0; i < res.size(); ++i) summed[i] = rs * res[i] + us * (gain[i % cols] * x[i]);
+          std::vector<float> rounded = round_to(summed, dtype);
+          std::vector<double> want_residual(rounded.begin(), rounded.end());
+          std::vector<double> want_x;
+          for (int64_t r = 0; r < rows; ++r) {
+            std::vector<float> row(rounded.begin() + r * cols, rounded.begin() + (r + 1) * cols);
+            auto out = norm_reference(row, &w, layer ? &b : nullptr, eps, layer);
+            want_x.insert(want_x.end(), out.begin(), out.end());
+          }
+          CHECK(nmse(c.read(tr), want_residual) < threshold(dtype));
+          CHECK(nmse(c.read(tx), want_x) < threshold(dtype));
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("gemm matches the reference: decode and tiled paths, bias, alpha, beta, edges") {
+  for (const char* reduction : kReductions) {
+    const std::string path = reduction ? "shared memory" : "default";
+    CAPTURE(path);
+    Context c(reduction);
+    for (rill_dtype dtype : kDtypes) {
+      const std::string dtype_label = dtype_name(dtype);
+      CAPTURE(dtype_label);
+      struct Shape {
+        int64_t rows, n, k;
+      };
+      for (Shape s : {Shape{1, 37, 300}, Shape{8, 64, 64}, Shape{9, 70, 33}, Shape{130, 129, 100}}) {
+        for (bool accumulate : {false, true}) {
+          CAPTURE(s.rows);
+          CAPTURE(s.n);
+          CAPTURE(s.k);
+          CAPTURE(accumulate);
+          auto a = round_to(random_values(s.rows * s.k, 30), dtype);
+          auto w = round_to(random_values(s.n * s.k, 31), dtype);
+          auto bias = round_to(random_values(s.n, 32), dtype);
+          // With beta == 0 the prior contents must not be read: NaNs there
+          // would otherwise poison the result.
+          std::vector<float> prior = accumulate ? round_to(random_values(s.rows * s.n, 33), dtype)
+                                                : std::vector<float>(s.rows * s.n, NAN);
+          rill_backend_tensor ta = c.tensor(a, dtype, s.rows, s.k, 2);
+          rill_backend_tensor tw = c.tensor(w, dtype, s.n, s.k, 6);
+          rill_backend_tensor tb = c.tensor(bias, dtype, 0, s.n);
+          rill_backend_tensor tout = c.tensor(prior, dtype, s.rows, s.n, 10);
+          const float alpha = 0.5f, beta = accumulate ? -1.5f : 0.0f;
+          REQUIRE_MESSAGE(ops().gemm(c.ctx, &ta, &tw, accumulate ? &tb : nullptr, alpha, beta, &tout) == RILL_OK,
+                          g_last_error);
+          std::vector<double> want(s.rows * s.n);
+          for (int64_t r = 0; r < s.rows; ++r) {
+            for (int64_t n = 0; n < s.n; ++n) {
+              double dot = 0;
+              for (int64_t k = 0; k < s.k; ++k) dot += double(a[r * s.k + k]) * w[n * s.k + k];
+              double v = alpha * dot;
+              if (accumulate) v += beta * prior[r * s.n + n] + bias[n];
+              want[r * s.n + n] = v;
+            }
+          }
+          CHECK(nmse(c.read(tout), want) < threshold(dtype));
+        }
+      }
+    }
+  }
+}
+
+// Runs a chain of dependent ops; with sync_each, synchronizes after each one.
+static std::vector<float> run_chain(bool sync_each) {
+  Context c;
+  const rill_dtype dtype = RILL_DTYPE_F32;
+  const int64_t rows = 12, d = 96, n = 80;
+  auto sync = [&] {
+    if (sync_each) REQUIRE(g_backend->synchronize(c.ctx) == RILL_OK);
+  };
+  rill_backend_tensor x = c.tensor(random_values(rows * d, 40), dtype, rows, d);
+  rill_backend_tensor res = c.tensor(random_values(rows * d, 41), dtype, rows, d);
+  rill_backend_tensor w = c.tensor(random_values(n * d, 42), dtype, n, d);
+  rill_backend_tensor w2 = c.tensor(random_values(d * n, 43), dtype, d, n);
+  rill_backend_tensor h = c.tensor(std::vector<float>(rows * n, 0.0f), dtype, rows, n);
+  // Two views into one buffer: the second half receives a copy of the first.
+  rill_backend_tensor pair = c.tensor(std::vector<float>(2 * rows * d, 0.0f), dtype, 2 * rows, d);
+  rill_backend_tensor first = pair, second = pair;
+  first.shape[0] = second.shape[0] = rows;
+  second.offset = static_cast<uint64_t>(rows * d * 4);
+
+  REQUIRE(ops().residual_add(c.ctx, &res, &x, nullptr, 1.0f, 1.0f) == RILL_OK);  // res += x
+  sync();
+  REQUIRE(ops().rms_norm(c.ctx, &res, nullptr, 1e-6f, &x) == RILL_OK);  // x = norm(res)   (RAW on res, WAR on x)
+  sync();
+  REQUIRE(ops().gemm(c.ctx, &x, &w, nullptr, 1.0f, 0.0f, &h) == RILL_OK);  // h = x w^T    (RAW on x)
+  sync();
+  REQUIRE(ops().gemm(c.ctx, &h, &w2, nullptr, 1.0f, 1.0f, &first) == RILL_OK);  // first += h w2^T
+  sync();
+  REQUIRE(ops().fused_add_rms_norm(c.ctx, &first, &res, nullptr, nullptr, 1e-6f, 1.0f, 0.5f) == RILL_OK);
+  sync();
+  REQUIRE(g_backend->buffer_copy(c.ctx, pair.buffer, first.offset, pair.buffer, second.offset,
+                                 static_cast<uint64_t>(rows * d * 4)) == RILL_OK);
+  sync();
+  c.write(x, random_values(rows * d, 44));  // overwrite x after its last reader (WAR)
+  sync();
+  REQUIRE(ops().layer_norm(c.ctx, &second, nullptr, nullptr, 1e-5f, &second) == RILL_OK);
+  sync();
+  REQUIRE(ops().residual_add(c.ctx, &second, &x, nullptr, 1.0f, 1.0f) == RILL_OK);
+  sync();
+  std::vector<float> out = c.read(pair);
+  std::vector<float> tail = c.read(res);
+  out.insert(out.end(), tail.begin(), tail.end());
+  return out;
+}
+
+TEST_CASE("ops queued without synchronization equal the same ops synchronized after each") {
+  std::vector<float> batched = run_chain(false);
+  std::vector<float> stepwise = run_chain(true);
+  REQUIRE(batched.size() == stepwise.size());
+  size_t mismatches = 0;
+  for (size_t i = 0; i < batched.size(); ++i) {
+    if (std::memcmp(&batched[i], &stepwise[i], sizeof(float)) != 0) ++mismatches;
+  }
+  CHECK(mismatches == 0);
+}
+
+TEST_CASE("more queued ops than one command buffer holds all take effect in order") {
+  Context c;
+  const int64_t cols = 64;
+  rill_backend_tensor acc = c.tensor(std::vector<float>(cols, 0.0f), RILL_DTYPE_F32, 1, cols);
+  rill_backend_tensor one = c.tensor(std::vector<float>(cols, 1.0f), RILL_DTYPE_F32, 1, cols);
+  const int steps = 1300;  // more than two frames of 512 descriptor sets
+  for (int i = 0; i < steps; ++i) {
+    REQUIRE(ops().residual_add(c.ctx, &acc, &one, nullptr, 1.0f, 1.0f) == RILL_OK);
+  }
+  for (float v : c.read(acc)) CHECK(v == static_cast<float>(steps));
+}
+
+TEST_CASE("errors map to statuses and leave the context usable") {
+  Context c;
+  rill_backend_buffer* huge = nullptr;
+  CHECK(g_backend->buffer_alloc(c.ctx, uint64_t{1} << 52, &huge) == RILL_ERROR_OUT_OF_MEMORY);
+  CHECK(huge == nullptr);
+  CHECK(g_last_error.find("bytes") != std::string::npos);
+
+  // A buffer copy whose source and destination overlap is refused.
+  rill_backend_buffer* buffer = c.alloc(64);
+  CHECK(g_backend->buffer_copy(c.ctx, buffer, 0, buffer, 8, 16) == RILL_ERROR_INVALID_ARGUMENT);
+
+  // The context still works.
+  rill_backend_tensor t = c.tensor(std::vector<float>(8, 2.0f), RILL_DTYPE_F32, 1, 8);
+  REQUIRE(ops().rms_norm(c.ctx, &t, nullptr, 0.0f, &t) == RILL_OK);
+  for (float v : c.read(t)) CHECK(v == doctest::Approx(1.0f));
+  CHECK(g_backend->synchronize(c.ctx) == RILL_OK);
+}
+
+int main(int argc, char** argv) {
+  const char* path = RILL_VULKAN_PLUGIN;
+  void* library = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  if (library == nullptr) {
+    std::printf("skipped: cannot load %s: %s\n", path, dlerror());
+    return 77;
+  }
+  auto negotiate = reinterpret_cast<rill_plugin_negotiate_fn>(dlsym(library, RILL_PLUGIN_NEGOTIATE_SYMBOL));
+  auto init = reinterpret_cast<rill_plugin_init_fn>(dlsym(library, RILL_PLUGIN_INIT_SYMBOL));
+  if (negotiate == nullptr || init == nullptr) {
+    std::printf("the plugin lacks its entry points\n");
+    return 1;
+  }
+  uint32_t version = negotiate(RILL_BACKEND_ABI_MIN_VERSION, RILL_BACKEND_ABI_VERSION);
+  if (version == 0 || init(version, &g_host, &g_backend) != RILL_OK) {
+    std::printf("the plugin refused interface versions %u..%u: %s\n", RILL_BACKEND_ABI_MIN_VERSION,
+                RILL_BACKEND_ABI_VERSION, g_last_error.c_str());
+    return 1;
+  }
+  uint32_t count = 0;
+  rill_status status = g_backend->device_count(&count);
+  if (status == RILL_ERROR_BACKEND_UNAVAILABLE || (status == RILL_OK && count == 0)) {
+    std::printf("skipped: no Vulkan device (%s)\n", g_last_error.c_str());
+    return 77;
+  }
+  if (status != RILL_OK) {
+    std::printf("device_count failed: %s\n", g_last_error.c_str());
+    return 1;
+  }
+  const char* validation = std::getenv("RILL_VULKAN_VALIDATION");
+  if (validation != nullptr && std::strcmp(validation, "1") == 0) {
+    rill_backend_context_options options{};
+    options.struct_size = sizeof options;
+    rill_backend_context* probe = nullptr;
+    if (g_backend->context_create(&options, &probe) == RILL_ERROR_BACKEND_UNAVAILABLE &&
+        g_last_error.find("validation") != std::string::npos) {
+      std::printf("skipped: %s\n", g_last_error.c_str());
+      return 77;
+    }
+    g_backend->context_destroy(probe);
+  }
+
+  doctest::Context runner(argc, argv);
+  int result = runner.run();
+  if (!g_validation_logs.empty()) {
+    std::printf("%zu validation message(s), the first: %s\n", g_validation_logs.size(),
+                g_validation_logs.front().c_str());
+    result = result != 0 ? result : 1;
+  }
+  // The plugin stays loaded until exit, as the runtime keeps it.
+  return result;
+}
