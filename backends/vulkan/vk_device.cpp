@@ -166,6 +166,15 @@ rill_status create_instance(bool validation, PFN_vkDebugUtilsMessengerCallbackEX
   messenger_info.pfnUserCallback = callback;
   messenger_info.pUserData = user_data;
 
+  /* Synchronization validation checks that the barriers placed from tracked
+     accesses cover every hazard. */
+  VkValidationFeatureEnableEXT enabled_features[] = {VK_VALIDATION_FEATURE_ENABLE_SYNCHRONIZATION_VALIDATION_EXT};
+  VkValidationFeaturesEXT validation_features{};
+  validation_features.sType = VK_STRUCTURE_TYPE_VALIDATION_FEATURES_EXT;
+  validation_features.enabledValidationFeatureCount = 1;
+  validation_features.pEnabledValidationFeatures = enabled_features;
+  validation_features.pNext = &messenger_info;
+
   const char* layers[] = {kValidationLayer};
   const char* extensions[] = {VK_EXT_DEBUG_UTILS_EXTENSION_NAME};
   VkInstanceCreateInfo info{};
@@ -176,7 +185,7 @@ rill_status create_instance(bool validation, PFN_vkDebugUtilsMessengerCallbackEX
     info.ppEnabledLayerNames = layers;
     info.enabledExtensionCount = 1;
     info.ppEnabledExtensionNames = extensions;
-    info.pNext = &messenger_info; /* also covers vkCreateInstance itself */
+    info.pNext = &validation_features; /* the messenger also covers vkCreateInstance itself */
   }
   VkInstance instance = VK_NULL_HANDLE;
   VkResult result = vkCreateInstance(&info, nullptr, &instance);
