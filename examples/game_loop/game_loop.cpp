@@ -135,7 +135,7 @@ int main(int argc, char** argv) {
     rill::Tensor hidden(ctx, RILL_DTYPE_F32, {1, 1, desc.hidden_size});
     hidden.write_f32(deterministic_values(static_cast<size_t>(desc.hidden_size), 7, 1.0f));
 
-    std::vector<float> pos = deterministic_values(200000, 11, 1.0f), vel(pos.size(), 0.0f);
+    std::vector<float> pos = deterministic_values(50000, 11, 1.0f), vel(pos.size(), 0.0f);
     std::vector<float> out(static_cast<size_t>(desc.hidden_size));
     std::vector<double> frame_ms;
     int steps = 1, total_steps = 0, over_budget = 0;

@@ -103,10 +103,13 @@ def int32_array(values, argument):
 
 def _check_shape(shape, argument="shape"):
     try:
-        dims = tuple(int(d) for d in shape)
+        items = tuple(shape)
     except TypeError:
+        items = None
+    if items is None or any(isinstance(d, bool) or not isinstance(d, numbers.Integral) for d in items):
         raise InvalidArgumentError("{}: expected a sequence of 1 to {} ints, got {!r}".format(
-            argument, MAX_DIMS, shape)) from None
+            argument, MAX_DIMS, shape))
+    dims = tuple(int(d) for d in items)
     if not 1 <= len(dims) <= MAX_DIMS:
         raise InvalidArgumentError("{}: expected 1 to {} dims, got {} ({})".format(
             argument, MAX_DIMS, len(dims), dims))

@@ -1,0 +1,179 @@
+"""The Python binding's library-level behaviour: loading, versions, errors,
+lifetimes, logging, the info report."""
+
+import gc
+import os
+import re
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import rill
+from rill import _library
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+HEADER = os.path.join(ROOT, "include", "rill.h")
+
+
+def header_text():
+    with open(HEADER, encoding="utf-8") as f:
+        return f.read()
+
+
+def test_every_function_of_rill_h_is_declared_and_reachable():
+    names = set(re.findall(r"RILL_API\s+[^;(]*?\b(rill_\w+)\s*\(", header_text()))
+    assert len(names) > 40
+    assert names == set(_library._PROTOTYPES), "declared here but not in rill.h, or missing here"
+    library = rill.lib()
+    for name in names:
+        assert getattr(library, name).argtypes is not None or _library._PROTOTYPES[name][1] == []
+
+
+def test_version_matches_the_header():
+    text = header_text()
+    major, minor, patch = (int(re.search(r"#define RILL_VERSION_{} (\d+)".format(part), text).group(1))
+                           for part in ("MAJOR", "MINOR", "PATCH"))
+    assert rill.version() == (major, minor, patch)
+    assert rill.version_number() == major * 10000 + minor * 100 + patch
+
+
+def test_library_is_the_one_named_by_rill_library():
+    expected = os.environ.get("RILL_LIBRARY")
+    if not expected:
+        pytest.skip("RILL_LIBRARY not set")
+    assert os.path.realpath(rill.library_path()) == os.path.realpath(expected)
+
+
+def test_missing_library_names_every_path_tried(tmp_path):
+    missing = str(tmp_path / "no-such-librill.so")
+    env = dict(os.environ, RILL_LIBRARY=missing, LD_LIBRARY_PATH=str(tmp_path))
+    script = "import rill\ntry:\n    rill.version()\nexcept rill.LibraryNotFoundError as e:\n    print(e)\n"
+    result = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True)
+    assert missing in result.stdout
+    assert "RILL_LIBRARY" in result.stdout
+    assert "package folder" in result.stdout
+    assert "system search path" in result.stdout
+
+
+def test_status_and_dtype_names():
+    for status in rill.Status:
+        expected = "RILL_OK" if status == rill.Status.OK else "RILL_ERROR_" + status.name
+        assert rill.status_string(status) == expected
+    assert rill.status_string(12345) == "RILL_STATUS_UNKNOWN"
+    assert [rill.dtype_size(d) for d in rill.DType] == [4, 2, 2]
+    assert [rill.dtype_name(d) for d in rill.DType] == ["f32", "f16", "bf16"]
+    assert rill.dtype_size(7) == 0 and rill.dtype_name(7) == "invalid"
+
+
+def test_each_status_has_its_own_exception_class():
+    classes = [rill.errors.error_for_status(s, "m").__class__ for s in rill.Status if s != rill.Status.OK]
+    assert len(set(classes)) == len(classes)
+    for s, cls in zip([s for s in rill.Status if s != rill.Status.OK], classes):
+        assert issubclass(cls, rill.RillError) and cls.status == s
+    unknown = rill.errors.error_for_status(99, "m")
+    assert type(unknown) is rill.RillError and unknown.status == 99
+
+
+def test_config_error_carries_last_error():
+    with pytest.raises(rill.ConfigError) as info:
+        rill.Context('[runtime]\nno_such_key = 1\n')
+    assert "no_such_key" in info.value.message
+    assert info.value.message == rill.last_error()
+    assert info.value.status == rill.Status.CONFIG
+
+
+def test_context_from_missing_file_is_io_error(tmp_path):
+    with pytest.raises(rill.IoError) as info:
+        rill.Context.from_file(tmp_path / "missing.toml")
+    assert "missing.toml" in str(info.value)
+
+
+def test_context_from_file(tmp_path):
+    path = tmp_path / "rill.toml"
+    path.write_text('[runtime]\nbackend = "cpu"\n')
+    with rill.Context.from_file(path) as ctx:
+        assert ctx.backend_name == "cpu"
+        assert ctx.device_name
+        assert "cpu" in ctx.selection_report
+
+
+def test_config_must_be_text():
+    with pytest.raises(rill.InvalidArgumentError, match="config"):
+        rill.Context(b'[runtime]\n')
+
+
+def test_tensor_keeps_its_context_alive(ctx):
+    def make():
+        local = rill.Context('[runtime]\nbackend = "cpu"\n')
+        return local.tensor(np.arange(6, dtype=np.float32).reshape(2, 3))
+
+    t = make()
+    gc.collect()
+    assert not t.context.closed
+    np.testing.assert_array_equal(t.read(), np.arange(6, dtype=np.float32).reshape(2, 3))
+
+
+def test_closing_a_context_closes_its_tensors(ctx):
+    t = ctx.empty((4,))
+    other = rill.Context('[runtime]\nbackend = "cpu"\n')
+    u = other.empty((4,))
+    other.close()
+    other.close()  # closing twice is harmless
+    assert u.closed and other.closed
+    with pytest.raises(rill.InvalidArgumentError, match="closed"):
+        u.read()
+    with pytest.raises(rill.InvalidArgumentError, match="closed"):
+        other.synchronize()
+    assert not t.closed
+
+
+def test_closed_tensor_is_rejected_as_an_operand(ctx):
+    x = ctx.tensor(np.ones((2, 8), np.float32))
+    x.close()
+    with pytest.raises(rill.InvalidArgumentError, match="x: the tensor is closed"):
+        ctx.rms_norm(x)
+
+
+def test_tensors_of_another_context_are_rejected(ctx):
+    with rill.Context('[runtime]\nbackend = "cpu"\n') as other:
+        x = other.tensor(np.ones((2, 8), np.float32))
+        with pytest.raises(rill.InvalidArgumentError, match="another context"):
+            ctx.rms_norm(x)
+
+
+def test_log_callback_receives_messages():
+    messages = []
+    rill.set_log_callback(lambda level, text: messages.append((level, text)), rill.LogLevel.DEBUG)
+    try:
+        with rill.Context('[runtime]\nbackend = "cpu"\n'):
+            pass
+    finally:
+        rill.set_log_callback(None)
+    assert messages, "creating a context logs its backend selection"
+    assert all(isinstance(level, rill.LogLevel) and isinstance(text, str) for level, text in messages)
+    with pytest.raises(rill.InvalidArgumentError, match="min_level"):
+        rill.set_log_callback(print, 17)
+
+
+def test_info_report_lists_the_backends():
+    report = rill.info_report()
+    assert "rill {}.{}.{}".format(*rill.version()) in report
+    for backend in ("cpu", "cuda", "vulkan"):
+        assert backend in report
+    with pytest.raises(rill.ConfigError):
+        rill.info_report("[runtime]\nplugin_dir = 3\n")
+
+
+def test_python_m_rill_info_prints_what_rill_info_prints():
+    env = dict(os.environ)
+    module = subprocess.run([sys.executable, "-m", "rill", "info"], env=env, capture_output=True, text=True)
+    assert module.returncode == 0, module.stderr
+    assert module.stdout == rill.info_report()
+    tool = os.environ.get("RILL_TOOL")
+    if not tool:
+        pytest.skip("RILL_TOOL (the rill executable) not set")
+    cli = subprocess.run([tool, "info"], env=env, capture_output=True, text=True)
+    assert cli.returncode == 0, cli.stderr
+    assert module.stdout == cli.stdout
