@@ -1,0 +1,368 @@
+#!/usr/bin/env python3
+"""Checks `rill run` against PyTorch references nobody here wrote, and one
+written in plain torch from the published model definitions.
+
+References, all evaluated in float64 from the same (dtype-rounded) weights
+and inputs that rill gets:
+  * torch.nn.TransformerEncoderLayer with norm_first True (placement "pre")
+    and False ("post"), a causal mask, GELU or ReLU; its parameters are mapped
+    onto the Hugging Face names rill reads;
+  * a Llama/Qwen2-style decoder (RMSNorm, grouped-query attention, NeoX RoPE,
+    SwiGLU, QKV bias) in plain torch, following the Hugging Face modelling
+    code, extended with the other placements and residual variants as the
+    rill header defines them.
+Every case runs as one prefill and as a prefill followed by decode steps
+(`--decode-from`), and compares both with the reference by the normalized
+mean squared error of the conformance suite.
+
+Exit codes: 0 all passed, 1 a failure, 77 skipped (torch or safetensors
+missing, the backend unavailable or lacking an op).
+"""
+import argparse
+import json
+import math
+import os
+import subprocess
+import sys
+import tempfile
+
+SKIP = 77
+
+try:
+    import numpy as np
+    import torch
+    import torch.nn.functional as F
+    from safetensors.torch import save_file
+except ImportError as missing:  # reported as skipped, never as passed
+    print(f"skipped: {missing}")
+    sys.exit(SKIP)
+
+TORCH_DTYPES = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
+# NMSE = sum((rill - ref)^2) / sum(ref^2) against the float64 reference.
+# f32 is bounded by f32 rounding in a few reductions; f16 and bf16 by the
+# storage rounding of every intermediate (about 2^-11 and 2^-8 relative).
+NMSE_LIMIT = {"f32": 1e-9, "f16": 1e-5, "bf16": 1e-3}
+
+
+def base_config(**overrides):
+    config = dict(dtype="f32", num_layers=2, hidden_size=64, num_heads=4, num_kv_heads=2, head_dim=16,
+                  intermediate_size=96, norm="rms", norm_eps=1e-6, norm_placement="pre", activation="silu_glu",
+                  rope_theta=10000.0, rope_dim=0, qkv_bias=False, o_bias=False, mlp_bias=False, final_norm=True,
+                  residual_scale=1.0, branch_scale=1.0, layer_scale=False)
+    config.update(overrides)
+    return config
+
+
+def toml_text(config, backend):
+    lines = ["[runtime]", f'backend = "{backend}"', "[backend.cpu]", "threads = 2", "[model]"]
+    for key, value in config.items():
+        if isinstance(value, bool):
+            lines.append(f"{key} = {'true' if value else 'false'}")
+        elif isinstance(value, str):
+            lines.append(f'{key} = "{value}"')
+        else:
+            lines.append(f"{key} = {value!r}")
+    return "\n".join(lines) + "\n"
+
+
+def rounded(t, dtype):
+    """t rounded to the model dtype, as float64 for the reference."""
+    return t.to(TORCH_DTYPES[dtype]).to(torch.float64)
+
+
+# ---------------------------------------------------------------------------
+# Reference 1: torch.nn.TransformerEncoderLayer
+
+
+def encoder_case(gen, config):
+    d, heads, inter = config["hidden_size"], config["num_heads"], config["intermediate_size"]
+    layers = []
+    weights = {}
+    for i in range(config["num_layers"]):
+        layer = torch.nn.TransformerEncoderLayer(d, heads, inter, dropout=0.0, activation=config["activation"],
+                                                 layer_norm_eps=config["norm_eps"], batch_first=True,
+                                                 norm_first=config["norm_placement"] == "pre")
+        with torch.no_grad():
+            for p in layer.parameters():  # non-trivial values for every parameter, norms included
+                p.copy_(torch.randn(p.shape, generator=gen, dtype=torch.float64) * (0.3 if p.dim() == 1 else 0.15))
+            for norm in (layer.norm1, layer.norm2):
+                norm.weight.add_(1.0)
+            for p in layer.parameters():
+                p.copy_(rounded(p.detach(), config["dtype"]))
+        layer = layer.double().eval()
+        prefix = f"model.layers.{i}."
+        w_q, w_k, w_v = layer.self_attn.in_proj_weight.detach().chunk(3)
+        b_q, b_k, b_v = layer.self_attn.in_proj_bias.detach().chunk(3)
+        names = {
+            "self_attn.q_proj.weight": w_q, "self_attn.k_proj.weight": w_k, "self_attn.v_proj.weight": w_v,
+            "self_attn.q_proj.bias": b_q, "self_attn.k_proj.bias": b_k, "self_attn.v_proj.bias": b_v,
+            "self_attn.o_proj.weight": layer.self_attn.out_proj.weight, "self_attn.o_proj.bias": layer.self_attn.out_proj.bias,
+            "mlp.up_proj.weight": layer.linear1.weight, "mlp.up_proj.bias": layer.linear1.bias,
+            "mlp.down_proj.weight": layer.linear2.weight, "mlp.down_proj.bias": layer.linear2.bias,
+            "input_layernorm.weight": layer.norm1.weight, "input_layernorm.bias": layer.norm1.bias,
+            "post_attention_layernorm.weight": layer.norm2.weight, "post_attention_layernorm.bias": layer.norm2.bias,
+        }
+        for name, value in names.items():
+            weights[prefix + name] = value.detach().clone()
+        layers.append(layer)
+    final = None
+    if config["final_norm"]:
+        final = torch.nn.LayerNorm(d, eps=config["norm_eps"]).double()
+        with torch.no_grad():
+            final.weight.copy_(rounded(1.0 + 0.3 * torch.randn(d, generator=gen, dtype=torch.float64), config["dtype"]))
+            final.bias.copy_(rounded(0.3 * torch.randn(d, generator=gen, dtype=torch.float64), config["dtype"]))
+        weights["model.norm.weight"] = final.weight.detach().clone()
+        weights["model.norm.bias"] = final.bias.detach().clone()
+
+    def reference(x):
+        t = x.shape[1]
+        mask = torch.triu(torch.full((t, t), float("-inf"), dtype=torch.float64), diagonal=1)
+        with torch.no_grad():
+            for layer in layers:
+                x = layer(x, src_mask=mask)
+            if final is not None:
+                x = final(x)
+        return x
+
+    return weights, reference
+
+
+# ---------------------------------------------------------------------------
+# Reference 2: a Llama/Qwen2-style decoder in plain torch
+
+
+def rotate_half(x):
+    half = x.shape[-1] // 2
+    return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
+
+
+def apply_rope(x, positions, theta, rotary_dim):
+    """x: [B, H, T, hd]; the first rotary_dim dims rotate (NeoX layout)."""
+    inv_freq = 1.0 / (theta ** (torch.arange(0, rotary_dim, 2, dtype=torch.float64) / rotary_dim))
+    freqs = positions.to(torch.float64)[:, None] * inv_freq[None, :]
+    emb = torch.cat((freqs, freqs), dim=-1)
+    cos, sin = emb.cos()[None, None], emb.sin()[None, None]
+    rot, rest = x[..., :rotary_dim], x[..., rotary_dim:]
+    return torch.cat((rot * cos + rotate_half(rot) * sin, rest), dim=-1)
+
+
+def decoder_case(gen, config):
+    c = config
+    d, hq, hkv, hd, inter = c["hidden_size"], c["num_heads"], c["num_kv_heads"], c["head_dim"], c["intermediate_size"]
+    gated = c["activation"] in ("silu_glu", "gelu_glu")
+    placement = c["norm_placement"]
+    weights = {}
+
+    def param(name, shape, scale, offset=0.0):
+        value = rounded(offset + scale * torch.randn(shape, generator=gen, dtype=torch.float64), c["dtype"])
+        weights[name] = value
+        return value
+
+    def norm_params(prefix):
+        w = param(prefix + ".weight", (d,), 0.3, 1.0)
+        b = param(prefix + ".bias", (d,), 0.3) if c["norm"] == "layer" else None
+        return w, b
+
+    def linear_params(prefix, out_f, in_f, bias):
+        w = param(prefix + ".weight", (out_f, in_f), 1.0 / math.sqrt(in_f))
+        b = param(prefix + ".bias", (out_f,), 0.2) if bias else None
+        return w, b
+
+    layers = []
+    for i in range(c["num_layers"]):
+        p = f"model.layers.{i}."
+        layer = {
+            "q": linear_params(p + "self_attn.q_proj", hq * hd, d, c["qkv_bias"]),
+            "k": linear_params(p + "self_attn.k_proj", hkv * hd, d, c["qkv_bias"]),
+            "v": linear_params(p + "self_attn.v_proj", hkv * hd, d, c["qkv_bias"]),
+            "o": linear_params(p + "self_attn.o_proj", d, hq * hd, c["o_bias"]),
+            "up": linear_params(p + "mlp.up_proj", inter, d, c["mlp_bias"]),
+            "down": linear_params(p + "mlp.down_proj", d, inter, c["mlp_bias"]),
+            "attn_norm": norm_params(p + "input_layernorm"),
+        }
+        if gated:
+            layer["gate"] = linear_params(p + "mlp.gate_proj", inter, d, c["mlp_bias"])
+        if placement == "sandwich":
+            layer["attn_out_norm"] = norm_params(p + "post_attention_layernorm")
+            layer["mlp_norm"] = norm_params(p + "pre_feedforward_layernorm")
+            layer["mlp_out_norm"] = norm_params(p + "post_feedforward_layernorm")
+        else:
+            layer["mlp_norm"] = norm_params(p + "post_attention_layernorm")
+        if c["layer_scale"]:
+            layer["attn_gain"] = param(p + "self_attn_gain", (d,), 0.5)
+            layer["mlp_gain"] = param(p + "mlp_gain", (d,), 0.5)
+        layers.append(layer)
+    final = norm_params("model.norm") if c["final_norm"] else None
+
+    def norm(x, wb):
+        w, b = wb
+        if c["norm"] == "rms":
+            return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + c["norm_eps"]) * w
+        return F.layer_norm(x, (d,), w, b, c["norm_eps"])
+
+    def linear(x, wb):
+        return F.linear(x, wb[0], wb[1])
+
+    act = {"silu_glu": F.silu, "gelu_glu": F.gelu, "gelu": F.gelu, "relu": F.relu,
+           "gelu_tanh": lambda x: F.gelu(x, approximate="tanh")}[c["activation"]]
+
+    def attention(x, layer):
+        b, t, _ = x.shape
+        q = linear(x, layer["q"]).view(b, t, hq, hd).transpose(1, 2)
+        k = linear(x, layer["k"]).view(b, t, hkv, hd).transpose(1, 2)
+        v = linear(x, layer["v"]).view(b, t, hkv, hd).transpose(1, 2)
+        if c["rope_theta"] > 0:
+            positions = torch.arange(t)
+            rotary = c["rope_dim"] or hd
+            q, k = apply_rope(q, positions, c["rope_theta"], rotary), apply_rope(k, positions, c["rope_theta"], rotary)
+        k = k.repeat_interleave(hq // hkv, dim=1)  # Hugging Face's repeat_kv
+        v = v.repeat_interleave(hq // hkv, dim=1)
+        scores = q @ k.transpose(-1, -2) / math.sqrt(hd)
+        scores = scores + torch.triu(torch.full((t, t), float("-inf"), dtype=torch.float64), diagonal=1)
+        out = torch.softmax(scores, dim=-1) @ v
+        return linear(out.transpose(1, 2).reshape(b, t, hq * hd), layer["o"])
+
+    def mlp(x, layer):
+        if gated:
+            return linear(act(linear(x, layer["gate"])) * linear(x, layer["up"]), layer["down"])
+        return linear(act(linear(x, layer["up"])), layer["down"])
+
+    alpha, beta = c["residual_scale"], c["branch_scale"]
+
+    def branch(out, layer, gain):
+        return beta * (out * layer[gain] if c["layer_scale"] else out)
+
+    def reference(x):
+        for layer in layers:
+            if placement == "pre":
+                x = alpha * x + branch(attention(norm(x, layer["attn_norm"]), layer), layer, "attn_gain")
+                x = alpha * x + branch(mlp(norm(x, layer["mlp_norm"]), layer), layer, "mlp_gain")
+            elif placement == "sandwich":
+                a = norm(attention(norm(x, layer["attn_norm"]), layer), layer["attn_out_norm"])
+                x = alpha * x + branch(a, layer, "attn_gain")
+                m = norm(mlp(norm(x, layer["mlp_norm"]), layer), layer["mlp_out_norm"])
+                x = alpha * x + branch(m, layer, "mlp_gain")
+            else:  # post, deepnorm
+                x = norm(alpha * x + branch(attention(x, layer), layer, "attn_gain"), layer["attn_norm"])
+                x = norm(alpha * x + branch(mlp(x, layer), layer, "mlp_gain"), layer["mlp_norm"])
+        return norm(x, final) if final is not None else x
+
+    return weights, reference
+
+
+# ---------------------------------------------------------------------------
+
+ENCODER = dict(norm="layer", norm_eps=1e-5, num_kv_heads=4, rope_theta=0.0, qkv_bias=True, o_bias=True,
+               mlp_bias=True)
+CASES = {
+    # torch.nn.TransformerEncoderLayer
+    "encoder_pre_gelu": ("encoder", base_config(**ENCODER, norm_placement="pre", activation="gelu")),
+    "encoder_post_relu": ("encoder", base_config(**ENCODER, norm_placement="post", activation="relu",
+                                                 final_norm=False)),
+    "encoder_pre_relu_bf16": ("encoder", base_config(**ENCODER, norm_placement="pre", activation="relu",
+                                                     dtype="bf16")),
+    "encoder_post_gelu_f16": ("encoder", base_config(**ENCODER, norm_placement="post", activation="gelu",
+                                                     dtype="f16", final_norm=False)),
+    # Llama/Qwen2 style: RMSNorm, GQA, RoPE, SwiGLU, QKV bias
+    "qwen2_f32": ("decoder", base_config(qkv_bias=True, rope_theta=1e6)),
+    "qwen2_f16": ("decoder", base_config(qkv_bias=True, rope_theta=1e6, dtype="f16")),
+    "qwen2_bf16": ("decoder", base_config(qkv_bias=True, rope_theta=1e6, dtype="bf16")),
+    "llama_mqa_partial_rope": ("decoder", base_config(num_kv_heads=1, rope_dim=8, num_layers=3)),
+    "pre_no_final_norm_gelu_tanh": ("decoder", base_config(final_norm=False, activation="gelu_tanh", mlp_bias=True)),
+    # the other placements and residual variants
+    "post_rms_relu": ("decoder", base_config(norm_placement="post", activation="relu", o_bias=True)),
+    "post_layer_final_norm": ("decoder", base_config(norm_placement="post", norm="layer", activation="gelu")),
+    "sandwich_geglu": ("decoder", base_config(norm_placement="sandwich", activation="gelu_glu")),
+    "sandwich_layer_bf16": ("decoder", base_config(norm_placement="sandwich", norm="layer", dtype="bf16")),
+    "deepnorm_layer": ("decoder", base_config(norm_placement="deepnorm", norm="layer", residual_scale=2.0,
+                                              activation="gelu", final_norm=False)),
+    "deepnorm_f16": ("decoder", base_config(norm_placement="deepnorm", residual_scale=1.5, dtype="f16")),
+    "pre_branch_scale": ("decoder", base_config(branch_scale=0.5)),
+    "pre_layer_scale": ("decoder", base_config(layer_scale=True)),
+    "post_layer_scale_branch": ("decoder", base_config(norm_placement="post", layer_scale=True, branch_scale=0.7)),
+    "sandwich_layer_scale_f16": ("decoder", base_config(norm_placement="sandwich", layer_scale=True, dtype="f16")),
+}
+GROUPS = {
+    "encoder": [n for n in CASES if n.startswith("encoder")],
+    "llama": ["qwen2_f32", "qwen2_f16", "qwen2_bf16", "llama_mqa_partial_rope", "pre_no_final_norm_gelu_tanh"],
+    "placements": [n for n in CASES if not n.startswith(("encoder", "qwen2", "llama", "pre_no"))],
+}
+
+
+class Skip(Exception):
+    pass
+
+
+def run_rill(rill, args):
+    proc = subprocess.run([rill, "run", *args], capture_output=True, text=True)
+    return proc.returncode, proc.stdout + proc.stderr
+
+
+def check_case(name, rill, backend, workdir, seed):
+    kind, config = CASES[name]
+    gen = torch.Generator().manual_seed(seed)
+    weights, reference = (encoder_case if kind == "encoder" else decoder_case)(gen, config)
+    dtype = config["dtype"]
+    # Weights go to the file in the model dtype for one case in two and as f32
+    # otherwise, so that both the direct and the converting load are exercised.
+    file_dtype = TORCH_DTYPES[dtype] if seed % 2 == 0 else torch.float32
+    case_dir = os.path.join(workdir, name)
+    os.makedirs(case_dir, exist_ok=True)
+    paths = {k: os.path.join(case_dir, f) for k, f in
+             dict(config="model.toml", weights="w.safetensors", input="x.npy").items()}
+    save_file({k: v.to(file_dtype).contiguous() for k, v in weights.items()}, paths["weights"])
+    with open(paths["config"], "w") as f:
+        f.write(toml_text(config, backend))
+    batch, tokens = 2, 9
+    x = torch.randn((batch, tokens, config["hidden_size"]), generator=gen, dtype=torch.float64)
+    np.save(paths["input"], x.numpy().astype(np.float32))
+    expected = reference(rounded(x.to(torch.float32), dtype)).numpy()
+
+    failures = []
+    for label, extra in (("prefill", []), ("prefill+decode", ["--decode-from", "4"]), ("decode only", ["--decode-from", "0"])):
+        out = os.path.join(case_dir, f"y_{label.replace(' ', '_').replace('+', '_')}.npy")
+        code, log = run_rill(rill, ["--config", paths["config"], "--weights", paths["weights"], "--input",
+                                    paths["input"], "--output", out] + extra)
+        if code != 0 and ("RILL_ERROR_BACKEND_UNAVAILABLE" in log or "RILL_ERROR_UNSUPPORTED" in log):
+            raise Skip(log.strip())
+        if code != 0:
+            failures.append(f"{label}: rill run failed ({code}): {log.strip()}")
+            continue
+        got = np.load(out).astype(np.float64)
+        nmse = float(((got - expected) ** 2).sum() / (expected ** 2).sum())
+        finite = bool(np.isfinite(got).all())
+        ok = finite and nmse <= NMSE_LIMIT[dtype]
+        print(f"  {name:28s} {dtype:4s} {label:15s} NMSE {nmse:.2e} (limit {NMSE_LIMIT[dtype]:.0e}) "
+              f"max|diff| {np.abs(got - expected).max():.2e} {'ok' if ok else 'FAIL'}")
+        if not ok:
+            failures.append(f"{label}: NMSE {nmse:.3e} over {NMSE_LIMIT[dtype]:.0e}" + ("" if finite else ", NaN/Inf"))
+    return failures
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rill", required=True, help="the rill executable")
+    parser.add_argument("--backend", default="cpu")
+    parser.add_argument("--group", choices=sorted(GROUPS), action="append",
+                        help="run only these groups of cases (default: all)")
+    parser.add_argument("--case", action="append", help="run only these cases")
+    args = parser.parse_args()
+    names = args.case or [n for g in (args.group or sorted(GROUPS)) for n in GROUPS[g]]
+    torch.set_num_threads(2)
+    failed = []
+    with tempfile.TemporaryDirectory(prefix="rill-layer-") as workdir:
+        for seed, name in enumerate(names):
+            try:
+                problems = check_case(name, args.rill, args.backend, workdir, seed)
+            except Skip as why:
+                print(f"skipped: the {args.backend} backend cannot run the layers: {why}")
+                return SKIP
+            failed += [f"{name}: {p}" for p in problems]
+    for f in failed:
+        print("FAIL", f)
+    print(f"{len(names) - len({f.split(':')[0] for f in failed})}/{len(names)} cases passed on {args.backend}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
