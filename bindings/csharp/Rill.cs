@@ -88,13 +88,19 @@ namespace Rill
         internal void Defer(ChildHandle child)
         {
             pending.Enqueue(child);
-            if (IsClosed) DrainPending();
+            if (closing) DrainPending();
         }
+
+        // Set once Dispose or the finalizer has run. IsClosed is not enough: it
+        // stays false while children still hold references.
+        volatile bool closing;
+        internal bool IsClosing { get { return closing || IsClosed; } }
 
         /// <summary>Closing (Dispose or the finalizer) destroys the queued children, whose
         /// references keep the context itself alive until then.</summary>
         protected override void Dispose(bool disposing)
         {
+            closing = true;
             base.Dispose(disposing);
             DrainPending();
         }
@@ -123,6 +129,17 @@ namespace Rill
 
         protected ChildHandle() : base(IntPtr.Zero, true) { }
         public override bool IsInvalid { get { return handle == IntPtr.Zero; } }
+
+        // Set once Dispose or the finalizer has run (IsClosed stays false while
+        // a child of this handle still holds a reference).
+        volatile bool closing;
+        internal bool IsClosing { get { return closing || IsClosed; } }
+
+        protected override void Dispose(bool disposing)
+        {
+            closing = true;
+            base.Dispose(disposing);
+        }
 
         internal void Adopt(SafeHandle parentHandle, ContextHandle contextHandle)
         {
@@ -245,7 +262,7 @@ namespace Rill
         /// <summary>The handle, after destroying what finalizers queued (this is the owning thread).</summary>
         internal ContextHandle Live()
         {
-            if (Handle.IsClosed) throw new ObjectDisposedException("Rill.Context");
+            if (Handle.IsClosing) throw new ObjectDisposedException("Rill.Context");
             Handle.DrainPending();
             return Handle;
         }
@@ -361,7 +378,7 @@ namespace Rill
         internal static TensorHandle Req(Tensor t, string name)
         {
             if (t == null) throw Errors.NullArgument(name);
-            if (t.Handle.IsClosed) throw new ObjectDisposedException("Rill.Tensor", name + ": the tensor is disposed");
+            if (t.Handle.IsClosing) throw new ObjectDisposedException("Rill.Tensor", name + ": the tensor is disposed");
             return t.Handle;
         }
 
@@ -369,7 +386,7 @@ namespace Rill
         internal static IntPtr Opt(Tensor t)
         {
             if (t == null) return IntPtr.Zero;
-            if (t.Handle.IsClosed) throw new ObjectDisposedException("Rill.Tensor");
+            if (t.Handle.IsClosing) throw new ObjectDisposedException("Rill.Tensor");
             return t.Handle.DangerousGetHandle();
         }
 
@@ -451,7 +468,7 @@ namespace Rill
 
         ModelHandle Live()
         {
-            if (Handle.IsClosed) throw new ObjectDisposedException("Rill.Model");
+            if (Handle.IsClosing) throw new ObjectDisposedException("Rill.Model");
             Context.Live();
             return Handle;
         }
@@ -507,7 +524,7 @@ namespace Rill
             IntPtr rawCache = IntPtr.Zero;
             if (cache != null)
             {
-                if (cache.Handle.IsClosed) throw new ObjectDisposedException("Rill.KvCache", "cache: the cache is disposed");
+                if (cache.Handle.IsClosing) throw new ObjectDisposedException("Rill.KvCache", "cache: the cache is disposed");
                 rawCache = cache.Handle.DangerousGetHandle();
             }
             Errors.Check(Native.rill_model_forward(Live(), rawCache, Tensor.Req(hidden, "hidden"), positions,
@@ -528,7 +545,7 @@ namespace Rill
 
         KvCacheHandle Live()
         {
-            if (Handle.IsClosed) throw new ObjectDisposedException("Rill.KvCache");
+            if (Handle.IsClosing) throw new ObjectDisposedException("Rill.KvCache");
             Model.Context.Live();
             return Handle;
         }

@@ -1,0 +1,340 @@
+// RillTests.cs — tests of the C# binding, with a small self-contained runner.
+//
+// usage: mono rill_tests.exe <backend> <path to rill.h>
+// exit: 0 all passed, 1 a test failed, 77 the backend is not available here.
+using System;
+using System.Collections.Generic;
+using System.IO;
+using System.Linq;
+using System.Reflection;
+using System.Runtime.InteropServices;
+using System.Text.RegularExpressions;
+using Rill;
+
+static class RillTests
+{
+    static string backend;
+    static string headerPath;
+
+    static int Main(string[] args)
+    {
+        if (args.Length != 2)
+        {
+            Console.Error.WriteLine("usage: rill_tests.exe <backend> <path to rill.h>");
+            return 2;
+        }
+        backend = args[0];
+        headerPath = args[1];
+        try
+        {
+            using (var probe = NewContext()) Console.WriteLine("backend " + probe.BackendName + ": " + probe.DeviceName);
+        }
+        catch (RillBackendUnavailableException e)
+        {
+            Console.WriteLine("skipped: backend " + backend + " not available: " + e.Message);
+            return 77;
+        }
+
+        var tests = typeof(RillTests).GetMethods(BindingFlags.Static | BindingFlags.NonPublic)
+                                     .Where(m => m.Name.StartsWith("Test")).OrderBy(m => m.Name).ToList();
+        int failed = 0;
+        foreach (MethodInfo test in tests)
+        {
+            try
+            {
+                test.Invoke(null, null);
+                Console.WriteLine("PASS " + test.Name);
+            }
+            catch (TargetInvocationException e)
+            {
+                ++failed;
+                Console.WriteLine("FAIL " + test.Name + ": " + e.InnerException);
+            }
+        }
+        Console.WriteLine((tests.Count - failed) + " of " + tests.Count + " tests passed on " + backend);
+        return failed == 0 ? 0 : 1;
+    }
+
+    // ---------------------------------------------------------------- helpers
+
+    static Context NewContext() { return new Context("[runtime]\nbackend = \"" + backend + "\"\n"); }
+
+    static void Assert(bool condition, string what)
+    {
+        if (!condition) throw new Exception("assertion failed: " + what);
+    }
+
+    static T Throws<T>(Action action, string what) where T : Exception
+    {
+        try
+        {
+            action();
+        }
+        catch (T e)
+        {
+            return e;
+        }
+        throw new Exception("expected " + typeof(T).Name + ": " + what);
+    }
+
+    static float[] Values(int count, int seed, double scale, double offset = 0)
+    {
+        var random = new Random(seed);
+        var values = new float[count];
+        for (int i = 0; i < count; ++i) values[i] = (float)(offset + scale * (2 * random.NextDouble() - 1));
+        return values;
+    }
+
+    static void Close(float[] actual, double[] expected, double tolerance, string what)
+    {
+        Assert(actual.Length == expected.Length, what + ": length");
+        double worst = 0;
+        for (int i = 0; i < actual.Length; ++i) worst = Math.Max(worst, Math.Abs(actual[i] - expected[i]));
+        if (!(worst <= tolerance)) throw new Exception(what + ": max |error| " + worst + " > " + tolerance);
+    }
+
+    // ------------------------------------------------------------------ tests
+
+    // Every function of rill.h has a DllImport with the same number of
+    // parameters, and nothing is declared that rill.h lacks.
+    static void TestDeclarationsMatchTheHeader()
+    {
+        string header = File.ReadAllText(headerPath);
+        var declared = new Dictionary<string, int>();
+        foreach (Match m in Regex.Matches(header, @"RILL_API\s+[^;{]*?\b(rill_\w+)\s*\(([^)]*)\)\s*;"))
+        {
+            string parameters = m.Groups[2].Value.Trim();
+            declared[m.Groups[1].Value] = parameters == "void" || parameters == "" ? 0 : parameters.Split(',').Length;
+        }
+        Assert(declared.Count > 40, "the header parses (" + declared.Count + " functions)");
+        var imported = typeof(Native).GetMethods(BindingFlags.Static | BindingFlags.Public)
+                                     .Where(m => m.Name.StartsWith("rill_")).ToList();
+        foreach (var pair in declared)
+        {
+            var overloads = imported.Where(m => m.Name == pair.Key).ToList();
+            Assert(overloads.Count > 0, pair.Key + " is declared in Native");
+            foreach (var m in overloads)
+                Assert(m.GetParameters().Length == pair.Value, pair.Key + " takes " + pair.Value + " parameters");
+        }
+        foreach (var m in imported) Assert(declared.ContainsKey(m.Name), m.Name + " is in rill.h");
+        Assert(Marshal.SizeOf(typeof(ModelDesc)) == 84, "ModelDesc has rill_model_desc's size");
+    }
+
+    static void TestVersionAndNames()
+    {
+        string header = File.ReadAllText(headerPath);
+        Func<string, int> part = name => int.Parse(Regex.Match(header, "#define RILL_VERSION_" + name + @" (\d+)").Groups[1].Value);
+        Assert(Library.Version == new Version(part("MAJOR"), part("MINOR"), part("PATCH")), "version matches rill.h");
+        foreach (Status s in Enum.GetValues(typeof(Status)))
+        {
+            string expected = s == Status.Ok ? "RILL_OK" : null;
+            string name = Library.StatusString(s);
+            Assert(expected == null ? name.StartsWith("RILL_ERROR_") : name == expected, "status name " + name);
+        }
+        Assert(Library.DTypeSize(DType.F32) == 4 && Library.DTypeSize(DType.BF16) == 2, "dtype sizes");
+        Assert(Library.DTypeName(DType.F16) == "f16", "dtype name");
+        Assert(Library.InfoReport().Contains("cpu"), "info report lists the CPU backend");
+    }
+
+    static void TestErrorsAreTypedAndCarryTheMessage()
+    {
+        var e = Throws<RillConfigException>(() => new Context("[runtime]\nno_such_key = 1\n"), "unknown key");
+        Assert(e.Message.Contains("no_such_key") && e.Message == Library.LastError, "message names the key");
+        Assert(e.Status == Status.Config, "status");
+        Throws<RillIOException>(() => Context.FromFile("/nonexistent/rill.toml"), "missing file");
+        using (var ctx = NewContext())
+        using (Tensor x = ctx.CreateTensor(DType.F32, 2, 8), w = ctx.CreateTensor(DType.F32, 7))
+        {
+            var shape = Throws<RillShapeException>(() => ctx.RmsNorm(x, w, 1e-6f, x), "weight of the wrong length");
+            Assert(shape.Message.Contains("weight"), "shape message names the argument");
+            var nul = Throws<RillInvalidArgumentException>(() => ctx.RmsNorm(null, null, 1e-6f, x), "null x");
+            Assert(nul.Message.StartsWith("x:"), "null message names the argument");
+            Throws<RillDTypeException>(() => x.WriteBits(new ushort[16]), "bits into an f32 tensor");
+            Throws<RillInvalidArgumentException>(() => x.WriteF32(new float[15]), "wrong count");
+            Throws<RillShapeException>(() => ctx.CreateTensor(DType.F32, 2, 0), "zero dim");
+        }
+    }
+
+    static void TestNormsAndResidualAgainstDoubles()
+    {
+        const int rows = 3, d = 40;
+        float[] x0 = Values(rows * d, 1, 2, 0.5), r0 = Values(rows * d, 2, 1), w0 = Values(d, 3, 0.5, 1), b0 = Values(d, 4, 0.3);
+        using (var ctx = NewContext())
+        using (Tensor x = ctx.CreateTensor(x0, rows, d), r = ctx.CreateTensor(r0, rows, d), w = ctx.CreateTensor(w0, d),
+               b = ctx.CreateTensor(b0, d), y = ctx.CreateTensor(DType.F32, rows, d))
+        {
+            ctx.RmsNorm(x, w, 1e-5f, y);
+            var expected = new double[rows * d];
+            for (int i = 0; i < rows; ++i)
+            {
+                double ss = 0;
+                for (int k = 0; k < d; ++k) ss += (double)x0[i * d + k] * x0[i * d + k];
+                for (int k = 0; k < d; ++k) expected[i * d + k] = x0[i * d + k] / Math.Sqrt(ss / d + 1e-5) * w0[k];
+            }
+            Close(y.ReadF32(), expected, 1e-4, "rms_norm");
+
+            // residual = 0.5 r + 2 x, then x = layer_norm(residual) * w + b
+            ctx.FusedAddLayerNorm(x, r, null, w, b, 1e-5f, 0.5f, 2f);
+            var res = new double[rows * d];
+            for (int i = 0; i < rows * d; ++i) res[i] = 0.5 * r0[i] + 2.0 * x0[i];
+            Close(r.ReadF32(), res, 1e-5, "fused residual");
+            for (int i = 0; i < rows; ++i)
+            {
+                double mean = 0, variance = 0;
+                for (int k = 0; k < d; ++k) mean += res[i * d + k] / d;
+                for (int k = 0; k < d; ++k) variance += (res[i * d + k] - mean) * (res[i * d + k] - mean) / d;
+                for (int k = 0; k < d; ++k)
+                    expected[i * d + k] = (res[i * d + k] - mean) / Math.Sqrt(variance + 1e-5) * w0[k] + b0[k];
+            }
+            Close(x.ReadF32(), expected, 1e-4, "fused layer_norm");
+        }
+    }
+
+    static void TestGemmAndActivationAgainstDoubles()
+    {
+        const int rows = 5, k = 24, n = 12;
+        float[] a0 = Values(rows * k, 5, 1), w0 = Values(n * k, 6, 0.3), b0 = Values(n, 7, 0.2), c0 = Values(rows * n, 8, 1);
+        using (var ctx = NewContext())
+        using (Tensor a = ctx.CreateTensor(a0, rows, k), w = ctx.CreateTensor(w0, n, k), b = ctx.CreateTensor(b0, n),
+               c = ctx.CreateTensor(c0, rows, n), g = ctx.CreateTensor(DType.F32, rows, n))
+        {
+            ctx.Gemm(a, w, b, 0.5f, 2f, c);
+            var expected = new double[rows * n];
+            for (int i = 0; i < rows; ++i)
+                for (int j = 0; j < n; ++j)
+                {
+                    double acc = 0;
+                    for (int t = 0; t < k; ++t) acc += (double)a0[i * k + t] * w0[j * k + t];
+                    expected[i * n + j] = 0.5 * acc + 2.0 * c0[i * n + j] + b0[j];
+                }
+            Close(c.ReadF32(), expected, 1e-4, "gemm");
+
+            float[] cOut = c.ReadF32();
+            ctx.Activation(ActFn.Silu, c, null, g);
+            var silu = new double[rows * n];
+            for (int i = 0; i < silu.Length; ++i) silu[i] = cOut[i] / (1 + Math.Exp(-cOut[i]));
+            Close(g.ReadF32(), silu, 1e-5, "silu");
+        }
+    }
+
+    static void TestSixteenBitStorage()
+    {
+        float[] values = Values(64, 9, 4);
+        using (var ctx = NewContext())
+        using (Tensor h = ctx.CreateTensor(DType.F16, 64), b = ctx.CreateTensor(DType.BF16, 8, 8))
+        {
+            h.WriteF32(values);
+            b.WriteF32(values);
+            var exact = values.Select(v => (double)v).ToArray();
+            Close(h.ReadF32(), exact, 4 * 1e-3, "f16 round trip");
+            Close(b.ReadF32(), exact, 4 * 8e-3, "bf16 round trip");
+            ushort[] bits = b.ReadBits();
+            for (int i = 0; i < bits.Length; ++i)  // bf16 is the top half of the f32 bits
+            {
+                uint f32 = BitConverter.ToUInt32(BitConverter.GetBytes(b.ReadF32()[i]), 0);
+                Assert(bits[i] == (ushort)(f32 >> 16), "bf16 bits are the top of the f32 bits");
+            }
+            b.WriteBits(bits);
+            Assert(b.ReadBits().SequenceEqual(bits), "bits write back unchanged");
+            Assert(h.NBytes == 128 && b.Shape.SequenceEqual(new long[] { 8, 8 }), "sizes and shape");
+        }
+    }
+
+    static void TestDecoderStackCachedDecodeMatchesPrefill()
+    {
+        using (var ctx = NewContext())
+        {
+            ModelDesc desc = ModelDesc.Defaults();
+            Assert(desc.StructSize == 84 && desc.RopeTheta == 10000f, "defaults from rill_model_desc_init");
+            desc.NumLayers = 1;
+            desc.HiddenSize = 32;
+            desc.NumHeads = 4;
+            desc.NumKvHeads = 2;
+            desc.IntermediateSize = 64;
+            using (Model model = ctx.CreateModel(desc))
+            {
+                var missing = Throws<RillInvalidArgumentException>(() => model.CheckWeights(), "no weights yet");
+                Assert(missing.Message.Contains("model.layers.0."), "names the missing weight");
+                string p = "model.layers.0.";
+                int seed = 20;
+                foreach (var wt in new[] { Tuple.Create("self_attn.q_proj.weight", 32, 32), Tuple.Create("self_attn.k_proj.weight", 16, 32),
+                                           Tuple.Create("self_attn.v_proj.weight", 16, 32), Tuple.Create("self_attn.o_proj.weight", 32, 32),
+                                           Tuple.Create("mlp.gate_proj.weight", 64, 32), Tuple.Create("mlp.up_proj.weight", 64, 32),
+                                           Tuple.Create("mlp.down_proj.weight", 32, 64) })
+                    model.SetWeight(p + wt.Item1, new long[] { wt.Item2, wt.Item3 }, Values(wt.Item2 * wt.Item3, seed++, 0.2));
+                model.SetWeight(p + "input_layernorm.weight", new long[] { 32 }, Values(32, seed++, 0.1, 1));
+                model.SetWeight(p + "post_attention_layernorm.weight", new long[] { 32 }, Values(32, seed++, 0.1, 1));
+                model.SetWeight("model.norm.weight", new long[] { 32 }, Values(32, seed++, 0.1, 1));
+                Throws<RillShapeException>(() => model.SetWeight("model.norm.weight", new long[] { 31 }, new float[31]), "wrong shape");
+                model.CheckWeights();
+
+                float[] tokens = Values(3 * 32, 30, 1);
+                float[] full;
+                using (Tensor h = ctx.CreateTensor(tokens, 1, 3, 32))
+                {
+                    try
+                    {
+                        model.Forward(h);
+                    }
+                    catch (RillUnsupportedException e)
+                    {
+                        Console.WriteLine("  (decoder stack unsupported on " + backend + ": " + e.Message + ")");
+                        return;
+                    }
+                    full = h.ReadF32();
+                }
+                using (KvCache cache = model.CreateKvCache(1, 4))
+                {
+                    using (Tensor h = ctx.CreateTensor(tokens.Take(64).ToArray(), 1, 2, 32)) model.Forward(h, cache);
+                    using (Tensor h = ctx.CreateTensor(tokens.Skip(64).ToArray(), 1, 1, 32))
+                    {
+                        model.Forward(h, cache, new[] { 2 });
+                        Close(h.ReadF32(), full.Skip(64).Select(v => (double)v).ToArray(), 1e-4, "decode step");
+                    }
+                    Assert(cache.Length(0) == 3, "cache length");
+                    cache.SetLength(0, 1);
+                    Assert(cache.Length(0) == 1, "cache length after SetLength");
+                    Throws<RillInvalidArgumentException>(() => cache.Length(5), "sequence out of range");
+                }
+            }
+        }
+    }
+
+    // Dispose in any order: the context is destroyed after its children.
+    static void TestDisposeOrderAndFinalizers()
+    {
+        var ctx = NewContext();
+        Tensor t = ctx.CreateTensor(new float[] { 1, 2, 3 }, 3);
+        ctx.Dispose();
+        Throws<ObjectDisposedException>(() => t.ReadF32(), "a tensor of a disposed context");
+        t.Dispose();
+        t.Dispose();
+
+        using (var ctx2 = NewContext())
+        {
+            for (int i = 0; i < 200; ++i) ctx2.CreateTensor(DType.F32, 64, 64); // left to the finalizer
+            GC.Collect();
+            GC.WaitForPendingFinalizers();
+            using (Tensor u = ctx2.CreateTensor(new float[] { 3, 4 }, 1, 2), v = ctx2.CreateTensor(DType.F32, 1, 2))
+            {
+                ctx2.RmsNorm(u, null, 0f, v); // drains what the finalizer queued, on this thread
+                Close(v.ReadF32(), new[] { 3 / Math.Sqrt(12.5), 4 / Math.Sqrt(12.5) }, 1e-6, "after finalizers");
+            }
+        }
+    }
+
+    static void TestLogCallback()
+    {
+        var messages = new List<string>();
+        Library.SetLogCallback((level, message) => { lock (messages) messages.Add(level + ": " + message); }, LogLevel.Debug);
+        try
+        {
+            using (NewContext()) { }
+        }
+        finally
+        {
+            Library.SetLogCallback(null, LogLevel.Info);
+        }
+        Assert(messages.Count > 0, "creating a context logs its backend selection");
+    }
+}
