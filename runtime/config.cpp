@@ -71,7 +71,7 @@ class Checker {
     if (!node.is_string()) wrong_type(node, key, "a string");
     const std::string value = node.as_string()->get();
     if (allow_auto && value == "auto") return value;
-    if (!is_backend_identifier(value)) {
+    if (!is_backend_identifier(value) || value == "auto") {
       error_at(node.source(), "'" + key + "': expected " + std::string(allow_auto ? "\"auto\" or " : "") +
                                   "a backend name (cpu, cuda, vulkan, or a plugin name of [a-z0-9_]), got \"" +
                                   value + "\"");
@@ -182,7 +182,7 @@ rill_status parse_config(std::string_view text, const std::string& source, const
   }
   const Checker check(source);
   try {
-    check.only_keys(root, "", {"runtime", "backend"});
+    check.only_keys(root, "", {"runtime", "backend", "model"});  // [model]: rill_model_desc_from_toml
     if (const toml::table* runtime = check.table_at(root, "runtime", "runtime")) read_runtime(check, *runtime, config);
     if (const toml::table* backends = check.table_at(root, "backend", "backend")) read_backends(check, *backends, config);
   } catch (const ConfigError& e) {

@@ -53,7 +53,7 @@ rill_status backend_failure(const char* function, const std::string& backend, ri
   const rill_status reported = (status == RILL_OK || !is_known_status(status)) ? RILL_ERROR_BACKEND : status;
   std::string text = backend_message(status);
   if (status == RILL_OK) text = "returned no result";
-  else if (!is_known_status(status)) text += " (returned unknown status " + std::to_string(static_cast<long long>(status)) + ")";
+  else if (!is_known_status(status)) text += " (returned unknown status " + std::to_string(static_cast<int>(status)) + ")";
   return fail(reported, std::string(function) + ": " + backend + " backend: " + text);
 }
 
