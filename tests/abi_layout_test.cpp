@@ -1,0 +1,96 @@
+// Pins the layout of every struct in rill_backend.h and the values of the
+// public enums. Plugins built against an older header must keep working, so
+// these numbers may only ever be extended, never changed. Offsets are for the
+// LP64 ABI (x86-64 and AArch64 Linux) that the plugins are built for.
+#include <doctest/doctest.h>
+
+#include <cstddef>
+
+#include "rill_backend.h"
+
+static_assert(sizeof(void*) == 8, "the pinned offsets below are for LP64 targets");
+
+// rill_host_services
+static_assert(offsetof(rill_host_services, abi_version) == 0);
+static_assert(offsetof(rill_host_services, struct_size) == 4);
+static_assert(offsetof(rill_host_services, log) == 8);
+static_assert(offsetof(rill_host_services, fail) == 16);
+static_assert(sizeof(rill_host_services) == 24);
+
+// rill_backend_tensor
+static_assert(offsetof(rill_backend_tensor, buffer) == 0);
+static_assert(offsetof(rill_backend_tensor, offset) == 8);
+static_assert(offsetof(rill_backend_tensor, dtype) == 16);
+static_assert(offsetof(rill_backend_tensor, ndim) == 20);
+static_assert(offsetof(rill_backend_tensor, shape) == 24);
+static_assert(sizeof(rill_backend_tensor) == 56);
+
+// rill_backend_context_options
+static_assert(offsetof(rill_backend_context_options, struct_size) == 0);
+static_assert(offsetof(rill_backend_context_options, device_index) == 4);
+static_assert(offsetof(rill_backend_context_options, device_name) == 8);
+static_assert(offsetof(rill_backend_context_options, threads) == 16);
+static_assert(offsetof(rill_backend_context_options, allow_tf32) == 20);
+static_assert(sizeof(rill_backend_context_options) == 24);
+
+// rill_backend_device_info
+static_assert(offsetof(rill_backend_device_info, struct_size) == 0);
+static_assert(offsetof(rill_backend_device_info, name) == 4);
+static_assert(sizeof(rill_backend_device_info::name) == 256);
+static_assert(offsetof(rill_backend_device_info, type) == 260);
+static_assert(offsetof(rill_backend_device_info, memory_bytes) == 264);
+static_assert(offsetof(rill_backend_device_info, subgroup_size) == 272);
+static_assert(offsetof(rill_backend_device_info, details) == 276);
+static_assert(sizeof(rill_backend_device_info::details) == 512);
+static_assert(sizeof(rill_backend_device_info) == 792);
+
+// rill_backend_ops: version 1 members, then version 2's.
+static_assert(offsetof(rill_backend_ops, abi_version) == 0);
+static_assert(offsetof(rill_backend_ops, struct_size) == 4);
+static_assert(offsetof(rill_backend_ops, residual_add) == 8);
+static_assert(offsetof(rill_backend_ops, rms_norm) == 16);
+static_assert(offsetof(rill_backend_ops, layer_norm) == 24);
+static_assert(offsetof(rill_backend_ops, fused_add_rms_norm) == 32);
+static_assert(offsetof(rill_backend_ops, fused_add_layer_norm) == 40);
+static_assert(offsetof(rill_backend_ops, gemm) == 48);
+static_assert(offsetof(rill_backend_ops, rope) == 56);
+static_assert(offsetof(rill_backend_ops, attention) == 64);
+static_assert(offsetof(rill_backend_ops, activation) == 72);
+static_assert(sizeof(rill_backend_ops) == 80);
+
+// rill_backend
+static_assert(offsetof(rill_backend, abi_version) == 0);
+static_assert(offsetof(rill_backend, struct_size) == 4);
+static_assert(offsetof(rill_backend, name) == 8);
+static_assert(offsetof(rill_backend, device_count) == 16);
+static_assert(offsetof(rill_backend, describe_device) == 24);
+static_assert(offsetof(rill_backend, context_create) == 32);
+static_assert(offsetof(rill_backend, context_destroy) == 40);
+static_assert(offsetof(rill_backend, context_device_name) == 48);
+static_assert(offsetof(rill_backend, synchronize) == 56);
+static_assert(offsetof(rill_backend, buffer_alloc) == 64);
+static_assert(offsetof(rill_backend, buffer_free) == 72);
+static_assert(offsetof(rill_backend, buffer_write) == 80);
+static_assert(offsetof(rill_backend, buffer_read) == 88);
+static_assert(offsetof(rill_backend, buffer_copy) == 96);
+static_assert(offsetof(rill_backend, ops) == 104);
+static_assert(sizeof(rill_backend) == 112);
+
+// Enums cross the boundary as 32-bit integers with fixed values.
+static_assert(sizeof(rill_status) == 4 && sizeof(rill_dtype) == 4 && sizeof(rill_device_type) == 4);
+static_assert(RILL_OK == 0 && RILL_ERROR_INVALID_ARGUMENT == 1 && RILL_ERROR_SHAPE == 2 && RILL_ERROR_DTYPE == 3 &&
+              RILL_ERROR_OUT_OF_MEMORY == 4 && RILL_ERROR_BACKEND_UNAVAILABLE == 5 && RILL_ERROR_CONFIG == 6 &&
+              RILL_ERROR_IO == 7 && RILL_ERROR_UNSUPPORTED == 8 && RILL_ERROR_BACKEND == 9 &&
+              RILL_ERROR_INTERNAL == 10);
+static_assert(RILL_DTYPE_F32 == 0 && RILL_DTYPE_F16 == 1 && RILL_DTYPE_BF16 == 2);
+static_assert(RILL_LOG_DEBUG == 0 && RILL_LOG_INFO == 1 && RILL_LOG_WARNING == 2 && RILL_LOG_ERROR == 3);
+static_assert(RILL_DEVICE_TYPE_CPU == 0 && RILL_DEVICE_TYPE_DISCRETE_GPU == 1 && RILL_DEVICE_TYPE_INTEGRATED_GPU == 2 &&
+              RILL_DEVICE_TYPE_VIRTUAL_GPU == 3 && RILL_DEVICE_TYPE_CPU_IMPLEMENTATION == 4 &&
+              RILL_DEVICE_TYPE_OTHER == 5);
+static_assert(RILL_BACKEND_ABI_MIN_VERSION >= 1 && RILL_BACKEND_ABI_MIN_VERSION <= RILL_BACKEND_ABI_VERSION);
+
+// The layout is checked when this file compiles; the case below checks that
+// the library this test links against was built from the same header version.
+TEST_CASE("the loaded library matches the header") {
+  CHECK(rill_version_number() == RILL_VERSION_NUMBER);
+}

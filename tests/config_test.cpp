@@ -1,0 +1,169 @@
+// The TOML config: defaults, every key accepted, and each kind of error
+// (unknown key, wrong type, bad value, syntax) reported as RILL_ERROR_CONFIG
+// with the key and its line:column.
+#include <doctest/doctest.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <unistd.h>
+
+#include "rill.h"
+
+namespace {
+
+// "line:column" (1-based) of the first occurrence of needle in text, computed
+// from the text itself so that the expectation does not depend on the parser.
+std::string position_of(const std::string& text, const std::string& needle) {
+  const size_t at = text.find(needle);
+  REQUIRE(at != std::string::npos);
+  size_t line = 1, column = 1;
+  for (size_t i = 0; i < at; ++i) {
+    if (text[i] == '\n') {
+      ++line;
+      column = 1;
+    } else {
+      ++column;
+    }
+  }
+  return std::to_string(line) + ":" + std::to_string(column);
+}
+
+// Creates a context from text, expecting RILL_ERROR_CONFIG with a message that
+// names key and the position of at (the first occurrence of that text).
+void expect_config_error(const std::string& text, const std::string& key, const std::string& at) {
+  CAPTURE(text);
+  rill_context* ctx = nullptr;
+  const rill_status status = rill_context_create(text.c_str(), &ctx);
+  CHECK_MESSAGE(status == RILL_ERROR_CONFIG, rill_status_string(status), ": ", rill_last_error());
+  CHECK(ctx == nullptr);
+  const std::string message = rill_last_error();
+  CHECK_MESSAGE(message.find(key) != std::string::npos, "key '", key, "' missing from: ", message);
+  const std::string where = ":" + position_of(text, at) + ":";
+  CHECK_MESSAGE(message.find(where) != std::string::npos, "position ", where, " missing from: ", message);
+}
+
+std::string create_backend(const char* text) {
+  rill_context* ctx = nullptr;
+  const rill_status status = rill_context_create(text, &ctx);
+  REQUIRE_MESSAGE(status == RILL_OK, rill_status_string(status), ": ", rill_last_error());
+  std::string name = rill_context_backend_name(ctx);
+  rill_context_destroy(ctx);
+  return name;
+}
+
+}  // namespace
+
+TEST_CASE("defaults: NULL, empty and comment-only configs create a context") {
+  CHECK(!create_backend(nullptr).empty());
+  CHECK(!create_backend("").empty());
+  CHECK(!create_backend("# nothing but a comment\n\n").empty());
+}
+
+TEST_CASE("every documented key is accepted") {
+  const char* text =
+      "[runtime]\n"
+      "backend = \"cpu\"\n"
+      "prefer = [\"cuda\", \"vulkan\", \"cpu\"]\n"
+      "plugin_dir = \"/opt/game/rill\"\n"
+      "[backend.cpu]\n"
+      "threads = 1\n"
+      "[backend.cuda]\n"
+      "device = 0\n"
+      "tf32 = true\n"
+      "[backend.vulkan]\n"
+      "device = \"Radeon\"\n";
+  CHECK(create_backend(text) == "cpu");
+  CHECK(create_backend("[backend.vulkan]\ndevice = 3\n[runtime]\nbackend = \"cpu\"\n") == "cpu");
+  CHECK(create_backend("runtime.backend = \"auto\"\nruntime.prefer = [\"cpu\"]\n") == "cpu");
+}
+
+TEST_CASE("unknown keys and tables") {
+  expect_config_error("bogus = 1\n", "bogus", "bogus");
+  expect_config_error("[runtime]\nbackend = \"cpu\"\nbakend = \"cpu\"\n", "runtime.bakend", "bakend");
+  expect_config_error("[runtime]\nbackend = \"cpu\"\n\n[backend.tpu]\ncores = 4\n", "backend.tpu", "tpu");
+  expect_config_error("[backend.cpu]\nthreads = 2\nthread_count = 2\n", "backend.cpu.thread_count", "thread_count");
+  expect_config_error("[backend.cuda]\nstream = 1\n", "backend.cuda.stream", "stream");
+  expect_config_error("[backend.vulkan]\n  validation = true\n", "backend.vulkan.validation", "validation");
+}
+
+TEST_CASE("wrong types") {
+  expect_config_error("runtime = 3\n", "runtime", "3");
+  expect_config_error("[runtime]\nbackend = 1\n", "runtime.backend", "1");
+  expect_config_error("[runtime]\nprefer = \"cpu\"\n", "runtime.prefer", "\"cpu\"");
+  expect_config_error("[runtime]\nprefer = [\"cpu\", 2]\n", "runtime.prefer", "2");
+  expect_config_error("[runtime]\nplugin_dir = false\n", "runtime.plugin_dir", "false");
+  expect_config_error("backend = \"cpu\"\n", "backend", "\"cpu\"");
+  expect_config_error("[backend.cpu]\nthreads = \"four\"\n", "backend.cpu.threads", "\"four\"");
+  expect_config_error("[backend.cpu]\nthreads = 1.5\n", "backend.cpu.threads", "1.5");
+  expect_config_error("[backend.cuda]\ndevice = \"H200\"\n", "backend.cuda.device", "\"H200\"");
+  expect_config_error("[backend.cuda]\ntf32 = 1\n", "backend.cuda.tf32", "1");
+  expect_config_error("[backend.vulkan]\ndevice = [0]\n", "backend.vulkan.device", "[0]");
+}
+
+TEST_CASE("bad values") {
+  expect_config_error("[runtime]\nbackend = \"Vulkan\"\n", "runtime.backend", "\"Vulkan\"");
+  expect_config_error("[runtime]\nbackend = \"\"\n", "runtime.backend", "\"\"");
+  expect_config_error("[runtime]\nbackend = \"../evil\"\n", "runtime.backend", "\"../evil\"");
+  expect_config_error("[runtime]\nprefer = []\n", "runtime.prefer", "[]");
+  expect_config_error("[runtime]\nprefer = [\"cpu\", \"auto\"]\n", "runtime.prefer", "\"auto\"");
+  expect_config_error("[runtime]\nprefer = [\"cpu\", \"cuda\", \"cpu\"]\n", "runtime.prefer", "\"cpu\"]");
+  expect_config_error("[runtime]\nplugin_dir = \"\"\n", "runtime.plugin_dir", "\"\"");
+  expect_config_error("[backend.cpu]\nthreads = -1\n", "backend.cpu.threads", "-1");
+  expect_config_error("[backend.cpu]\nthreads = 100000000\n", "backend.cpu.threads", "100000000");
+  expect_config_error("[backend.cuda]\ndevice = -2\n", "backend.cuda.device", "-2");
+  expect_config_error("[backend.vulkan]\ndevice = \"\"\n", "backend.vulkan.device", "\"\"");
+}
+
+TEST_CASE("syntax errors carry line:column") {
+  for (const char* text : {"[runtime\nbackend = \"cpu\"\n", "[runtime]\nbackend = \n", "[runtime]\nbackend = \"cpu\n",
+                           "[runtime]\nbackend = \"cpu\"\nbackend = \"cpu\"\n"}) {
+    CAPTURE(text);
+    rill_context* ctx = nullptr;
+    CHECK(rill_context_create(text, &ctx) == RILL_ERROR_CONFIG);
+    const std::string message = rill_last_error();
+    CHECK_MESSAGE(message.find("TOML syntax error") != std::string::npos, message);
+    // "config:<line>:<column>: ": digits on both sides of the colon.
+    const size_t at = message.find("config:");
+    REQUIRE(at != std::string::npos);
+    int line = 0, column = 0;
+    CHECK(std::sscanf(message.c_str() + at, "config:%d:%d:", &line, &column) == 2);
+    CHECK(line >= 1);
+    CHECK(line <= 3);
+    CHECK(column >= 1);
+  }
+}
+
+TEST_CASE("a plugin name is accepted and looked up, not rejected as config") {
+  rill_context* ctx = nullptr;
+  CHECK(rill_context_create("[runtime]\nbackend = \"acme_npu2\"\n", &ctx) == RILL_ERROR_BACKEND_UNAVAILABLE);
+  CHECK(std::string(rill_last_error()).find("librill-acme_npu2.so not found") != std::string::npos);
+  CHECK(rill_context_create("[runtime]\nprefer = [\"acme_npu2\"]\n", &ctx) == RILL_ERROR_BACKEND_UNAVAILABLE);
+  const std::string message = rill_last_error();
+  CHECK_MESSAGE(message.find("acme_npu2: skipped: ") != std::string::npos, message);
+  CHECK(ctx == nullptr);
+}
+
+TEST_CASE("config files: errors name the file") {
+  std::string pattern = (std::filesystem::temp_directory_path() / "rill_config_test_XXXXXX").string();
+  char* path = pattern.data();
+  const int fd = mkstemp(path);
+  REQUIRE(fd >= 0);
+  const std::string text = "[runtime]\nbackend = \"cpu\"\n[backend.cpu]\nthreads = -4\n";
+  REQUIRE(write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size()));
+  close(fd);
+  rill_context* ctx = nullptr;
+  CHECK(rill_context_create_from_file(path, &ctx) == RILL_ERROR_CONFIG);
+  const std::string message = rill_last_error();
+  CHECK_MESSAGE(message.find(std::string(path) + ":" + position_of(text, "-4")) != std::string::npos, message);
+  CHECK(message.find("backend.cpu.threads") != std::string::npos);
+  std::FILE* file = std::fopen(path, "w");
+  REQUIRE(file != nullptr);
+  std::fputs("[runtime]\nbackend = \"cpu\"\n", file);
+  std::fclose(file);
+  REQUIRE(rill_context_create_from_file(path, &ctx) == RILL_OK);
+  CHECK(std::string(rill_context_backend_name(ctx)) == "cpu");
+  rill_context_destroy(ctx);
+  std::remove(path);
+}

@@ -1,0 +1,262 @@
+/* A small host-memory backend built as several plugins, one per way a plugin
+   can go wrong (FAKE_MODE_*), plus the working one. Each is compiled from this
+   file with FAKE_NAME (the backend name) and one FAKE_MODE_* defined.
+
+   The working backend implements residual_add on f32 only; rms_norm always
+   fails at run time; the other ops are absent: layer_norm and the fused ops are
+   NULL, and gemm and everything after it lie beyond the ops table's
+   struct_size (gemm is set to a function that aborts, to prove the runtime
+   never calls a member past struct_size). */
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rill_backend.h"
+
+#ifndef FAKE_NAME
+#error "FAKE_NAME must name the backend"
+#endif
+
+#if defined(FAKE_MODE_MISSING_DEPENDENCY)
+/* Defined in a library that is deliberately not installed next to the plugin. */
+int fake_dependency_answer(void);
+#endif
+
+static const rill_host_services* g_host;
+
+struct rill_backend_buffer {
+  size_t bytes;
+  unsigned char data[];
+};
+
+struct rill_backend_context {
+  int device;
+};
+
+static rill_status fake_device_count(uint32_t* out_count) {
+#if defined(FAKE_MODE_NO_DRIVER)
+  (void)out_count;
+  return g_host->fail(RILL_ERROR_BACKEND_UNAVAILABLE, "libfakedriver.so.1: cannot open shared object file");
+#elif defined(FAKE_MODE_ZERO_DEVICES)
+  *out_count = 0;
+  return RILL_OK;
+#else
+  *out_count = 1;
+  return RILL_OK;
+#endif
+}
+
+static rill_status fake_describe_device(uint32_t index, rill_backend_device_info* out_info) {
+  if (index != 0) return g_host->fail(RILL_ERROR_INVALID_ARGUMENT, "fake: no such device");
+  strcpy(out_info->name, "fake host device");
+#if defined(FAKE_MODE_CPU_IMPLEMENTATION)
+  out_info->type = RILL_DEVICE_TYPE_CPU_IMPLEMENTATION;
+#else
+  out_info->type = RILL_DEVICE_TYPE_OTHER;
+#endif
+  out_info->memory_bytes = 1u << 20;
+  out_info->subgroup_size = 1;
+  strcpy(out_info->details, "host memory, f32 residual_add only");
+  return RILL_OK;
+}
+
+static rill_status fake_context_create(const rill_backend_context_options* options, rill_backend_context** out_ctx) {
+  rill_backend_context* ctx = (rill_backend_context*)malloc(sizeof(*ctx));
+  if (ctx == NULL) return g_host->fail(RILL_ERROR_OUT_OF_MEMORY, "fake: out of memory");
+  ctx->device = options->device_index;
+  *out_ctx = ctx;
+  return RILL_OK;
+}
+
+static void fake_context_destroy(rill_backend_context* ctx) { free(ctx); }
+
+static const char* fake_context_device_name(rill_backend_context* ctx) {
+  (void)ctx;
+  return "fake host device";
+}
+
+static rill_status fake_synchronize(rill_backend_context* ctx) {
+  (void)ctx;
+  return RILL_OK;
+}
+
+static rill_status fake_buffer_alloc(rill_backend_context* ctx, uint64_t bytes, rill_backend_buffer** out_buffer) {
+  (void)ctx;
+  if (bytes > SIZE_MAX - sizeof(rill_backend_buffer)) {
+    return g_host->fail(RILL_ERROR_OUT_OF_MEMORY, "fake: buffer larger than the address space");
+  }
+  rill_backend_buffer* buffer = (rill_backend_buffer*)malloc(sizeof(rill_backend_buffer) + (size_t)bytes);
+  if (buffer == NULL) return g_host->fail(RILL_ERROR_OUT_OF_MEMORY, "fake: malloc failed");
+  buffer->bytes = (size_t)bytes;
+  *out_buffer = buffer;
+  return RILL_OK;
+}
+
+static void fake_buffer_free(rill_backend_context* ctx, rill_backend_buffer* buffer) {
+  (void)ctx;
+  free(buffer);
+}
+
+static rill_status fake_buffer_write(rill_backend_context* ctx, rill_backend_buffer* buffer, uint64_t offset,
+                                     const void* src, uint64_t bytes) {
+  (void)ctx;
+  memcpy(buffer->data + offset, src, (size_t)bytes);
+  return RILL_OK;
+}
+
+static rill_status fake_buffer_read(rill_backend_context* ctx, rill_backend_buffer* buffer, uint64_t offset,
+                                    void* dst, uint64_t bytes) {
+  (void)ctx;
+  memcpy(dst, buffer->data + offset, (size_t)bytes);
+  return RILL_OK;
+}
+
+static rill_status fake_buffer_copy(rill_backend_context* ctx, rill_backend_buffer* src, uint64_t src_offset,
+                                    rill_backend_buffer* dst, uint64_t dst_offset, uint64_t bytes) {
+  (void)ctx;
+  memmove(dst->data + dst_offset, src->data + src_offset, (size_t)bytes);
+  return RILL_OK;
+}
+
+static float* f32_data(const rill_backend_tensor* t) { return (float*)(void*)(t->buffer->data + t->offset); }
+
+static size_t numel(const rill_backend_tensor* t) {
+  size_t n = 1;
+  for (int32_t i = 0; i < t->ndim; ++i) n *= (size_t)t->shape[i];
+  return n;
+}
+
+static rill_status fake_residual_add(rill_backend_context* ctx, const rill_backend_tensor* residual,
+                                     const rill_backend_tensor* update, const rill_backend_tensor* gain,
+                                     float residual_scale, float update_scale) {
+  (void)ctx;
+  if (residual->dtype != RILL_DTYPE_F32) {
+    return g_host->fail(RILL_ERROR_UNSUPPORTED, "fake: residual_add supports f32 only");
+  }
+  const size_t n = numel(residual);
+  const size_t d = (size_t)residual->shape[residual->ndim - 1];
+  float* r = f32_data(residual);
+  const float* u = f32_data(update);
+  const float* g = gain != NULL ? f32_data(gain) : NULL;
+  for (size_t i = 0; i < n; ++i) r[i] = residual_scale * r[i] + update_scale * (g != NULL ? g[i % d] : 1.0f) * u[i];
+  return RILL_OK;
+}
+
+static rill_status fake_rms_norm(rill_backend_context* ctx, const rill_backend_tensor* x,
+                                 const rill_backend_tensor* weight, float eps, const rill_backend_tensor* out) {
+  (void)ctx;
+  (void)x;
+  (void)weight;
+  (void)eps;
+  (void)out;
+  return g_host->fail(RILL_ERROR_BACKEND, "fake: simulated device loss");
+}
+
+static rill_status fake_gemm_must_not_be_called(rill_backend_context* ctx, const rill_backend_tensor* a,
+                                                const rill_backend_tensor* w, const rill_backend_tensor* bias,
+                                                float alpha, float beta, const rill_backend_tensor* out) {
+  (void)ctx;
+  (void)a;
+  (void)w;
+  (void)bias;
+  (void)alpha;
+  (void)beta;
+  (void)out;
+  abort();
+}
+
+static const rill_backend_ops g_ops = {
+    /* .abi_version = */ 1,
+    /* .struct_size = */ (uint32_t)offsetof(rill_backend_ops, gemm),
+    /* .residual_add = */ fake_residual_add,
+    /* .rms_norm = */ fake_rms_norm,
+    /* .layer_norm = */ NULL,
+    /* .fused_add_rms_norm = */ NULL,
+    /* .fused_add_layer_norm = */ NULL,
+    /* .gemm = */ fake_gemm_must_not_be_called,
+    /* .rope = */ NULL,
+    /* .attention = */ NULL,
+    /* .activation = */ NULL,
+};
+
+static const rill_backend g_backend = {
+    /* .abi_version = */ 1,
+#if defined(FAKE_MODE_SMALL_TABLE)
+    /* .struct_size = */ (uint32_t)offsetof(rill_backend, buffer_copy),
+#else
+    /* .struct_size = */ (uint32_t)sizeof(rill_backend),
+#endif
+#if defined(FAKE_MODE_WRONG_NAME)
+    /* .name = */ "someone_else",
+#else
+    /* .name = */ FAKE_NAME,
+#endif
+    /* .device_count = */ fake_device_count,
+    /* .describe_device = */ fake_describe_device,
+    /* .context_create = */ fake_context_create,
+    /* .context_destroy = */ fake_context_destroy,
+    /* .context_device_name = */ fake_context_device_name,
+    /* .synchronize = */ fake_synchronize,
+    /* .buffer_alloc = */ fake_buffer_alloc,
+    /* .buffer_free = */ fake_buffer_free,
+    /* .buffer_write = */ fake_buffer_write,
+    /* .buffer_read = */ fake_buffer_read,
+    /* .buffer_copy = */ fake_buffer_copy,
+    /* .ops = */ &g_ops,
+};
+
+#if defined(FAKE_MODE_NO_INIT_SYMBOL) || defined(FAKE_MODE_OUT_OF_RANGE)
+/* These plugins define their entry points by hand to misbehave. */
+RILL_PLUGIN_EXPORT uint32_t rill_plugin_negotiate(uint32_t host_min, uint32_t host_max) {
+  (void)host_min;
+#if defined(FAKE_MODE_OUT_OF_RANGE)
+  return host_max + 7u; /* a buggy plugin answering outside the offer */
+#else
+  return host_max;
+#endif
+}
+#if defined(FAKE_MODE_NO_INIT_SYMBOL)
+/* The init function under a misspelt name, as a plugin author might slip. */
+RILL_PLUGIN_EXPORT rill_status rill_plugin_initialize(uint32_t abi_version, const rill_host_services* host,
+                                                      const rill_backend** out_backend);
+RILL_PLUGIN_EXPORT rill_status rill_plugin_initialize(uint32_t abi_version, const rill_host_services* host,
+                                                      const rill_backend** out_backend) {
+  (void)abi_version;
+  g_host = host;
+  *out_backend = &g_backend;
+  return RILL_OK;
+}
+#else
+RILL_PLUGIN_EXPORT rill_status rill_plugin_init(uint32_t abi_version, const rill_host_services* host,
+                                                const rill_backend** out_backend) {
+  (void)abi_version;
+  g_host = host;
+  *out_backend = &g_backend;
+  return RILL_OK;
+}
+#endif
+#else
+static rill_status fake_init(uint32_t abi_version, const rill_host_services* host, const rill_backend** out_backend) {
+  (void)abi_version;
+  g_host = host;
+#if defined(FAKE_MODE_INIT_FAILS)
+  (void)out_backend;
+  (void)g_backend; /* the table exists, but init never hands it out */
+  return host->fail(RILL_ERROR_BACKEND_UNAVAILABLE, "fake: driver version 0.0 is older than the 1.0 this plugin needs");
+#else
+#if defined(FAKE_MODE_MISSING_DEPENDENCY)
+  if (fake_dependency_answer() != 42) return host->fail(RILL_ERROR_INTERNAL, "fake: wrong dependency");
+#endif
+  host->log(RILL_LOG_DEBUG, FAKE_NAME, "initialised");
+  *out_backend = &g_backend;
+  return RILL_OK;
+#endif
+}
+#if defined(FAKE_MODE_REFUSES)
+/* A plugin that only speaks interface versions newer than this runtime knows. */
+RILL_BACKEND_PLUGIN_DEFINE(RILL_BACKEND_ABI_VERSION + 1u, RILL_BACKEND_ABI_VERSION + 5u, fake_init)
+#else
+/* The fake backend implements interface version 1 only. */
+RILL_BACKEND_PLUGIN_DEFINE(1u, 1u, fake_init)
+#endif
+#endif

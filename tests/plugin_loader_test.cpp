@@ -1,0 +1,197 @@
+// Loading backend plugins: every way a plugin can fail gives
+// RILL_ERROR_BACKEND_UNAVAILABLE with its reason; a working plugin is found
+// through plugin_dir and RILL_PLUGIN_PATH; absent ops are RILL_ERROR_UNSUPPORTED
+// and failing ops RILL_ERROR_BACKEND. The plugins are built from
+// fake_plugins/fake_backend.c into RILL_FAKE_PLUGIN_DIR.
+#include <doctest/doctest.h>
+
+#include <cstdlib>
+#include <initializer_list>
+#include <string>
+#include <vector>
+
+#include "rill.h"
+
+namespace {
+
+std::string config_for(const std::string& backend, const std::string& plugin_dir = RILL_FAKE_PLUGIN_DIR) {
+  std::string text = "[runtime]\nbackend = \"" + backend + "\"\n";
+  if (!plugin_dir.empty()) text += "plugin_dir = \"" + plugin_dir + "\"\n";
+  return text;
+}
+
+// Creating a context on backend must fail as unavailable with every part in the message.
+void expect_unavailable(const std::string& backend, std::initializer_list<const char*> parts) {
+  CAPTURE(backend);
+  rill_context* ctx = nullptr;
+  const rill_status status = rill_context_create(config_for(backend).c_str(), &ctx);
+  CHECK_MESSAGE(status == RILL_ERROR_BACKEND_UNAVAILABLE, rill_status_string(status), ": ", rill_last_error());
+  CHECK(ctx == nullptr);
+  const std::string message = rill_last_error();
+  CHECK_MESSAGE(message.find("backend '" + backend + "' is unavailable") != std::string::npos, message);
+  for (const char* part : parts) CHECK_MESSAGE(message.find(part) != std::string::npos, "'", part, "' missing from: ", message);
+}
+
+struct FakeContext {
+  rill_context* ctx = nullptr;
+  explicit FakeContext(const std::string& config = config_for("fakehost")) {
+    const rill_status status = rill_context_create(config.c_str(), &ctx);
+    REQUIRE_MESSAGE(status == RILL_OK, rill_last_error());
+  }
+  ~FakeContext() { rill_context_destroy(ctx); }
+  FakeContext(const FakeContext&) = delete;
+  FakeContext& operator=(const FakeContext&) = delete;
+  rill_tensor* tensor(std::initializer_list<int64_t> shape, rill_dtype dtype = RILL_DTYPE_F32) {
+    std::vector<int64_t> dims(shape);
+    rill_tensor* t = nullptr;
+    REQUIRE(rill_tensor_create(ctx, dtype, static_cast<int32_t>(dims.size()), dims.data(), &t) == RILL_OK);
+    return t;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("plugin not found: the message lists the folders searched") {
+  expect_unavailable("absent", {"librill-absent.so not found", RILL_FAKE_PLUGIN_DIR " (plugin_dir)", "beside librill"});
+}
+
+TEST_CASE("a file that is not a shared object") {
+  // The reason after the path is the dynamic loader's own ("invalid ELF header" with glibc).
+  expect_unavailable("notelf", {"cannot load " RILL_FAKE_PLUGIN_DIR "/librill-notelf.so: "});
+}
+
+TEST_CASE("a plugin whose dependency is missing reports dlerror's text") {
+  expect_unavailable("missingdep",
+                     {"librill-missingdep.so", "librill_fake_dependency.so", "cannot open shared object file"});
+}
+
+TEST_CASE("a plugin without its init symbol") {
+  expect_unavailable("nosymbol", {"no rill_plugin_init symbol"});
+}
+
+TEST_CASE("ABI negotiation: refused, or answered outside the offer") {
+  expect_unavailable("refuses", {"refused the interface versions"});
+  expect_unavailable("outofrange", {"outside the offered range"});
+}
+
+TEST_CASE("init failing passes the plugin's reason on") {
+  expect_unavailable("initfails", {"rill_plugin_init failed", "driver version 0.0 is older"});
+}
+
+TEST_CASE("device enumeration: failing, and zero devices") {
+  expect_unavailable("nodriver", {"libfakedriver.so.1"});
+  expect_unavailable("nodevices", {"no device found"});
+}
+
+TEST_CASE("backend tables that do not fit") {
+  expect_unavailable("smalltable", {"struct_size", "needs at least"});
+  expect_unavailable("misnamed", {"names it \"someone_else\"", "expected \"misnamed\""});
+}
+
+TEST_CASE("a working plugin: found by plugin_dir, runs its op") {
+  FakeContext context;
+  CHECK(std::string(rill_context_backend_name(context.ctx)) == "fakehost");
+  CHECK(std::string(rill_context_device_name(context.ctx)) == "fake host device");
+  CHECK(std::string(rill_context_selection_report(context.ctx)) == "fakehost: chosen");
+  rill_tensor* r = context.tensor({2, 3});
+  rill_tensor* u = context.tensor({2, 3});
+  rill_tensor* g = context.tensor({3});
+  const std::vector<float> rv = {1, 2, 3, 4, 5, 6}, uv = {10, 20, 30, 40, 50, 60}, gv = {1, 0, -1};
+  REQUIRE(rill_tensor_write_f32(r, rv.data(), 6) == RILL_OK);
+  REQUIRE(rill_tensor_write_f32(u, uv.data(), 6) == RILL_OK);
+  REQUIRE(rill_tensor_write_f32(g, gv.data(), 3) == RILL_OK);
+  REQUIRE(rill_residual_add(context.ctx, r, u, g, 2.0f, 0.5f) == RILL_OK);
+  REQUIRE(rill_context_synchronize(context.ctx) == RILL_OK);
+  std::vector<float> out(6);
+  REQUIRE(rill_tensor_read_f32(r, out.data(), 6) == RILL_OK);
+  for (size_t i = 0; i < 6; ++i) CHECK(out[i] == 2.0f * rv[i] + 0.5f * gv[i % 3] * uv[i]);
+  for (rill_tensor* t : {r, u, g}) rill_tensor_destroy(t);
+}
+
+TEST_CASE("found through RILL_PLUGIN_PATH when no plugin_dir is set") {
+  const std::string path = std::string("/nonexistent/rill-plugins::") + RILL_FAKE_PLUGIN_DIR;
+  REQUIRE(setenv("RILL_PLUGIN_PATH", path.c_str(), 1) == 0);
+  {
+    FakeContext context(config_for("fakehost", ""));
+    CHECK(std::string(rill_context_backend_name(context.ctx)) == "fakehost");
+  }
+  rill_context* ctx = nullptr;
+  CHECK(rill_context_create(config_for("absent", "").c_str(), &ctx) == RILL_ERROR_BACKEND_UNAVAILABLE);
+  CHECK(std::string(rill_last_error()).find("/nonexistent/rill-plugins (RILL_PLUGIN_PATH)") != std::string::npos);
+  REQUIRE(unsetenv("RILL_PLUGIN_PATH") == 0);
+  CHECK(rill_context_create(config_for("fakehost", "").c_str(), &ctx) == RILL_ERROR_BACKEND_UNAVAILABLE);
+}
+
+TEST_CASE("absent ops are RILL_ERROR_UNSUPPORTED; failing ops RILL_ERROR_BACKEND") {
+  FakeContext context;
+  rill_context* ctx = context.ctx;
+  rill_tensor* x = context.tensor({2, 4});
+  rill_tensor* r = context.tensor({2, 4});
+  rill_tensor* w = context.tensor({4, 4});
+  rill_tensor* out = context.tensor({2, 4});
+  rill_tensor* h = context.tensor({2, 4}, RILL_DTYPE_F16);
+  rill_tensor* h2 = context.tensor({2, 4}, RILL_DTYPE_F16);
+  auto expect = [](rill_status got, rill_status expected, const char* part) {
+    CHECK_MESSAGE(got == expected, rill_status_string(got), ": ", rill_last_error());
+    CHECK_MESSAGE(std::string(rill_last_error()).find(part) != std::string::npos, rill_last_error());
+  };
+  // layer_norm and the fused ops are NULL in the plugin's table.
+  expect(rill_layer_norm(ctx, x, nullptr, nullptr, 1e-5f, out), RILL_ERROR_UNSUPPORTED,
+         "rill_layer_norm: the fakehost backend does not implement layer_norm");
+  expect(rill_fused_add_rms_norm(ctx, x, r, nullptr, nullptr, 1e-6f, 1, 1), RILL_ERROR_UNSUPPORTED, "fused_add_rms_norm");
+  expect(rill_fused_add_layer_norm(ctx, x, r, nullptr, nullptr, nullptr, 1e-6f, 1, 1), RILL_ERROR_UNSUPPORTED,
+         "fused_add_layer_norm");
+  // gemm lies beyond the table's struct_size; calling it would abort the test.
+  expect(rill_gemm(ctx, x, w, nullptr, 1, 0, out), RILL_ERROR_UNSUPPORTED, "does not implement gemm");
+  // rms_norm fails at run time with the plugin's message.
+  expect(rill_rms_norm(ctx, x, nullptr, 1e-6f, out), RILL_ERROR_BACKEND,
+         "rill_rms_norm: fakehost backend: fake: simulated device loss");
+  // residual_add exists but refuses f16: the plugin's status and message come through.
+  expect(rill_residual_add(ctx, h, h2, nullptr, 1, 1), RILL_ERROR_UNSUPPORTED, "fake: residual_add supports f32 only");
+  // A tensor larger than memory: the plugin's allocation fails.
+  const int64_t absurd[2] = {int64_t{1} << 30, int64_t{1} << 30};
+  rill_tensor* none = nullptr;
+  expect(rill_tensor_create(ctx, RILL_DTYPE_F32, 2, absurd, &none), RILL_ERROR_OUT_OF_MEMORY, "fakehost backend");
+  CHECK(none == nullptr);
+  for (rill_tensor* t : {x, r, w, out, h, h2}) rill_tensor_destroy(t);
+}
+
+TEST_CASE("auto: skips what fails and a CPU implementation, and says why") {
+  const std::string text = std::string("[runtime]\nprefer = [\"absent\", \"initfails\", \"cpuimpl\", \"fakehost\", \"cpu\"]\n"
+                                       "plugin_dir = \"") + RILL_FAKE_PLUGIN_DIR + "\"\n";
+  FakeContext context(text);
+  CHECK(std::string(rill_context_backend_name(context.ctx)) == "fakehost");
+  const std::string report = rill_context_selection_report(context.ctx);
+  CAPTURE(report);
+  CHECK(report.find("absent: skipped: librill-absent.so not found") == 0);
+  CHECK(report.find("\ninitfails: skipped: ") != std::string::npos);
+  CHECK(report.find("\ncpuimpl: skipped: device 0 'fake host device' is a CPU implementation") != std::string::npos);
+  CHECK(report.find("\nfakehost: chosen") != std::string::npos);
+  CHECK(report.find("cpu: chosen") == std::string::npos);
+  // Asked for by name, the CPU implementation is used: the host chose it.
+  FakeContext named(config_for("cpuimpl"));
+  CHECK(std::string(rill_context_backend_name(named.ctx)) == "cpuimpl");
+}
+
+TEST_CASE("auto: when nothing in prefer can be had, every reason is given") {
+  rill_context* ctx = nullptr;
+  const std::string text = std::string("[runtime]\nprefer = [\"nodevices\", \"refuses\"]\nplugin_dir = \"") +
+                           RILL_FAKE_PLUGIN_DIR + "\"\n";
+  CHECK(rill_context_create(text.c_str(), &ctx) == RILL_ERROR_BACKEND_UNAVAILABLE);
+  const std::string message = rill_last_error();
+  CHECK(message.find("nodevices: skipped: no device found") != std::string::npos);
+  CHECK(message.find("refuses: skipped: ") != std::string::npos);
+}
+
+TEST_CASE("rill_info_report lists plugins the config names, with their state") {
+  const std::string text = std::string("[runtime]\nprefer = [\"fakehost\", \"initfails\"]\nplugin_dir = \"") +
+                           RILL_FAKE_PLUGIN_DIR + "\"\n";
+  size_t size = 0;
+  REQUIRE(rill_info_report(text.c_str(), nullptr, 0, &size) == RILL_OK);
+  std::string report(size, '\0');
+  REQUIRE(rill_info_report(text.c_str(), report.data(), report.size(), &size) == RILL_OK);
+  CAPTURE(report);
+  CHECK(report.find("  fakehost: available") != std::string::npos);
+  CHECK(report.find("device 0: fake host device") != std::string::npos);
+  CHECK(report.find("  initfails: unavailable: ") != std::string::npos);
+}

@@ -1,0 +1,115 @@
+// Two threads, each with its own context, running ops at the same time: each
+// must get exactly the result a single thread gets, and errors on one thread
+// must not show up in the other's rill_last_error().
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "rill.h"
+
+namespace {
+
+constexpr int64_t kRows = 16;
+constexpr int64_t kDim = 64;
+constexpr int kSteps = 40;
+
+// Runs kSteps of fused add+RMSNorm and a GEMM on a fresh CPU context seeded
+// by seed; returns the final residual (empty on failure, with error set).
+std::vector<float> run_stream(unsigned seed, std::string& error) {
+  rill_context* ctx = nullptr;
+  if (rill_context_create("[runtime]\nbackend = \"cpu\"\n[backend.cpu]\nthreads = 1\n", &ctx) != RILL_OK) {
+    error = rill_last_error();
+    return {};
+  }
+  const int64_t shape[2] = {kRows, kDim}, square[2] = {kDim, kDim}, vec[1] = {kDim};
+  rill_tensor *x = nullptr, *residual = nullptr, *w = nullptr, *norm_weight = nullptr, *y = nullptr;
+  std::vector<float> values(kRows * kDim), weights(kDim * kDim), norm(kDim), result;
+  unsigned state = seed;
+  auto next = [&state] {
+    state = state * 1664525u + 1013904223u;
+    return static_cast<float>(state >> 8) / 16777216.0f - 0.5f;
+  };
+  for (float& v : values) v = next();
+  for (float& v : weights) v = next() * 0.25f;
+  for (float& v : norm) v = 1.0f + next();
+  bool ok = rill_tensor_create(ctx, RILL_DTYPE_F32, 2, shape, &x) == RILL_OK &&
+            rill_tensor_create(ctx, RILL_DTYPE_F32, 2, shape, &residual) == RILL_OK &&
+            rill_tensor_create(ctx, RILL_DTYPE_F32, 2, shape, &y) == RILL_OK &&
+            rill_tensor_create(ctx, RILL_DTYPE_F32, 2, square, &w) == RILL_OK &&
+            rill_tensor_create(ctx, RILL_DTYPE_F32, 1, vec, &norm_weight) == RILL_OK &&
+            rill_tensor_write_f32(x, values.data(), values.size()) == RILL_OK &&
+            rill_tensor_write_f32(residual, values.data(), values.size()) == RILL_OK &&
+            rill_tensor_write_f32(w, weights.data(), weights.size()) == RILL_OK &&
+            rill_tensor_write_f32(norm_weight, norm.data(), norm.size()) == RILL_OK;
+  for (int step = 0; ok && step < kSteps; ++step) {
+    ok = rill_fused_add_rms_norm(ctx, x, residual, nullptr, norm_weight, 1e-6f, 1.0f, 1.0f) == RILL_OK &&
+         rill_gemm(ctx, x, w, nullptr, 1.0f, 0.0f, y) == RILL_OK && rill_residual_add(ctx, residual, y, nullptr, 1.0f, 0.1f) == RILL_OK;
+    // An error on this thread in the middle of the work: visible here only.
+    ok = ok && rill_rms_norm(ctx, x, w, 1e-6f, y) == RILL_ERROR_SHAPE;
+  }
+  if (ok) {
+    result.resize(values.size());
+    ok = rill_tensor_read_f32(residual, result.data(), result.size()) == RILL_OK;
+  }
+  if (!ok) {
+    error = rill_last_error();
+    result.clear();
+  }
+  for (rill_tensor* t : {x, residual, y, w, norm_weight}) rill_tensor_destroy(t);
+  rill_context_destroy(ctx);
+  return result;
+}
+
+}  // namespace
+
+TEST_CASE("two contexts on two threads at once give the single-threaded results") {
+  std::string error_a, error_b;
+  const std::vector<float> expected_a = run_stream(1, error_a);
+  const std::vector<float> expected_b = run_stream(2, error_b);
+  REQUIRE_MESSAGE(!expected_a.empty(), error_a);
+  REQUIRE_MESSAGE(!expected_b.empty(), error_b);
+  for (int round = 0; round < 3; ++round) {
+    std::vector<float> got_a, got_b;
+    std::atomic<int> ready{0};
+    auto worker = [&ready](unsigned seed, std::vector<float>& out, std::string& error) {
+      ++ready;
+      while (ready.load() < 2) std::this_thread::yield();  // start together
+      out = run_stream(seed, error);
+    };
+    std::thread a(worker, 1u, std::ref(got_a), std::ref(error_a));
+    std::thread b(worker, 2u, std::ref(got_b), std::ref(error_b));
+    a.join();
+    b.join();
+    REQUIRE_MESSAGE(got_a.size() == expected_a.size(), error_a);
+    REQUIRE_MESSAGE(got_b.size() == expected_b.size(), error_b);
+    CHECK(std::memcmp(got_a.data(), expected_a.data(), got_a.size() * sizeof(float)) == 0);
+    CHECK(std::memcmp(got_b.data(), expected_b.data(), got_b.size() * sizeof(float)) == 0);
+  }
+}
+
+TEST_CASE("a failure on one thread leaves the other thread's last error alone") {
+  std::atomic<int> phase{0};
+  std::string seen_by_b;
+  std::thread a([&] {
+    rill_context* ctx = nullptr;
+    CHECK(rill_context_create("bogus_key = 1\n", &ctx) == RILL_ERROR_CONFIG);
+    phase = 1;
+    while (phase.load() < 2) std::this_thread::yield();
+    CHECK(std::string(rill_last_error()).find("bogus_key") != std::string::npos);
+  });
+  std::thread b([&] {
+    rill_context* ctx = nullptr;
+    CHECK(rill_context_create("[runtime]\nprefer = []\n", &ctx) == RILL_ERROR_CONFIG);
+    while (phase.load() < 1) std::this_thread::yield();
+    seen_by_b = rill_last_error();
+    phase = 2;
+  });
+  a.join();
+  b.join();
+  CHECK(seen_by_b.find("runtime.prefer") != std::string::npos);
+  CHECK(seen_by_b.find("bogus_key") == std::string::npos);
+}
