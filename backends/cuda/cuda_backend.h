@@ -25,6 +25,10 @@ struct rill_backend_context {
   void* gemm_workspace = nullptr;
   std::size_t gemm_workspace_bytes = 0;
   rill_cuda_gemm_cache* gemm_cache = nullptr;
+  /* Device copies of small host arrays an op reads (RoPE positions, KV
+     lengths), reused by later ops in stream order. */
+  void* upload = nullptr;
+  std::size_t upload_bytes = 0;
   bool allow_tf32 = false;
   int sm_count = 1;
   std::size_t max_shared_bytes = 48 * 1024; /* per block, after opting in */
@@ -85,6 +89,11 @@ rill_status rill_cuda_buffer_read(rill_backend_context* ctx, rill_backend_buffer
 rill_status rill_cuda_buffer_copy(rill_backend_context* ctx, rill_backend_buffer* src, uint64_t src_offset,
                                   rill_backend_buffer* dst, uint64_t dst_offset, uint64_t bytes);
 
+/* Copies bytes from host memory into the context's upload area, ordered on
+   its stream, and returns the device address in *out_device. src may be
+   reused when this returns; the copy stays valid until the next upload. */
+rill_status rill_cuda_upload(rill_backend_context* ctx, const void* src, std::size_t bytes, void** out_device);
+
 /* Residual and normalization ops (cuda_norm.cu). */
 rill_status rill_cuda_residual_add(rill_backend_context* ctx, const rill_backend_tensor* residual,
                                    const rill_backend_tensor* update, const rill_backend_tensor* gain,
@@ -106,6 +115,15 @@ rill_status rill_cuda_fused_add_layer_norm(rill_backend_context* ctx, const rill
    kernels use up to max_shared_bytes of shared memory per block. Called once
    per context, with the context's device current. */
 rill_status rill_cuda_norm_prepare(std::size_t max_shared_bytes);
+
+/* Decoder-layer ops of interface version 2 (cuda_layer_ops.cu). */
+rill_status rill_cuda_rope(rill_backend_context* ctx, const rill_backend_tensor* x, const int32_t* positions,
+                           float theta, int32_t rotary_dim);
+rill_status rill_cuda_attention(rill_backend_context* ctx, const rill_backend_tensor* q, const rill_backend_tensor* k,
+                                const rill_backend_tensor* v, const int32_t* kv_lengths, float scale,
+                                const rill_backend_tensor* out);
+rill_status rill_cuda_activation(rill_backend_context* ctx, rill_act_fn fn, const rill_backend_tensor* x,
+                                 const rill_backend_tensor* up, const rill_backend_tensor* out);
 
 /* GEMM through cuBLASLt (cuda_gemm.cpp). */
 rill_status rill_cuda_gemm(rill_backend_context* ctx, const rill_backend_tensor* a, const rill_backend_tensor* w,

@@ -116,7 +116,7 @@ __device__ __forceinline__ float team_sum(float v, float* partial, int team, int
 }
 
 template <typename T, int VEC>
-__global__ void norm_kernel(NormArgs<T> a) {
+__global__ void __launch_bounds__(1024) norm_kernel(NormArgs<T> a) {
   extern __shared__ __align__(16) unsigned char shared_bytes[];
   float* partial = reinterpret_cast<float*>(shared_bytes);
   T* parked_rows = reinterpret_cast<T*>(shared_bytes + kPartialBytes);

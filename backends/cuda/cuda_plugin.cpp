@@ -1,4 +1,6 @@
 /* The CUDA backend's tables, its error helpers and the plugin entry points. */
+#include <cstddef>
+
 #include "cuda_backend.h"
 
 const rill_host_services* rill_cuda_host = nullptr;
@@ -36,8 +38,10 @@ rill_status rill_cuda_activate(rill_backend_context* ctx) {
 
 namespace {
 
-const rill_backend_ops cuda_ops = {
-    /* .abi_version = */ 1u,
+/* The tables are filled for the interface version agreed with the host at
+   init: version 1 hosts get the version 1 part of the ops table. */
+rill_backend_ops cuda_ops = {
+    /* .abi_version = */ 2u,
     /* .struct_size = */ static_cast<uint32_t>(sizeof(rill_backend_ops)),
     /* .residual_add = */ rill_cuda_residual_add,
     /* .rms_norm = */ rill_cuda_rms_norm,
@@ -45,13 +49,13 @@ const rill_backend_ops cuda_ops = {
     /* .fused_add_rms_norm = */ rill_cuda_fused_add_rms_norm,
     /* .fused_add_layer_norm = */ rill_cuda_fused_add_layer_norm,
     /* .gemm = */ rill_cuda_gemm,
-    /* .rope = */ nullptr,
-    /* .attention = */ nullptr,
-    /* .activation = */ nullptr,
+    /* .rope = */ rill_cuda_rope,
+    /* .attention = */ rill_cuda_attention,
+    /* .activation = */ rill_cuda_activation,
 };
 
-const rill_backend cuda_backend = {
-    /* .abi_version = */ 1u,
+rill_backend cuda_backend = {
+    /* .abi_version = */ 2u,
     /* .struct_size = */ static_cast<uint32_t>(sizeof(rill_backend)),
     /* .name = */ "cuda",
     /* .device_count = */ rill_cuda_device_count,
@@ -71,14 +75,18 @@ const rill_backend cuda_backend = {
 rill_status cuda_plugin_init(uint32_t abi_version, const rill_host_services* host, const rill_backend** out_backend) {
   if (!host || !out_backend) return RILL_ERROR_INVALID_ARGUMENT;
   rill_cuda_host = host;
-  if (abi_version != 1u) {
-    return rill_cuda_fail(RILL_ERROR_BACKEND_UNAVAILABLE,
-                          "cuda: init: expected backend interface version 1, given " + std::to_string(abi_version));
+  if (abi_version != 1u && abi_version != 2u) {
+    return rill_cuda_fail(RILL_ERROR_BACKEND_UNAVAILABLE, "cuda: init: expected backend interface version 1 or 2, given " +
+                                                              std::to_string(abi_version));
   }
+  cuda_backend.abi_version = abi_version;
+  cuda_ops.abi_version = abi_version;
+  cuda_ops.struct_size = static_cast<uint32_t>(abi_version == 1u ? offsetof(rill_backend_ops, rope)
+                                                                  : sizeof(rill_backend_ops));
   *out_backend = &cuda_backend;
   return RILL_OK;
 }
 
 }  // namespace
 
-RILL_BACKEND_PLUGIN_DEFINE(1u, 1u, cuda_plugin_init)
+RILL_BACKEND_PLUGIN_DEFINE(1u, 2u, cuda_plugin_init)

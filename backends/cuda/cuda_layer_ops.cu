@@ -1,0 +1,294 @@
+/* Decoder-layer ops (backend interface version 2): RoPE, causal GQA attention
+ * against a KV cache, and plain or gated activations.
+ *
+ * These favour plain, checkable code over speed: one thread per rotated pair,
+ * one block per query row for attention (online softmax per warp, warps merged
+ * at the end), one thread per element for activations. f32 math throughout;
+ * RoPE angles in double like the CPU backend, so large positions agree.
+ */
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "cuda_backend.h"
+
+namespace {
+
+__device__ __forceinline__ float load_f32(const float* p, int64_t i) { return p[i]; }
+__device__ __forceinline__ float load_f32(const __half* p, int64_t i) { return __half2float(p[i]); }
+__device__ __forceinline__ float load_f32(const __nv_bfloat16* p, int64_t i) { return __bfloat162float(p[i]); }
+__device__ __forceinline__ void store_f32(float* p, int64_t i, float v) { p[i] = v; }
+__device__ __forceinline__ void store_f32(__half* p, int64_t i, float v) { p[i] = __float2half_rn(v); }
+__device__ __forceinline__ void store_f32(__nv_bfloat16* p, int64_t i, float v) { p[i] = __float2bfloat16_rn(v); }
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+unsigned grid_for(int64_t items, int threads, int sm_count) {
+  const int64_t blocks = ceil_div(items, threads);
+  const int64_t cap = static_cast<int64_t>(sm_count) * 32;
+  return static_cast<unsigned>(blocks < cap ? blocks : cap);
+}
+
+/* ---- RoPE --------------------------------------------------------------- */
+
+/* x: [tokens, heads, head_dim]. positions: [tokens]; inv_freq: [half]. */
+template <typename T>
+__global__ void rope_kernel(T* x, const int32_t* positions, const double* inv_freq, int64_t tokens, int64_t heads,
+                            int64_t head_dim, int64_t half) {
+  const int64_t total = tokens * heads * half;
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; idx < total; idx += stride) {
+    const int64_t i = idx % half;
+    const int64_t token_head = idx / half;  // token * heads + head
+    const int64_t token = token_head / heads;
+    double sin_d, cos_d;
+    sincos(static_cast<double>(positions[token]) * inv_freq[i], &sin_d, &cos_d);
+    const float c = static_cast<float>(cos_d), s = static_cast<float>(sin_d);
+    const int64_t row = token_head * head_dim;
+    const float x1 = load_f32(x, row + i);
+    const float x2 = load_f32(x, row + i + half);
+    store_f32(x, row + i, x1 * c - x2 * s);
+    store_f32(x, row + i + half, x2 * c + x1 * s);
+  }
+}
+
+/* ---- Attention ---------------------------------------------------------- */
+
+constexpr int kAttentionWarps = 8;
+constexpr int kMaxDimsPerLane = 8;  // head_dim <= 256
+constexpr int kMaxHeadDim = 32 * kMaxDimsPerLane;
+
+struct AttentionShape {
+  int64_t batch, queries, q_heads, slots, kv_heads, head_dim;
+  float scale;
+};
+
+/* One block per (b, t, query head). Each warp walks a strided subset of the
+   visible key slots with a running max, sum and weighted value sum (online
+   softmax); the warps' partial results are then rescaled to a common max and
+   added. Lanes split head_dim: lane l owns dims l, l+32, ... */
+template <typename T>
+__global__ void __launch_bounds__(kAttentionWarps * 32)
+    attention_kernel(const T* q, const T* k, const T* v, const int32_t* kv_lengths, T* out, AttentionShape s) {
+  extern __shared__ float shared[];
+  float* q_row = shared;                          // [head_dim], scaled
+  float* warp_max = q_row + s.head_dim;           // [warps]
+  float* warp_sum = warp_max + kAttentionWarps;   // [warps]
+  float* warp_acc = warp_sum + kAttentionWarps;   // [warps][head_dim]
+
+  const int64_t h = blockIdx.x % s.q_heads;
+  const int64_t t = (blockIdx.x / s.q_heads) % s.queries;
+  const int64_t b = blockIdx.x / (s.q_heads * s.queries);
+  const int64_t kvh = h / (s.q_heads / s.kv_heads);
+  const int64_t visible = static_cast<int64_t>(kv_lengths[b]) - s.queries + t + 1;  // slots 0..position
+  const int warp = static_cast<int>(threadIdx.x) / 32;
+  const int lane = static_cast<int>(threadIdx.x) % 32;
+
+  const int64_t q_offset = ((b * s.queries + t) * s.q_heads + h) * s.head_dim;
+  for (int64_t d = threadIdx.x; d < s.head_dim; d += blockDim.x) q_row[d] = load_f32(q, q_offset + d) * s.scale;
+  __syncthreads();
+
+  float running_max = -INFINITY;
+  float running_sum = 0.0f;
+  float acc[kMaxDimsPerLane];
+#pragma unroll
+  for (int c = 0; c < kMaxDimsPerLane; ++c) acc[c] = 0.0f;
+
+  for (int64_t j = warp; j < visible; j += kAttentionWarps) {
+    const int64_t kv_offset = ((b * s.slots + j) * s.kv_heads + kvh) * s.head_dim;
+    float partial = 0.0f;
+#pragma unroll
+    for (int c = 0; c < kMaxDimsPerLane; ++c) {
+      const int64_t d = lane + 32 * c;
+      if (d < s.head_dim) partial += q_row[d] * load_f32(k, kv_offset + d);
+    }
+#pragma unroll
+    for (int offset = 16; offset > 0; offset >>= 1) partial += __shfl_xor_sync(0xffffffffu, partial, offset);
+    const float score = partial;
+    const float new_max = fmaxf(running_max, score);
+    const float correction = expf(running_max - new_max);  // 0 on the first slot
+    const float p = expf(score - new_max);
+    running_sum = running_sum * correction + p;
+#pragma unroll
+    for (int c = 0; c < kMaxDimsPerLane; ++c) {
+      const int64_t d = lane + 32 * c;
+      if (d < s.head_dim) acc[c] = acc[c] * correction + p * load_f32(v, kv_offset + d);
+    }
+    running_max = new_max;
+  }
+
+  if (lane == 0) {
+    warp_max[warp] = running_max;
+    warp_sum[warp] = running_sum;
+  }
+#pragma unroll
+  for (int c = 0; c < kMaxDimsPerLane; ++c) {
+    const int64_t d = lane + 32 * c;
+    if (d < s.head_dim) warp_acc[warp * s.head_dim + d] = acc[c];
+  }
+  __syncthreads();
+
+  // A warp that saw no slot has max -inf, sum 0 and contributes nothing.
+  float global_max = -INFINITY;
+  for (int w = 0; w < kAttentionWarps; ++w) global_max = fmaxf(global_max, warp_max[w]);
+  float total = 0.0f;
+  for (int w = 0; w < kAttentionWarps; ++w) total += warp_sum[w] * expf(warp_max[w] - global_max);
+  const float inv_total = 1.0f / total;
+  for (int64_t d = threadIdx.x; d < s.head_dim; d += blockDim.x) {
+    float value = 0.0f;
+    for (int w = 0; w < kAttentionWarps; ++w) value += warp_acc[w * s.head_dim + d] * expf(warp_max[w] - global_max);
+    store_f32(out, q_offset + d, value * inv_total);
+  }
+}
+
+/* ---- Activations -------------------------------------------------------- */
+
+__device__ __forceinline__ float activate(rill_act_fn fn, float x) {
+  switch (fn) {
+    case RILL_ACT_SILU:
+      return x / (1.0f + expf(-x));
+    case RILL_ACT_GELU:
+      return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));
+    case RILL_ACT_GELU_TANH:
+      return 0.5f * x * (1.0f + tanhf(0.79788456080286536f * (x + 0.044715f * x * x * x)));
+    default:  // RILL_ACT_RELU; the host rejects other values
+      return x > 0.0f ? x : 0.0f;
+  }
+}
+
+/* out = fn(x) * up, or fn(x) without up. out may alias x or up: each element
+   is read before it is written, by the same thread. */
+template <typename T>
+__global__ void activation_kernel(rill_act_fn fn, const T* x, const T* up, T* out, int64_t count) {
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < count; i += stride) {
+    float y = activate(fn, load_f32(x, i));
+    if (up) y *= load_f32(up, i);
+    store_f32(out, i, y);
+  }
+}
+
+/* ---- Host side ---------------------------------------------------------- */
+
+rill_status bad_dtype(const char* op, rill_dtype dtype) {
+  return rill_cuda_fail(RILL_ERROR_DTYPE, std::string("cuda: ") + op + ": dtype must be f32, f16 or bf16, given " +
+                                              std::to_string(static_cast<int>(dtype)));
+}
+
+template <typename T>
+void launch_rope(rill_backend_context* ctx, const rill_backend_tensor* x, const int32_t* positions,
+                 const double* inv_freq, int64_t half) {
+  const int64_t tokens = x->shape[0], heads = x->shape[1], head_dim = x->shape[2];
+  constexpr int kThreads = 256;
+  rope_kernel<T><<<grid_for(tokens * heads * half, kThreads, ctx->sm_count), kThreads, 0, ctx->stream>>>(
+      static_cast<T*>(rill_cuda_data(x)), positions, inv_freq, tokens, heads, head_dim, half);
+}
+
+template <typename T>
+void launch_attention(rill_backend_context* ctx, const rill_backend_tensor* q, const rill_backend_tensor* k,
+                      const rill_backend_tensor* v, const int32_t* kv_lengths, const AttentionShape& s,
+                      const rill_backend_tensor* out) {
+  const std::size_t shared_bytes =
+      sizeof(float) * static_cast<std::size_t>(s.head_dim + 2 * kAttentionWarps + kAttentionWarps * s.head_dim);
+  const unsigned blocks = static_cast<unsigned>(s.batch * s.queries * s.q_heads);
+  attention_kernel<T><<<blocks, kAttentionWarps * 32, shared_bytes, ctx->stream>>>(
+      static_cast<const T*>(rill_cuda_data(q)), static_cast<const T*>(rill_cuda_data(k)),
+      static_cast<const T*>(rill_cuda_data(v)), kv_lengths, static_cast<T*>(rill_cuda_data(out)), s);
+}
+
+template <typename T>
+void launch_activation(rill_backend_context* ctx, rill_act_fn fn, const rill_backend_tensor* x,
+                       const rill_backend_tensor* up, const rill_backend_tensor* out) {
+  int64_t count = 1;
+  for (int32_t i = 0; i < x->ndim; ++i) count *= x->shape[i];
+  constexpr int kThreads = 256;
+  activation_kernel<T><<<grid_for(count, kThreads, ctx->sm_count), kThreads, 0, ctx->stream>>>(
+      fn, static_cast<const T*>(rill_cuda_data(x)), static_cast<const T*>(rill_cuda_data(up)),
+      static_cast<T*>(rill_cuda_data(out)), count);
+}
+
+}  // namespace
+
+rill_status rill_cuda_rope(rill_backend_context* ctx, const rill_backend_tensor* x, const int32_t* positions,
+                           float theta, int32_t rotary_dim) {
+  rill_status status = rill_cuda_activate(ctx);
+  if (status != RILL_OK) return status;
+  const int64_t tokens = x->shape[0];
+  const int64_t half = rotary_dim / 2;
+  // One upload: the inverse frequencies (double, computed as the CPU backend
+  // does), then the positions.
+  std::vector<double> staging(static_cast<std::size_t>(half) + static_cast<std::size_t>(ceil_div(tokens, 2)));
+  for (int64_t i = 0; i < half; ++i) {
+    staging[static_cast<std::size_t>(i)] =
+        std::pow(static_cast<double>(theta), -2.0 * static_cast<double>(i) / rotary_dim);
+  }
+  std::memcpy(staging.data() + half, positions, static_cast<std::size_t>(tokens) * sizeof(int32_t));
+  void* device = nullptr;
+  status = rill_cuda_upload(ctx, staging.data(), staging.size() * sizeof(double), &device);
+  if (status != RILL_OK) return status;
+  const double* inv_freq = static_cast<const double*>(device);
+  const int32_t* device_positions = reinterpret_cast<const int32_t*>(inv_freq + half);
+  switch (x->dtype) {
+    case RILL_DTYPE_F32: launch_rope<float>(ctx, x, device_positions, inv_freq, half); break;
+    case RILL_DTYPE_F16: launch_rope<__half>(ctx, x, device_positions, inv_freq, half); break;
+    case RILL_DTYPE_BF16: launch_rope<__nv_bfloat16>(ctx, x, device_positions, inv_freq, half); break;
+    default: return bad_dtype("rope", x->dtype);
+  }
+  return rill_cuda_check(cudaGetLastError(), "rope kernel launch");
+}
+
+rill_status rill_cuda_attention(rill_backend_context* ctx, const rill_backend_tensor* q, const rill_backend_tensor* k,
+                                const rill_backend_tensor* v, const int32_t* kv_lengths, float scale,
+                                const rill_backend_tensor* out) {
+  AttentionShape s{};
+  s.batch = q->shape[0];
+  s.queries = q->shape[1];
+  s.q_heads = q->shape[2];
+  s.head_dim = q->shape[3];
+  s.slots = k->shape[1];
+  s.kv_heads = k->shape[2];
+  s.scale = scale;
+  if (s.head_dim > kMaxHeadDim) {
+    return rill_cuda_fail(RILL_ERROR_UNSUPPORTED, "cuda: attention: head_dim must be at most " +
+                                                      std::to_string(kMaxHeadDim) + ", given " +
+                                                      std::to_string(s.head_dim));
+  }
+  if (s.batch * s.queries * s.q_heads > 0x7FFFFFFF) {
+    return rill_cuda_fail(RILL_ERROR_UNSUPPORTED, "cuda: attention: B*T*heads must be below 2^31, given " +
+                                                      std::to_string(s.batch * s.queries * s.q_heads));
+  }
+  rill_status status = rill_cuda_activate(ctx);
+  if (status != RILL_OK) return status;
+  void* device_lengths = nullptr;
+  status = rill_cuda_upload(ctx, kv_lengths, static_cast<std::size_t>(s.batch) * sizeof(int32_t), &device_lengths);
+  if (status != RILL_OK) return status;
+  const int32_t* lengths = static_cast<const int32_t*>(device_lengths);
+  switch (q->dtype) {
+    case RILL_DTYPE_F32: launch_attention<float>(ctx, q, k, v, lengths, s, out); break;
+    case RILL_DTYPE_F16: launch_attention<__half>(ctx, q, k, v, lengths, s, out); break;
+    case RILL_DTYPE_BF16: launch_attention<__nv_bfloat16>(ctx, q, k, v, lengths, s, out); break;
+    default: return bad_dtype("attention", q->dtype);
+  }
+  return rill_cuda_check(cudaGetLastError(), "attention kernel launch");
+}
+
+rill_status rill_cuda_activation(rill_backend_context* ctx, rill_act_fn fn, const rill_backend_tensor* x,
+                                 const rill_backend_tensor* up, const rill_backend_tensor* out) {
+  if (fn != RILL_ACT_SILU && fn != RILL_ACT_GELU && fn != RILL_ACT_GELU_TANH && fn != RILL_ACT_RELU) {
+    return rill_cuda_fail(RILL_ERROR_INVALID_ARGUMENT, "cuda: activation: fn must be a rill_act_fn value, given " +
+                                                           std::to_string(static_cast<int>(fn)));
+  }
+  const rill_status status = rill_cuda_activate(ctx);
+  if (status != RILL_OK) return status;
+  switch (x->dtype) {
+    case RILL_DTYPE_F32: launch_activation<float>(ctx, fn, x, up, out); break;
+    case RILL_DTYPE_F16: launch_activation<__half>(ctx, fn, x, up, out); break;
+    case RILL_DTYPE_BF16: launch_activation<__nv_bfloat16>(ctx, fn, x, up, out); break;
+    default: return bad_dtype("activation", x->dtype);
+  }
+  return rill_cuda_check(cudaGetLastError(), "activation kernel launch");
+}
