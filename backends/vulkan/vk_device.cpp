@@ -81,6 +81,13 @@ rill_status fail(rill_status status, const std::string& message) {
   return status;
 }
 
+rill_status fail_static(rill_status status, const char* what, const char* problem) noexcept {
+  char message[256];
+  std::snprintf(message, sizeof message, "Vulkan: %s: %s", what, problem);
+  if (g_host != nullptr && g_host->fail != nullptr) return g_host->fail(status, message);
+  return status;
+}
+
 void log_message(rill_log_level level, const std::string& message) {
   if (g_host != nullptr && g_host->log != nullptr) g_host->log(level, "vulkan", message.c_str());
 }

@@ -11,6 +11,7 @@
 #include <atomic>
 #include <cstdint>
 #include <mutex>
+#include <new>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -23,6 +24,23 @@ namespace rill_vk {
 
 /* The host services handed to the plugin at init. */
 extern const rill_host_services* g_host;
+
+/* Reports "Vulkan: <what>: <problem>" without allocating (for use while
+   handling an exception) and returns status. */
+rill_status fail_static(rill_status status, const char* what, const char* problem) noexcept;
+
+/* Runs fn(args...) and turns any C++ exception into a status, so that none
+   crosses the plugin boundary. */
+template <typename Fn, typename... Args>
+rill_status guarded(const char* what, Fn fn, Args... args) noexcept {
+  try {
+    return fn(args...);
+  } catch (const std::bad_alloc&) {
+    return fail_static(RILL_ERROR_OUT_OF_MEMORY, what, "out of host memory");
+  } catch (...) {
+    return fail_static(RILL_ERROR_INTERNAL, what, "unexpected C++ exception");
+  }
+}
 
 /* Reports status with message through the host and returns status. */
 rill_status fail(rill_status status, const std::string& message);

@@ -192,15 +192,42 @@ rill_status vk_gemm(rill_backend_context* ctx, const rill_backend_tensor* a, con
 
 }  // namespace
 
+/* Entries run under guarded(), so that no C++ exception reaches the runtime. */
 const rill_backend_ops g_ops = {
     /* .abi_version = */ 2u,
     /* .struct_size = */ static_cast<uint32_t>(sizeof(rill_backend_ops)),
-    /* .residual_add = */ vk_residual_add,
-    /* .rms_norm = */ vk_rms_norm,
-    /* .layer_norm = */ vk_layer_norm,
-    /* .fused_add_rms_norm = */ vk_fused_add_rms_norm,
-    /* .fused_add_layer_norm = */ vk_fused_add_layer_norm,
-    /* .gemm = */ vk_gemm,
+    /* .residual_add = */
+    [](rill_backend_context* ctx, const rill_backend_tensor* residual, const rill_backend_tensor* update,
+       const rill_backend_tensor* gain, float residual_scale, float update_scale) {
+      return guarded("residual_add", vk_residual_add, ctx, residual, update, gain, residual_scale, update_scale);
+    },
+    /* .rms_norm = */
+    [](rill_backend_context* ctx, const rill_backend_tensor* x, const rill_backend_tensor* weight, float eps,
+       const rill_backend_tensor* out) { return guarded("rms_norm", vk_rms_norm, ctx, x, weight, eps, out); },
+    /* .layer_norm = */
+    [](rill_backend_context* ctx, const rill_backend_tensor* x, const rill_backend_tensor* weight,
+       const rill_backend_tensor* bias, float eps, const rill_backend_tensor* out) {
+      return guarded("layer_norm", vk_layer_norm, ctx, x, weight, bias, eps, out);
+    },
+    /* .fused_add_rms_norm = */
+    [](rill_backend_context* ctx, const rill_backend_tensor* x, const rill_backend_tensor* residual,
+       const rill_backend_tensor* gain, const rill_backend_tensor* weight, float eps, float residual_scale,
+       float update_scale) {
+      return guarded("fused_add_rms_norm", vk_fused_add_rms_norm, ctx, x, residual, gain, weight, eps,
+                     residual_scale, update_scale);
+    },
+    /* .fused_add_layer_norm = */
+    [](rill_backend_context* ctx, const rill_backend_tensor* x, const rill_backend_tensor* residual,
+       const rill_backend_tensor* gain, const rill_backend_tensor* weight, const rill_backend_tensor* bias,
+       float eps, float residual_scale, float update_scale) {
+      return guarded("fused_add_layer_norm", vk_fused_add_layer_norm, ctx, x, residual, gain, weight, bias, eps,
+                     residual_scale, update_scale);
+    },
+    /* .gemm = */
+    [](rill_backend_context* ctx, const rill_backend_tensor* a, const rill_backend_tensor* w,
+       const rill_backend_tensor* bias, float alpha, float beta, const rill_backend_tensor* out) {
+      return guarded("gemm", vk_gemm, ctx, a, w, bias, alpha, beta, out);
+    },
     /* .rope = */ nullptr,
     /* .attention = */ nullptr,
     /* .activation = */ nullptr,

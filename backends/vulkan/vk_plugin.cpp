@@ -3,22 +3,58 @@
 
 namespace {
 
+using namespace rill_vk;
+
+/* Each entry point runs its implementation under guarded(), so that no C++
+   exception reaches the runtime. */
 const rill_backend kVulkanBackend = {
     /* .abi_version = */ 2u,
     /* .struct_size = */ static_cast<uint32_t>(sizeof(rill_backend)),
     /* .name = */ "vulkan",
-    /* .device_count = */ rill_vk::device_count,
-    /* .describe_device = */ rill_vk::describe_device,
-    /* .context_create = */ rill_vk::context_create,
-    /* .context_destroy = */ rill_vk::context_destroy,
-    /* .context_device_name = */ rill_vk::context_device_name,
-    /* .synchronize = */ rill_vk::synchronize,
-    /* .buffer_alloc = */ rill_vk::buffer_alloc,
-    /* .buffer_free = */ rill_vk::buffer_free,
-    /* .buffer_write = */ rill_vk::buffer_write,
-    /* .buffer_read = */ rill_vk::buffer_read,
-    /* .buffer_copy = */ rill_vk::buffer_copy,
-    /* .ops = */ &rill_vk::g_ops,
+    /* .device_count = */
+    [](uint32_t* out_count) { return guarded("device_count", device_count, out_count); },
+    /* .describe_device = */
+    [](uint32_t index, rill_backend_device_info* out_info) {
+      return guarded("describe_device", describe_device, index, out_info);
+    },
+    /* .context_create = */
+    [](const rill_backend_context_options* options, rill_backend_context** out_ctx) {
+      return guarded("context_create", context_create, options, out_ctx);
+    },
+    /* .context_destroy = */
+    [](rill_backend_context* ctx) {
+      guarded("context_destroy", [](rill_backend_context* c) {
+        context_destroy(c);
+        return RILL_OK;
+      }, ctx);
+    },
+    /* .context_device_name = */ context_device_name,
+    /* .synchronize = */ [](rill_backend_context* ctx) { return guarded("synchronize", synchronize, ctx); },
+    /* .buffer_alloc = */
+    [](rill_backend_context* ctx, uint64_t bytes, rill_backend_buffer** out_buffer) {
+      return guarded("buffer_alloc", buffer_alloc, ctx, bytes, out_buffer);
+    },
+    /* .buffer_free = */
+    [](rill_backend_context* ctx, rill_backend_buffer* buffer) {
+      guarded("buffer_free", [](rill_backend_context* c, rill_backend_buffer* b) {
+        buffer_free(c, b);
+        return RILL_OK;
+      }, ctx, buffer);
+    },
+    /* .buffer_write = */
+    [](rill_backend_context* ctx, rill_backend_buffer* buffer, uint64_t offset, const void* src, uint64_t bytes) {
+      return guarded("buffer_write", buffer_write, ctx, buffer, offset, src, bytes);
+    },
+    /* .buffer_read = */
+    [](rill_backend_context* ctx, rill_backend_buffer* buffer, uint64_t offset, void* dst, uint64_t bytes) {
+      return guarded("buffer_read", buffer_read, ctx, buffer, offset, dst, bytes);
+    },
+    /* .buffer_copy = */
+    [](rill_backend_context* ctx, rill_backend_buffer* src, uint64_t src_offset, rill_backend_buffer* dst,
+       uint64_t dst_offset, uint64_t bytes) {
+      return guarded("buffer_copy", buffer_copy, ctx, src, src_offset, dst, dst_offset, bytes);
+    },
+    /* .ops = */ &g_ops,
 };
 
 rill_status vulkan_plugin_init(uint32_t abi_version, const rill_host_services* host,
