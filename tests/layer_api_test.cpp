@@ -1,0 +1,338 @@
+// The decoder-stack API: descriptor checks, the [model] TOML table, weights,
+// KV caches (per-sequence lengths, capacity), forward-call checks, decode
+// steps that equal prefill, and RILL_ERROR_UNSUPPORTED from a backend that
+// lacks the layer ops (the fake plugin). Numerics against PyTorch live in
+// tests/torch.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "rill.h"
+
+namespace {
+
+void expect_failure(rill_status got, rill_status expected, std::initializer_list<const char*> parts) {
+  CHECK_MESSAGE(got == expected, "got ", rill_status_string(got), ", expected ", rill_status_string(expected),
+                "; message: ", rill_last_error());
+  const std::string message = rill_last_error();
+  for (const char* part : parts) CHECK_MESSAGE(message.find(part) != std::string::npos, "'", part, "' missing from: ", message);
+}
+
+rill_model_desc small_desc() {
+  rill_model_desc d;
+  rill_model_desc_init(&d);
+  d.num_layers = 2;
+  d.hidden_size = 16;
+  d.num_heads = 4;
+  d.num_kv_heads = 2;
+  d.intermediate_size = 24;
+  d.qkv_bias = 1;
+  return d;
+}
+
+struct Fixture {
+  rill_context* ctx = nullptr;
+  rill_model* model = nullptr;
+  std::vector<rill_tensor*> tensors;
+  std::vector<rill_kv_cache*> caches;
+
+  explicit Fixture(const rill_model_desc& desc, const char* config = "[runtime]\nbackend = \"cpu\"\n") {
+    REQUIRE_MESSAGE(rill_context_create(config, &ctx) == RILL_OK, rill_last_error());
+    REQUIRE_MESSAGE(rill_model_create(ctx, &desc, &model) == RILL_OK, rill_last_error());
+  }
+  ~Fixture() {
+    for (rill_tensor* t : tensors) rill_tensor_destroy(t);
+    for (rill_kv_cache* c : caches) rill_kv_cache_destroy(c);
+    rill_model_destroy(model);
+    rill_context_destroy(ctx);
+  }
+  Fixture(const Fixture&) = delete;
+  Fixture& operator=(const Fixture&) = delete;
+
+  // Sets every weight of small_desc() to random values (norm weights near 1).
+  void set_all_weights() {
+    std::mt19937 gen(11);
+    std::normal_distribution<float> dist(0.0f, 0.25f);
+    const int64_t d = 16, q = 16, kv = 8, inter = 24;
+    auto set = [&](const std::string& name, std::vector<int64_t> shape, float offset) {
+      size_t n = 1;
+      for (int64_t s : shape) n *= static_cast<size_t>(s);
+      std::vector<float> v(n);
+      for (float& x : v) x = offset + dist(gen);
+      REQUIRE_MESSAGE(rill_model_set_weight(model, name.c_str(), RILL_DTYPE_F32, static_cast<int32_t>(shape.size()),
+                                            shape.data(), v.data(), n * sizeof(float)) == RILL_OK,
+                      rill_last_error());
+    };
+    for (int layer = 0; layer < 2; ++layer) {
+      const std::string p = "model.layers." + std::to_string(layer) + ".";
+      set(p + "self_attn.q_proj.weight", {q, d}, 0);
+      set(p + "self_attn.q_proj.bias", {q}, 0);
+      set(p + "self_attn.k_proj.weight", {kv, d}, 0);
+      set(p + "self_attn.k_proj.bias", {kv}, 0);
+      set(p + "self_attn.v_proj.weight", {kv, d}, 0);
+      set(p + "self_attn.v_proj.bias", {kv}, 0);
+      set(p + "self_attn.o_proj.weight", {d, q}, 0);
+      set(p + "mlp.gate_proj.weight", {inter, d}, 0);
+      set(p + "mlp.up_proj.weight", {inter, d}, 0);
+      set(p + "mlp.down_proj.weight", {d, inter}, 0);
+      set(p + "input_layernorm.weight", {d}, 1);
+      set(p + "post_attention_layernorm.weight", {d}, 1);
+    }
+    set("model.norm.weight", {d}, 1);
+  }
+
+  rill_tensor* hidden(int64_t batch, int64_t tokens, const std::vector<float>& values) {
+    const int64_t shape[3] = {batch, tokens, 16};
+    rill_tensor* t = nullptr;
+    REQUIRE(rill_tensor_create(ctx, RILL_DTYPE_F32, 3, shape, &t) == RILL_OK);
+    tensors.push_back(t);
+    if (!values.empty()) REQUIRE(rill_tensor_write_f32(t, values.data(), values.size()) == RILL_OK);
+    return t;
+  }
+  rill_kv_cache* cache(int32_t batch, int32_t capacity) {
+    rill_kv_cache* c = nullptr;
+    REQUIRE_MESSAGE(rill_kv_cache_create(model, batch, capacity, &c) == RILL_OK, rill_last_error());
+    caches.push_back(c);
+    return c;
+  }
+  std::vector<float> forward(rill_kv_cache* c, int64_t batch, int64_t tokens, const std::vector<float>& values) {
+    rill_tensor* h = hidden(batch, tokens, values);
+    REQUIRE_MESSAGE(rill_model_forward(model, c, h, nullptr, 0) == RILL_OK, rill_last_error());
+    std::vector<float> out(values.size());
+    REQUIRE(rill_tensor_read_f32(h, out.data(), out.size()) == RILL_OK);
+    return out;
+  }
+};
+
+std::vector<float> random_tokens(size_t tokens, unsigned seed) {
+  std::mt19937 gen(seed);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  std::vector<float> v(tokens * 16);
+  for (float& x : v) x = dist(gen);
+  return v;
+}
+
+std::vector<float> slice(const std::vector<float>& v, size_t first_token, size_t tokens) {
+  return std::vector<float>(v.begin() + static_cast<long>(first_token * 16),
+                            v.begin() + static_cast<long>((first_token + tokens) * 16));
+}
+
+void check_close(const std::vector<float>& a, const std::vector<float>& b) {
+  REQUIRE(a.size() == b.size());
+  double worst = 0;
+  for (size_t i = 0; i < a.size(); ++i) worst = std::max(worst, std::fabs(double{a[i]} - b[i]));
+  CHECK_MESSAGE(worst < 1e-5, "largest difference ", worst);
+}
+
+}  // namespace
+
+TEST_CASE("model descriptors: every field checked, with its name") {
+  rill_context* ctx = nullptr;
+  REQUIRE(rill_context_create("[runtime]\nbackend = \"cpu\"\n", &ctx) == RILL_OK);
+  rill_model* model = nullptr;
+  struct Bad {
+    void (*edit)(rill_model_desc&);
+    const char* field;
+  };
+  const Bad cases[] = {
+      {[](rill_model_desc& d) { d.num_kv_heads = 3; }, "num_kv_heads"},
+      {[](rill_model_desc& d) { d.num_heads = 5; d.num_kv_heads = 0; }, "head_dim"},  // 16 / 5 does not divide
+      {[](rill_model_desc& d) { d.num_layers = 0; }, "num_layers"},
+      {[](rill_model_desc& d) { d.hidden_size = -4; }, "hidden_size"},
+      {[](rill_model_desc& d) { d.intermediate_size = 0; }, "intermediate_size"},
+      {[](rill_model_desc& d) { d.rope_dim = 3; }, "rope_dim"},
+      {[](rill_model_desc& d) { d.rope_dim = 6; d.head_dim = 4; }, "rope_dim"},
+      {[](rill_model_desc& d) { d.norm_eps = -1.0f; }, "norm_eps"},
+      {[](rill_model_desc& d) { d.norm = static_cast<rill_norm_kind>(7); }, "norm"},
+      {[](rill_model_desc& d) { d.norm_placement = static_cast<rill_norm_placement>(9); }, "norm_placement"},
+      {[](rill_model_desc& d) { d.activation = static_cast<rill_mlp_activation>(5); }, "activation"},
+      {[](rill_model_desc& d) { d.rope_theta = NAN; }, "rope_theta"},
+      {[](rill_model_desc& d) { d.residual_scale = 0.0f; }, "residual_scale"},
+      {[](rill_model_desc& d) { d.branch_scale = INFINITY; }, "branch_scale"},
+      {[](rill_model_desc& d) { d.dtype = static_cast<rill_dtype>(3); }, "dtype"},
+      {[](rill_model_desc& d) { d.struct_size = 0; }, "struct_size"},
+  };
+  for (const Bad& bad : cases) {
+    CAPTURE(bad.field);
+    rill_model_desc d = small_desc();
+    bad.edit(d);
+    expect_failure(rill_model_create(ctx, &d, &model), RILL_ERROR_INVALID_ARGUMENT, {bad.field});
+    CHECK(model == nullptr);
+  }
+  expect_failure(rill_model_create(ctx, nullptr, &model), RILL_ERROR_INVALID_ARGUMENT, {"desc"});
+  rill_model_desc d = small_desc();
+  expect_failure(rill_model_create(nullptr, &d, &model), RILL_ERROR_INVALID_ARGUMENT, {"ctx"});
+  rill_context_destroy(ctx);
+}
+
+TEST_CASE("the [model] TOML table") {
+  rill_model_desc d;
+  const char* good =
+      "[runtime]\nbackend = \"cpu\"\n[model]\ndtype = \"bf16\"\nnum_layers = 3\nhidden_size = 896\nnum_heads = 14\n"
+      "num_kv_heads = 2\nintermediate_size = 4864\nnorm_placement = \"sandwich\"\nactivation = \"gelu_tanh\"\n"
+      "rope_theta = 1000000\nqkv_bias = true\nlayer_scale = true\nbranch_scale = 0.5\n";
+  REQUIRE_MESSAGE(rill_model_desc_from_toml(good, "m.toml", &d) == RILL_OK, rill_last_error());
+  CHECK(d.dtype == RILL_DTYPE_BF16);
+  CHECK(d.num_layers == 3);
+  CHECK(d.hidden_size == 896);
+  CHECK(d.num_kv_heads == 2);
+  CHECK(d.head_dim == 0);  // derived when the model is created
+  CHECK(d.norm_placement == RILL_PLACEMENT_SANDWICH);
+  CHECK(d.activation == RILL_MLP_GELU_TANH);
+  CHECK(d.rope_theta == 1e6f);
+  CHECK(d.qkv_bias == 1);
+  CHECK(d.layer_scale == 1);
+  CHECK(d.branch_scale == 0.5f);
+  CHECK(d.final_norm == 1);
+
+  const std::string sizes = "[model]\nnum_layers = 1\nhidden_size = 8\nnum_heads = 2\nintermediate_size = 4\n";
+  expect_failure(rill_model_desc_from_toml("[runtime]\n", "m.toml", &d), RILL_ERROR_CONFIG, {"m.toml", "[model]"});
+  expect_failure(rill_model_desc_from_toml("[model]\nnum_layers = 1\n", "m.toml", &d), RILL_ERROR_CONFIG,
+                 {"hidden_size"});
+  expect_failure(rill_model_desc_from_toml((sizes + "norm = \"batch\"\n").c_str(), "m.toml", &d), RILL_ERROR_CONFIG,
+                 {"m.toml:6:8", "model.norm", "\"rms\"", "batch"});
+  expect_failure(rill_model_desc_from_toml((sizes + "qkv_bias = 1\n").c_str(), "m.toml", &d), RILL_ERROR_CONFIG,
+                 {"m.toml:6:", "qkv_bias", "true or false"});
+  expect_failure(rill_model_desc_from_toml((sizes + "num_kv_heads = 3\n").c_str(), "m.toml", &d), RILL_ERROR_CONFIG,
+                 {"m.toml:6:", "num_kv_heads", "3"});
+  expect_failure(rill_model_desc_from_toml((sizes + "hidden = 3\n").c_str(), "m.toml", &d), RILL_ERROR_CONFIG,
+                 {"m.toml:6:1", "unknown key 'model.hidden'"});
+  expect_failure(rill_model_desc_from_toml("[model\n", "m.toml", &d), RILL_ERROR_CONFIG, {"m.toml:1:", "syntax"});
+}
+
+TEST_CASE("weights: names, shapes and sizes are checked") {
+  Fixture f(small_desc());
+  const int64_t shape[2] = {8, 16}, wrong[2] = {16, 16};
+  std::vector<float> data(16 * 16);
+  expect_failure(rill_model_set_weight(f.model, "model.layers.0.self_attn.o_proj.bias", RILL_DTYPE_F32, 1, shape,
+                                       data.data(), 16 * 4),
+                 RILL_ERROR_INVALID_ARGUMENT, {"model.layers.0.self_attn.o_proj.bias"});
+  expect_failure(rill_model_set_weight(f.model, "model.layers.2.mlp.up_proj.weight", RILL_DTYPE_F32, 2, shape,
+                                       data.data(), 8 * 16 * 4),
+                 RILL_ERROR_INVALID_ARGUMENT, {"model.layers.2.mlp.up_proj.weight"});
+  expect_failure(rill_model_set_weight(f.model, "model.layers.1.self_attn.k_proj.weight", RILL_DTYPE_F32, 2, wrong,
+                                       data.data(), 16 * 16 * 4),
+                 RILL_ERROR_SHAPE, {"k_proj", "[8, 16]", "[16, 16]"});
+  expect_failure(rill_model_set_weight(f.model, "model.layers.1.self_attn.k_proj.weight", RILL_DTYPE_BF16, 2, shape,
+                                       data.data(), 8 * 16 * 4),
+                 RILL_ERROR_INVALID_ARGUMENT, {"bytes", "256"});
+  expect_failure(rill_model_check_weights(f.model), RILL_ERROR_INVALID_ARGUMENT, {"missing weight", "model.layers.0"});
+  rill_tensor* h = f.hidden(1, 2, std::vector<float>(32, 1.0f));
+  expect_failure(rill_model_forward(f.model, nullptr, h, nullptr, 0), RILL_ERROR_INVALID_ARGUMENT, {"missing weight"});
+  expect_failure(rill_model_load_safetensors(f.model, "/nonexistent/w.safetensors"), RILL_ERROR_IO,
+                 {"/nonexistent/w.safetensors"});
+  f.set_all_weights();
+  CHECK(rill_model_check_weights(f.model) == RILL_OK);
+}
+
+TEST_CASE("forward: argument and cache checks") {
+  Fixture f(small_desc());
+  f.set_all_weights();
+  const int64_t wrong_d[3] = {1, 2, 8};
+  rill_tensor* narrow = nullptr;
+  REQUIRE(rill_tensor_create(f.ctx, RILL_DTYPE_F32, 3, wrong_d, &narrow) == RILL_OK);
+  f.tensors.push_back(narrow);
+  expect_failure(rill_model_forward(f.model, nullptr, narrow, nullptr, 0), RILL_ERROR_SHAPE, {"hidden", "16"});
+  const int64_t bf16_shape[3] = {1, 2, 16};
+  rill_tensor* bf16 = nullptr;
+  REQUIRE(rill_tensor_create(f.ctx, RILL_DTYPE_BF16, 3, bf16_shape, &bf16) == RILL_OK);
+  f.tensors.push_back(bf16);
+  expect_failure(rill_model_forward(f.model, nullptr, bf16, nullptr, 0), RILL_ERROR_DTYPE, {"hidden", "bf16"});
+
+  rill_tensor* h = f.hidden(2, 3, std::vector<float>(96, 0.5f));
+  const int32_t negative[6] = {0, 1, 2, 0, -1, 2};
+  expect_failure(rill_model_forward(f.model, nullptr, h, negative, 6), RILL_ERROR_INVALID_ARGUMENT, {"positions[4]"});
+  expect_failure(rill_model_forward(f.model, nullptr, h, negative, 5), RILL_ERROR_INVALID_ARGUMENT, {"position_count"});
+  rill_kv_cache* one = f.cache(1, 8);
+  expect_failure(rill_model_forward(f.model, one, h, nullptr, 0), RILL_ERROR_INVALID_ARGUMENT, {"cache", "B = 2"});
+  rill_kv_cache* small = f.cache(2, 4);
+  REQUIRE(rill_model_forward(f.model, small, h, nullptr, 0) == RILL_OK);
+  CHECK(rill_kv_cache_length(small, 0) == 3);
+  CHECK(rill_kv_cache_length(small, 1) == 3);
+  CHECK(rill_kv_cache_length(small, 2) == -1);
+  expect_failure(rill_model_forward(f.model, small, h, nullptr, 0), RILL_ERROR_INVALID_ARGUMENT,
+                 {"past the cache's end", "sequence 0", "capacity of 4"});
+  CHECK(rill_kv_cache_length(small, 0) == 3);  // unchanged by the failure
+  expect_failure(rill_kv_cache_set_length(small, 0, 4), RILL_ERROR_INVALID_ARGUMENT, {"length", "3"});
+  expect_failure(rill_kv_cache_set_length(small, 2, 0), RILL_ERROR_INVALID_ARGUMENT, {"sequence"});
+  rill_kv_cache* bad = nullptr;
+  expect_failure(rill_kv_cache_create(f.model, 0, 4, &bad), RILL_ERROR_INVALID_ARGUMENT, {"batch"});
+  expect_failure(rill_kv_cache_create(f.model, 1, 0, &bad), RILL_ERROR_INVALID_ARGUMENT, {"capacity"});
+
+  Fixture other(small_desc());
+  rill_kv_cache* foreign = other.cache(2, 8);
+  expect_failure(rill_model_forward(f.model, foreign, h, nullptr, 0), RILL_ERROR_INVALID_ARGUMENT,
+                 {"cache", "another model"});
+}
+
+TEST_CASE("decode steps with per-sequence lengths equal separate prefills") {
+  Fixture f(small_desc());
+  f.set_all_weights();
+  const std::vector<float> seq0 = random_tokens(6, 1), seq1 = random_tokens(6, 2);
+  // Both sequences prefilled with 5 tokens, then sequence 1 cut back to 3 (as
+  // if its last 2 were padding); one decode step each: sequence 0 at position
+  // 5, sequence 1 at position 3.
+  rill_kv_cache* cache = f.cache(2, 8);
+  std::vector<float> both = slice(seq0, 0, 5);
+  const std::vector<float> first1 = slice(seq1, 0, 5);
+  both.insert(both.end(), first1.begin(), first1.end());
+  f.forward(cache, 2, 5, both);
+  REQUIRE(rill_kv_cache_set_length(cache, 1, 3) == RILL_OK);
+  std::vector<float> step = slice(seq0, 5, 1);
+  const std::vector<float> step1 = slice(seq1, 3, 1);
+  step.insert(step.end(), step1.begin(), step1.end());
+  const std::vector<float> decoded = f.forward(cache, 2, 1, step);
+  CHECK(rill_kv_cache_length(cache, 0) == 6);
+  CHECK(rill_kv_cache_length(cache, 1) == 4);
+
+  // The same tokens as plain prefills without a cache: the last output row.
+  const std::vector<float> plain0 = f.forward(nullptr, 1, 6, slice(seq0, 0, 6));
+  const std::vector<float> plain1 = f.forward(nullptr, 1, 4, slice(seq1, 0, 4));
+  check_close(slice(decoded, 0, 1), slice(plain0, 5, 1));
+  check_close(slice(decoded, 1, 1), slice(plain1, 3, 1));
+  // And the decode really depends on the cache: an empty cache gives another answer.
+  rill_kv_cache* fresh = f.cache(2, 8);
+  const std::vector<float> uncached = f.forward(fresh, 2, 1, step);
+  double difference = 0;
+  for (size_t i = 0; i < 16; ++i) difference = std::max(difference, std::fabs(double{uncached[i]} - decoded[i]));
+  CHECK(difference > 1e-3);
+}
+
+TEST_CASE("RoPE positions are relative: shifting every position leaves the output unchanged") {
+  Fixture f(small_desc());
+  f.set_all_weights();
+  const std::vector<float> x = random_tokens(5, 3);
+  const std::vector<float> base = f.forward(nullptr, 1, 5, x);
+  rill_tensor* h = f.hidden(1, 5, x);
+  const int32_t shifted[5] = {100, 101, 102, 103, 104}, scrambled[5] = {0, 3, 1, 7, 2};
+  REQUIRE(rill_model_forward(f.model, nullptr, h, shifted, 5) == RILL_OK);
+  std::vector<float> out(x.size());
+  REQUIRE(rill_tensor_read_f32(h, out.data(), out.size()) == RILL_OK);
+  check_close(out, base);
+  REQUIRE(rill_tensor_write_f32(h, x.data(), x.size()) == RILL_OK);
+  REQUIRE(rill_model_forward(f.model, nullptr, h, scrambled, 5) == RILL_OK);
+  REQUIRE(rill_tensor_read_f32(h, out.data(), out.size()) == RILL_OK);
+  double difference = 0;
+  for (size_t i = 16; i < out.size(); ++i) difference = std::max(difference, std::fabs(double{out[i]} - base[i]));
+  CHECK(difference > 1e-3);
+}
+
+#ifdef RILL_FAKE_PLUGIN_DIR
+TEST_CASE("a backend without the layer ops: RILL_ERROR_UNSUPPORTED naming backend and op") {
+  const std::string config = std::string("[runtime]\nbackend = \"fakehost\"\nplugin_dir = \"") + RILL_FAKE_PLUGIN_DIR + "\"\n";
+  Fixture f(small_desc(), config.c_str());
+  f.set_all_weights();
+  rill_tensor* h = f.hidden(1, 2, std::vector<float>(32, 0.5f));
+  expect_failure(rill_model_forward(f.model, nullptr, h, nullptr, 0), RILL_ERROR_UNSUPPORTED, {"fakehost", "gemm"});
+  const int64_t shape[3] = {2, 1, 4};
+  rill_tensor* x = nullptr;
+  REQUIRE(rill_tensor_create(f.ctx, RILL_DTYPE_F32, 3, shape, &x) == RILL_OK);
+  f.tensors.push_back(x);
+  const int32_t positions[2] = {0, 1};
+  expect_failure(rill_rope(f.ctx, x, positions, 2, 10000.0f, 4), RILL_ERROR_UNSUPPORTED, {"fakehost", "rope"});
+  expect_failure(rill_activation(f.ctx, RILL_ACT_RELU, x, nullptr, x), RILL_ERROR_UNSUPPORTED, {"fakehost", "activation"});
+}
+#endif

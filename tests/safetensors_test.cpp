@@ -1,0 +1,207 @@
+// The safetensors reader behind rill_model_load_safetensors: files written
+// here byte by byte, valid ones (F32/F16/BF16 converted to the model dtype)
+// and each way a file can be corrupt, which must be RILL_ERROR_IO naming the
+// file and, where one is at fault, the tensor.
+#include <doctest/doctest.h>
+
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "rill.h"
+
+namespace {
+
+void expect_failure(rill_status got, rill_status expected, std::initializer_list<std::string> parts) {
+  CHECK_MESSAGE(got == expected, "got ", rill_status_string(got), ", expected ", rill_status_string(expected),
+                "; message: ", rill_last_error());
+  const std::string message = rill_last_error();
+  for (const std::string& part : parts) CHECK_MESSAGE(message.find(part) != std::string::npos, "'", part, "' missing from: ", message);
+}
+
+std::string temp_path(const char* name) {
+  const char* dir = std::getenv("TMPDIR");
+  return std::string(dir != nullptr ? dir : "/tmp") + "/rill_safetensors_test_" + name;
+}
+
+// Writes the 8-byte little-endian header length, the header and the data.
+std::string write_file(const char* name, const std::string& header, const std::vector<unsigned char>& data,
+                       size_t truncate = 0) {
+  std::string bytes;
+  const uint64_t length = header.size();
+  for (int i = 0; i < 8; ++i) bytes.push_back(static_cast<char>((length >> (8 * i)) & 0xff));
+  bytes += header;
+  bytes.append(data.begin(), data.end());
+  bytes.resize(bytes.size() - truncate);
+  const std::string path = temp_path(name);
+  std::FILE* f = std::fopen(path.c_str(), "wb");
+  REQUIRE(f != nullptr);
+  REQUIRE(std::fwrite(bytes.data(), 1, bytes.size(), f) == bytes.size());
+  std::fclose(f);
+  return path;
+}
+
+std::vector<unsigned char> raw(const void* p, size_t n) {
+  const auto* b = static_cast<const unsigned char*>(p);
+  return std::vector<unsigned char>(b, b + n);
+}
+
+// A one-layer model whose only weights, for the tests, are [4] norms plus
+// [4, 4] projections (hidden 4, 1 head of 4, intermediate 4, plain ReLU MLP).
+rill_model_desc tiny_desc(rill_dtype dtype) {
+  rill_model_desc d;
+  rill_model_desc_init(&d);
+  d.dtype = dtype;
+  d.num_layers = 1;
+  d.hidden_size = 4;
+  d.num_heads = 1;
+  d.intermediate_size = 4;
+  d.activation = RILL_MLP_RELU;
+  d.final_norm = 0;
+  return d;
+}
+
+const char* const kNames[] = {"model.layers.0.self_attn.q_proj.weight", "model.layers.0.self_attn.k_proj.weight",
+                              "model.layers.0.self_attn.v_proj.weight", "model.layers.0.self_attn.o_proj.weight",
+                              "model.layers.0.mlp.up_proj.weight",      "model.layers.0.mlp.down_proj.weight",
+                              "model.layers.0.input_layernorm.weight",  "model.layers.0.post_attention_layernorm.weight"};
+
+// A header entry "name": {dtype, shape, data_offsets}.
+std::string entry(const std::string& name, const char* dtype, const std::string& shape, size_t begin, size_t end) {
+  return "\"" + name + "\":{\"dtype\":\"" + dtype + "\",\"shape\":" + shape + ",\"data_offsets\":[" +
+         std::to_string(begin) + "," + std::to_string(end) + "]}";
+}
+
+struct Model {
+  rill_context* ctx = nullptr;
+  rill_model* model = nullptr;
+  Model() {
+    REQUIRE(rill_context_create("[runtime]\nbackend = \"cpu\"\n", &ctx) == RILL_OK);
+    const rill_model_desc d = tiny_desc(RILL_DTYPE_F32);
+    REQUIRE(rill_model_create(ctx, &d, &model) == RILL_OK);
+  }
+  ~Model() {
+    rill_model_destroy(model);
+    rill_context_destroy(ctx);
+  }
+  Model(const Model&) = delete;
+  Model& operator=(const Model&) = delete;
+  std::vector<float> run(const std::vector<float>& x) {
+    const int64_t shape[3] = {1, 2, 4};
+    rill_tensor* h = nullptr;
+    REQUIRE(rill_tensor_create(ctx, RILL_DTYPE_F32, 3, shape, &h) == RILL_OK);
+    REQUIRE(rill_tensor_write_f32(h, x.data(), x.size()) == RILL_OK);
+    REQUIRE_MESSAGE(rill_model_forward(model, nullptr, h, nullptr, 0) == RILL_OK, rill_last_error());
+    std::vector<float> out(x.size());
+    REQUIRE(rill_tensor_read_f32(h, out.data(), out.size()) == RILL_OK);
+    rill_tensor_destroy(h);
+    return out;
+  }
+};
+
+// Values exact in f16 and bf16: multiples of 1/8 in [-1, 1].
+float value(size_t tensor, size_t i) { return static_cast<float>(static_cast<int>((tensor * 7 + i * 3) % 17) - 8) / 8.0f; }
+
+}  // namespace
+
+TEST_CASE("F32, F16 and BF16 tensors load as the values set from host memory") {
+  // The same weights stored as F16 for the projections and BF16 for the norms.
+  std::string header = "{\"__metadata__\":{\"format\":\"pt\"},";
+  std::vector<unsigned char> data;
+  for (size_t t = 0; t < 8; ++t) {
+    const bool norm = t >= 6;
+    const size_t count = norm ? 4 : 16;
+    std::vector<uint16_t> halves(count);
+    for (size_t i = 0; i < count; ++i) {
+      const float v = norm ? 1.0f + value(t, i) / 4 : value(t, i);
+      uint32_t bits;
+      std::memcpy(&bits, &v, 4);
+      if (norm) {
+        halves[i] = static_cast<uint16_t>(bits >> 16);  // exact: the low bits are zero
+      } else {
+        // f16 of a multiple of 1/8 in [-1, 1]: exact, built from the f32 exponent.
+        const uint32_t sign = (bits >> 16) & 0x8000u;
+        const int exponent = static_cast<int>((bits >> 23) & 0xff) - 127 + 15;
+        halves[i] = v == 0.0f ? 0 : static_cast<uint16_t>(sign | (static_cast<uint32_t>(exponent) << 10) |
+                                                           ((bits >> 13) & 0x3ffu));
+      }
+    }
+    const size_t begin = data.size();
+    const auto bytes = raw(halves.data(), count * 2);
+    data.insert(data.end(), bytes.begin(), bytes.end());
+    header += (t ? "," : "") + entry(kNames[t], norm ? "BF16" : "F16", norm ? "[4]" : "[4,4]", begin, data.size());
+  }
+  header += ",\"unused.tensor\":{\"dtype\":\"I64\",\"shape\":[1],\"data_offsets\":[" + std::to_string(data.size()) +
+            "," + std::to_string(data.size() + 8) + "]}}";
+  data.resize(data.size() + 8, 0);
+  const std::string path = write_file("mixed.safetensors", header, data);
+
+  Model from_file, from_memory;
+  REQUIRE_MESSAGE(rill_model_load_safetensors(from_file.model, path.c_str()) == RILL_OK, rill_last_error());
+  for (size_t t = 0; t < 8; ++t) {
+    const bool norm = t >= 6;
+    std::vector<float> v(norm ? 4 : 16);
+    for (size_t i = 0; i < v.size(); ++i) v[i] = norm ? 1.0f + value(t, i) / 4 : value(t, i);
+    const int64_t shape[2] = {4, 4};
+    const int64_t* dims = norm ? shape + 1 : shape;
+    REQUIRE(rill_model_set_weight(from_memory.model, kNames[t], RILL_DTYPE_F32, norm ? 1 : 2, dims, v.data(),
+                                  v.size() * 4) == RILL_OK);
+  }
+  const std::vector<float> x = {0.5f, -1.0f, 0.25f, 2.0f, 1.0f, 0.0f, -0.5f, 0.75f};
+  CHECK(from_file.run(x) == from_memory.run(x));
+  std::remove(path.c_str());
+}
+
+TEST_CASE("corrupt files are RILL_ERROR_IO naming the file and tensor") {
+  Model m;
+  const std::string q = kNames[0];
+  const std::vector<unsigned char> data(64, 0);
+  struct Case {
+    const char* name;
+    std::string header;
+    size_t truncate;
+    std::vector<std::string> parts;
+    rill_status status;
+  };
+  const std::vector<Case> cases = {
+      {"not_json", "{\"a\": [1, 2", 0, {"JSON"}, RILL_ERROR_IO},
+      {"not_object", "[1, 2]", 0, {"not a JSON object"}, RILL_ERROR_IO},
+      {"no_dtype", "{\"" + q + "\":{\"shape\":[4,4],\"data_offsets\":[0,64]}}", 0, {q, "dtype"}, RILL_ERROR_IO},
+      {"unknown_dtype", "{" + entry(q, "F31", "[4,4]", 0, 64) + "}", 0, {q, "F31"}, RILL_ERROR_IO},
+      {"negative_dim", "{" + entry(q, "F32", "[-4,4]", 0, 64) + "}", 0, {q, "shape"}, RILL_ERROR_IO},
+      {"end_before_begin", "{" + entry(q, "F32", "[4,4]", 64, 0) + "}", 0, {q, "before"}, RILL_ERROR_IO},
+      {"size_mismatch", "{" + entry(q, "F32", "[4,4]", 0, 32) + "}", 0, {q, "32 bytes", "64"}, RILL_ERROR_IO},
+      {"truncated", "{" + entry(q, "F32", "[4,4]", 0, 64) + "}", 4, {q, "truncated"}, RILL_ERROR_IO},
+      {"overlap", "{" + entry(q, "F32", "[2,4]", 0, 32) + "," + entry(kNames[1], "F32", "[2,4]", 16, 48) + "}", 0,
+       {q, kNames[1], "overlap"}, RILL_ERROR_IO},
+      {"int_dtype", "{" + entry(q, "I32", "[4,4]", 0, 64) + "}", 0, {q, "I32"}, RILL_ERROR_IO},
+      {"wrong_shape", "{" + entry(q, "F32", "[2,8]", 0, 64) + "}", 0, {q, "[4, 4]", "[2, 8]"}, RILL_ERROR_SHAPE},
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.name);
+    const std::string path = write_file(c.name, c.header, data, c.truncate);
+    std::vector<std::string> parts = c.parts;
+    parts.push_back(path);
+    expect_failure(rill_model_load_safetensors(m.model, path.c_str()), c.status, {});
+    const std::string message = rill_last_error();
+    for (const std::string& part : parts) CHECK_MESSAGE(message.find(part) != std::string::npos, "'", part, "' missing from: ", message);
+    std::remove(path.c_str());
+  }
+
+  // Shorter than the length field, and a length past the end of the file.
+  const std::string tiny = temp_path("tiny.safetensors");
+  std::FILE* f = std::fopen(tiny.c_str(), "wb");
+  REQUIRE(f != nullptr);
+  std::fputs("abc", f);
+  std::fclose(f);
+  expect_failure(rill_model_load_safetensors(m.model, tiny.c_str()), RILL_ERROR_IO, {tiny, "truncated"});
+  std::remove(tiny.c_str());
+  const std::string long_header = write_file("long_header.safetensors", "{}", {}, 0);
+  f = std::fopen(long_header.c_str(), "r+b");
+  REQUIRE(f != nullptr);
+  std::fputc(0x40, f);  // header length 64, but only 2 bytes follow
+  std::fclose(f);
+  expect_failure(rill_model_load_safetensors(m.model, long_header.c_str()), RILL_ERROR_IO, {long_header, "truncated"});
+  std::remove(long_header.c_str());
+}
