@@ -103,7 +103,7 @@ step "build"
 # CUDA benchmark and the tests that run on the CUDA backend.
 available_targets="$(cmake --build "$build_dir" --target help 2>/dev/null | sed -n 's/^\.\.\. \([A-Za-z0-9_]*\).*/\1/p')"
 targets=()
-for t in rill rill_backend_cuda rill_cli rill_cuda_bench conformance_test cuda_unavailable_test; do
+for t in rill rill_backend_cuda rill_cli rill_cuda_bench conformance_test layer_ops_test cuda_unavailable_test; do
   grep -qx "$t" <<<"$available_targets" && targets+=("$t")
 done
 while read -r t; do
@@ -119,8 +119,9 @@ step "CUDA tests"
 ctest --test-dir "$build_dir" -R cuda --output-on-failure --timeout 240 >"$log_dir/gpu-check-ctest.log" 2>&1
 grep -E "Test +#|tests passed|Skipped|Failed" "$log_dir/gpu-check-ctest.log" || true
 tests_passed=$(grep -cE "Test +#[0-9]+: .* Passed" "$log_dir/gpu-check-ctest.log")
-tests_failed=$(grep -cE "Test +#[0-9]+: .*\*\*\*(Failed|Exception|Timeout)" "$log_dir/gpu-check-ctest.log")
-tests_skipped=$(grep -cE "Test +#[0-9]+: .*\*\*\*(Skipped|Not Run)" "$log_dir/gpu-check-ctest.log")
+# "Not Run" means the test program was not built: a failure, not a skip.
+tests_failed=$(grep -cE "Test +#[0-9]+: .*\*\*\*(Failed|Exception|Timeout|Not Run)" "$log_dir/gpu-check-ctest.log")
+tests_skipped=$(grep -cE "Test +#[0-9]+: .*\*\*\*Skipped" "$log_dir/gpu-check-ctest.log")
 conformance_ran=$(grep -cE "Test +#[0-9]+: [A-Za-z0-9_]*conformance[A-Za-z0-9_]*cuda" "$log_dir/gpu-check-ctest.log")
 
 # --- Benchmarks --------------------------------------------------------------
