@@ -1,5 +1,6 @@
 /* The CUDA backend's tables, its error helpers and the plugin entry points. */
 #include <cstddef>
+#include <new>
 
 #include "cuda_backend.h"
 
@@ -38,37 +39,69 @@ rill_status rill_cuda_activate(rill_backend_context* ctx) {
 
 namespace {
 
+rill_status fail_without_allocating(rill_status status, const char* message) noexcept {
+  if (rill_cuda_host && rill_cuda_host->fail) return rill_cuda_host->fail(status, message);
+  return status;
+}
+
+/* Wraps an entry point so that no C++ exception (std::bad_alloc from a message
+   string or the GEMM plan cache) crosses the plugin boundary. */
+template <auto Fn>
+struct Guarded;
+template <typename... Args, rill_status (*Fn)(Args...)>
+struct Guarded<Fn> {
+  static rill_status call(Args... args) noexcept {
+    try {
+      return Fn(args...);
+    } catch (const std::bad_alloc&) {
+      return fail_without_allocating(RILL_ERROR_OUT_OF_MEMORY, "cuda: out of host memory");
+    } catch (...) {
+      return fail_without_allocating(RILL_ERROR_INTERNAL, "cuda: unexpected C++ exception");
+    }
+  }
+};
+template <typename... Args, void (*Fn)(Args...)>
+struct Guarded<Fn> {
+  static void call(Args... args) noexcept {
+    try {
+      Fn(args...);
+    } catch (...) {
+      // Nothing to report through: these entry points return nothing.
+    }
+  }
+};
+
 /* The tables are filled for the interface version agreed with the host at
    init: version 1 hosts get the version 1 part of the ops table. */
 rill_backend_ops cuda_ops = {
     /* .abi_version = */ 2u,
     /* .struct_size = */ static_cast<uint32_t>(sizeof(rill_backend_ops)),
-    /* .residual_add = */ rill_cuda_residual_add,
-    /* .rms_norm = */ rill_cuda_rms_norm,
-    /* .layer_norm = */ rill_cuda_layer_norm,
-    /* .fused_add_rms_norm = */ rill_cuda_fused_add_rms_norm,
-    /* .fused_add_layer_norm = */ rill_cuda_fused_add_layer_norm,
-    /* .gemm = */ rill_cuda_gemm,
-    /* .rope = */ rill_cuda_rope,
-    /* .attention = */ rill_cuda_attention,
-    /* .activation = */ rill_cuda_activation,
+    /* .residual_add = */ Guarded<rill_cuda_residual_add>::call,
+    /* .rms_norm = */ Guarded<rill_cuda_rms_norm>::call,
+    /* .layer_norm = */ Guarded<rill_cuda_layer_norm>::call,
+    /* .fused_add_rms_norm = */ Guarded<rill_cuda_fused_add_rms_norm>::call,
+    /* .fused_add_layer_norm = */ Guarded<rill_cuda_fused_add_layer_norm>::call,
+    /* .gemm = */ Guarded<rill_cuda_gemm>::call,
+    /* .rope = */ Guarded<rill_cuda_rope>::call,
+    /* .attention = */ Guarded<rill_cuda_attention>::call,
+    /* .activation = */ Guarded<rill_cuda_activation>::call,
 };
 
 rill_backend cuda_backend = {
     /* .abi_version = */ 2u,
     /* .struct_size = */ static_cast<uint32_t>(sizeof(rill_backend)),
     /* .name = */ "cuda",
-    /* .device_count = */ rill_cuda_device_count,
-    /* .describe_device = */ rill_cuda_describe_device,
-    /* .context_create = */ rill_cuda_context_create,
-    /* .context_destroy = */ rill_cuda_context_destroy,
+    /* .device_count = */ Guarded<rill_cuda_device_count>::call,
+    /* .describe_device = */ Guarded<rill_cuda_describe_device>::call,
+    /* .context_create = */ Guarded<rill_cuda_context_create>::call,
+    /* .context_destroy = */ Guarded<rill_cuda_context_destroy>::call,
     /* .context_device_name = */ rill_cuda_context_device_name,
-    /* .synchronize = */ rill_cuda_synchronize,
-    /* .buffer_alloc = */ rill_cuda_buffer_alloc,
-    /* .buffer_free = */ rill_cuda_buffer_free,
-    /* .buffer_write = */ rill_cuda_buffer_write,
-    /* .buffer_read = */ rill_cuda_buffer_read,
-    /* .buffer_copy = */ rill_cuda_buffer_copy,
+    /* .synchronize = */ Guarded<rill_cuda_synchronize>::call,
+    /* .buffer_alloc = */ Guarded<rill_cuda_buffer_alloc>::call,
+    /* .buffer_free = */ Guarded<rill_cuda_buffer_free>::call,
+    /* .buffer_write = */ Guarded<rill_cuda_buffer_write>::call,
+    /* .buffer_read = */ Guarded<rill_cuda_buffer_read>::call,
+    /* .buffer_copy = */ Guarded<rill_cuda_buffer_copy>::call,
     /* .ops = */ &cuda_ops,
 };
 
