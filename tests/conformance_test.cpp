@@ -1,0 +1,398 @@
+// The cross-backend conformance suite: every op on every dtype against a
+// double-precision reference (tests/support/reference.h) computed from the
+// same dtype-rounded inputs, scored with ggml's NMSE metric, over awkward
+// shapes and values. Runs on the backend named by RILL_TEST_BACKEND (default
+// "cpu"); a backend that cannot be had is reported as skipped (exit code 77).
+// On a backend other than the CPU every result is also compared with the CPU
+// backend's, and the fused ops must equal the unfused sequence bit for bit.
+#define DOCTEST_CONFIG_IMPLEMENT
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <memory>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "reference.h"
+#include "rill.hpp"
+
+namespace {
+
+std::string g_backend;
+std::unique_ptr<rill::Context> g_ctx;  // the backend under test
+std::unique_ptr<rill::Context> g_cpu;  // the CPU backend, when that is not the one under test
+
+const rill_dtype kDtypes[] = {RILL_DTYPE_F32, RILL_DTYPE_F16, RILL_DTYPE_BF16};
+
+// NMSE thresholds. Rounding a result to the storage format alone gives an
+// NMSE of about u^2/3 against the exact value, u being the unit roundoff:
+// f32 u = 2^-24 (2e-15), f16 u = 2^-11 (8e-8), bf16 u = 2^-8 (5e-6). f32
+// arithmetic inside the ops (sums of up to 4096 terms) adds far less than
+// that for the 16-bit formats and stays near 1e-12 for f32. Each threshold
+// leaves a margin of 10x or more over those figures, while a wrong formula
+// (eps misplaced, unbiased variance, a dropped gain or bias, a lost row) gives
+// NMSE of 1e-3 or more even at D = 7.
+double threshold(rill_dtype dtype) {
+  switch (dtype) {
+    case RILL_DTYPE_F16: return 1e-6;
+    case RILL_DTYPE_BF16: return 5e-5;
+    default: return 1e-10;
+  }
+}
+
+// Magnitudes that stretch the reductions without leaving what a correct f32
+// accumulation of D = 4096 squares can hold (1e15^2 * 4096 < 3.4e38, and
+// 1e-15^2 stays a normal f32); f16 holds only about 6e-5 to 65504.
+float huge_scale(rill_dtype dtype) { return dtype == RILL_DTYPE_F16 ? 1e4f : 1e15f; }
+float tiny_scale(rill_dtype dtype) { return dtype == RILL_DTYPE_F16 ? 1e-4f : 1e-15f; }
+
+std::vector<float> random_values(size_t count, uint32_t seed, float lo, float hi) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(lo, hi);
+  std::vector<float> values(count);
+  for (float& v : values) v = dist(rng);
+  return values;
+}
+
+std::vector<float> rounded(const std::vector<float>& values, rill_dtype dtype) {
+  std::vector<float> out(values.size());
+  for (size_t i = 0; i < values.size(); ++i) out[i] = static_cast<float>(rill_ref::round_to_dtype(values[i], dtype));
+  return out;
+}
+
+int64_t numel(const std::vector<int64_t>& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+std::string shape_text(const std::vector<int64_t>& shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? "," : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+// A tensor holding values (already representable in dtype). Checks that the
+// runtime stored them exactly: its f32 conversion must agree with the
+// independent rounding in the reference.
+rill::Tensor upload(rill::Context& ctx, rill_dtype dtype, const std::vector<int64_t>& shape,
+                    const std::vector<float>& values) {
+  rill::Tensor t(ctx, dtype, shape);
+  t.write_f32(values);
+  const std::vector<float> back = t.read_f32();
+  REQUIRE(std::memcmp(back.data(), values.data(), values.size() * sizeof(float)) == 0);
+  return t;
+}
+
+std::vector<uint8_t> raw_bytes(const rill::Tensor& t) {
+  std::vector<uint8_t> bytes(t.nbytes());
+  t.read(bytes.data(), bytes.size());
+  return bytes;
+}
+
+void check_close(const std::vector<float>& actual, const std::vector<double>& expected, rill_dtype dtype,
+                 const char* what) {
+  INFO(std::string(what));
+  REQUIRE(actual.size() == expected.size());
+  CHECK(rill_ref::count_non_finite(actual) == 0);
+  const double error = rill_ref::nmse(actual, expected);
+  INFO("NMSE " << error << ", threshold " << threshold(dtype));
+  CHECK(error <= threshold(dtype));
+}
+
+// Results of the backend under test against the CPU backend's.
+void check_against_cpu(const std::vector<std::vector<float>>& actual, const std::vector<std::vector<float>>& cpu,
+                       rill_dtype dtype) {
+  REQUIRE(actual.size() == cpu.size());
+  for (size_t i = 0; i < actual.size(); ++i) check_close(actual[i], rill_ref::to_double(cpu[i]), dtype, "against the CPU backend");
+}
+
+// ---------------------------------------------------------------------------
+// Residual add and the norms
+// ---------------------------------------------------------------------------
+
+struct RowCase {
+  std::vector<int64_t> shape;
+  float scale;       // inputs are offset + scale * U(-1, 1)
+  float offset;
+  float eps_factor;  // eps = eps_factor * scale^2, so eps means the same at every magnitude
+  bool with_weight, with_bias, with_gain;
+  float residual_scale, update_scale;
+  bool in_place;     // norms: out aliases x
+};
+
+std::vector<RowCase> row_cases(rill_dtype dtype) {
+  const std::vector<std::vector<int64_t>> shapes = {
+      {1},       {1, 1},     {5, 1},     {7},          {3, 7},         {1, 4095},
+      {3, 4095}, {2, 4096},  {300, 7},   {129, 96},    {2, 3, 7},      {2, 2, 3, 33},
+  };
+  const float huge = huge_scale(dtype), tiny = tiny_scale(dtype);
+  std::vector<RowCase> cases;
+  for (const std::vector<int64_t>& shape : shapes) {
+    cases.push_back({shape, 1.0f, 0.0f, 1e-6f, true, true, true, 1.0f, 1.0f, false});
+    cases.push_back({shape, 1.0f, 0.0f, 0.0f, false, false, false, 1.0f, 1.0f, true});
+    cases.push_back({shape, 1.0f, 0.0f, 10.0f, true, true, true, 0.5f, -2.0f, false});
+    cases.push_back({shape, huge, 0.0f, 1e-6f, true, false, true, 1.0f, 1.0f, false});
+    cases.push_back({shape, tiny, 0.0f, 0.0f, true, true, true, 2.0f, 0.25f, true});
+    cases.push_back({shape, tiny, 0.0f, 10.0f, false, false, false, 1.0f, 1.0f, false});
+    // A large mean beside a small spread: LayerNorm's variance must not cancel.
+    cases.push_back({shape, 1.0f, 50.0f, 1e-5f, true, true, false, 1.0f, 0.0f, false});
+  }
+  return cases;
+}
+
+std::string describe(const RowCase& c, rill_dtype dtype) {
+  std::ostringstream s;
+  s << rill_dtype_name(dtype) << " shape " << shape_text(c.shape) << " scale " << c.scale << " offset " << c.offset
+    << " eps " << c.eps_factor << "*scale^2 weight " << c.with_weight << " bias " << c.with_bias << " gain "
+    << c.with_gain << " residual_scale " << c.residual_scale << " update_scale " << c.update_scale << " in_place "
+    << c.in_place;
+  return s.str();
+}
+
+// Host inputs of one case, rounded to the dtype.
+struct RowInputs {
+  int64_t rows, d;
+  float eps;
+  std::vector<float> x, residual, weight, bias, gain;  // optional ones empty when absent
+};
+
+RowInputs make_inputs(const RowCase& c, rill_dtype dtype, uint32_t seed) {
+  RowInputs in;
+  in.d = c.shape.back();
+  in.rows = numel(c.shape) / in.d;
+  in.eps = c.eps_factor * c.scale * c.scale;
+  const size_t n = static_cast<size_t>(in.rows * in.d), d = static_cast<size_t>(in.d);
+  auto shifted = [&](uint32_t s) {
+    std::vector<float> v = random_values(n, s, -c.scale, c.scale);
+    for (float& e : v) e += c.offset;
+    return rounded(v, dtype);
+  };
+  in.x = shifted(seed);
+  in.residual = shifted(seed + 1);
+  if (c.with_weight) in.weight = rounded(random_values(d, seed + 2, -1.5f, 1.5f), dtype);
+  if (c.with_bias) in.bias = rounded(random_values(d, seed + 3, -1.0f, 1.0f), dtype);
+  if (c.with_gain) in.gain = rounded(random_values(d, seed + 4, 0.5f, 1.5f), dtype);
+  return in;
+}
+
+// Uploads an optional [D] operand.
+std::unique_ptr<rill::Tensor> upload_optional(rill::Context& ctx, rill_dtype dtype, const std::vector<float>& values) {
+  if (values.empty()) return nullptr;
+  return std::make_unique<rill::Tensor>(upload(ctx, dtype, {static_cast<int64_t>(values.size())}, values));
+}
+
+enum class RowOp { kResidualAdd, kRmsNorm, kLayerNorm, kFusedAddRmsNorm, kFusedAddLayerNorm };
+
+// Runs one op on ctx; returns its outputs (for the fused ops: x, then residual).
+std::vector<std::vector<float>> run_row_op(rill::Context& ctx, RowOp op, rill_dtype dtype, const RowCase& c,
+                                           const RowInputs& in) {
+  rill::Tensor x = upload(ctx, dtype, c.shape, in.x);
+  rill::Tensor residual = upload(ctx, dtype, c.shape, in.residual);
+  const auto weight = upload_optional(ctx, dtype, in.weight);
+  const auto bias = upload_optional(ctx, dtype, in.bias);
+  const auto gain = upload_optional(ctx, dtype, in.gain);
+  switch (op) {
+    case RowOp::kResidualAdd:
+      rill::residual_add(ctx, residual, x, gain.get(), c.residual_scale, c.update_scale);
+      return {residual.read_f32()};
+    case RowOp::kRmsNorm:
+    case RowOp::kLayerNorm: {
+      rill::Tensor separate(ctx, dtype, c.shape);
+      rill::Tensor& out = c.in_place ? x : separate;
+      if (op == RowOp::kRmsNorm) {
+        rill::rms_norm(ctx, x, weight.get(), in.eps, out);
+      } else {
+        rill::layer_norm(ctx, x, weight.get(), bias.get(), in.eps, out);
+      }
+      return {out.read_f32()};
+    }
+    case RowOp::kFusedAddRmsNorm:
+      rill::fused_add_rms_norm(ctx, x, residual, gain.get(), weight.get(), in.eps, c.residual_scale, c.update_scale);
+      return {x.read_f32(), residual.read_f32()};
+    case RowOp::kFusedAddLayerNorm:
+      rill::fused_add_layer_norm(ctx, x, residual, gain.get(), weight.get(), bias.get(), in.eps, c.residual_scale,
+                                 c.update_scale);
+      return {x.read_f32(), residual.read_f32()};
+  }
+  return {};
+}
+
+// The fused op against residual_add followed by the norm, on the same
+// backend: both outputs must be identical bytes.
+void check_fused_equals_unfused(rill::Context& ctx, RowOp op, rill_dtype dtype, const RowCase& c,
+                                const RowInputs& in) {
+  rill::Tensor x1 = upload(ctx, dtype, c.shape, in.x), r1 = upload(ctx, dtype, c.shape, in.residual);
+  rill::Tensor x2 = upload(ctx, dtype, c.shape, in.x), r2 = upload(ctx, dtype, c.shape, in.residual);
+  const auto weight = upload_optional(ctx, dtype, in.weight);
+  const auto bias = upload_optional(ctx, dtype, in.bias);
+  const auto gain = upload_optional(ctx, dtype, in.gain);
+  rill::residual_add(ctx, r2, x2, gain.get(), c.residual_scale, c.update_scale);
+  if (op == RowOp::kFusedAddRmsNorm) {
+    rill::fused_add_rms_norm(ctx, x1, r1, gain.get(), weight.get(), in.eps, c.residual_scale, c.update_scale);
+    rill::rms_norm(ctx, r2, weight.get(), in.eps, x2);
+  } else {
+    rill::fused_add_layer_norm(ctx, x1, r1, gain.get(), weight.get(), bias.get(), in.eps, c.residual_scale,
+                               c.update_scale);
+    rill::layer_norm(ctx, r2, weight.get(), bias.get(), in.eps, x2);
+  }
+  CHECK_MESSAGE(raw_bytes(r1) == raw_bytes(r2), "fused residual differs from residual_add's");
+  CHECK_MESSAGE(raw_bytes(x1) == raw_bytes(x2), "fused normalized output differs from the unfused norm's");
+}
+
+void run_row_suite(RowOp op) {
+  uint32_t seed = 1000;
+  for (rill_dtype dtype : kDtypes) {
+    for (const RowCase& c : row_cases(dtype)) {
+      INFO(g_backend << ": " << describe(c, dtype));
+      const RowInputs in = make_inputs(c, dtype, seed += 10);
+      // LayerNorm of a single value with eps = 0 is 0/0 (NaN) by definition.
+      const bool layer_norm = op == RowOp::kLayerNorm || op == RowOp::kFusedAddLayerNorm;
+      if (layer_norm && in.d == 1 && in.eps == 0.0f) continue;
+      const std::vector<std::vector<float>> out = run_row_op(*g_ctx, op, dtype, c, in);
+      switch (op) {
+        case RowOp::kResidualAdd:
+          check_close(out[0], rill_ref::residual_add(in.residual, in.x, in.gain, c.residual_scale, c.update_scale,
+                                                     in.rows, in.d),
+                      dtype, "residual");
+          break;
+        case RowOp::kRmsNorm:
+          check_close(out[0], rill_ref::rms_norm(rill_ref::to_double(in.x), in.weight, in.eps, in.rows, in.d), dtype,
+                      "out");
+          break;
+        case RowOp::kLayerNorm:
+          check_close(out[0],
+                      rill_ref::layer_norm(rill_ref::to_double(in.x), in.weight, in.bias, in.eps, in.rows, in.d),
+                      dtype, "out");
+          break;
+        case RowOp::kFusedAddRmsNorm:
+        case RowOp::kFusedAddLayerNorm: {
+          std::vector<double> residual;
+          const std::vector<double> x =
+              op == RowOp::kFusedAddRmsNorm
+                  ? rill_ref::fused_add_rms_norm(in.x, in.residual, in.gain, in.weight, in.eps, c.residual_scale,
+                                                 c.update_scale, in.rows, in.d, dtype, &residual)
+                  : rill_ref::fused_add_layer_norm(in.x, in.residual, in.gain, in.weight, in.bias, in.eps,
+                                                   c.residual_scale, c.update_scale, in.rows, in.d, dtype, &residual);
+          check_close(out[0], x, dtype, "x (normalized)");
+          check_close(out[1], residual, dtype, "residual");
+          check_fused_equals_unfused(*g_ctx, op, dtype, c, in);
+          break;
+        }
+      }
+      if (g_cpu) check_against_cpu(out, run_row_op(*g_cpu, op, dtype, c, in), dtype);
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------
+// GEMM
+// ---------------------------------------------------------------------------
+
+struct GemmCase {
+  std::vector<int64_t> a_shape;  // [..., K]
+  int64_t n;
+};
+
+struct GemmVariant {
+  float alpha, beta;
+  bool with_bias;
+};
+
+std::vector<std::vector<float>> run_gemm(rill::Context& ctx, rill_dtype dtype, const GemmCase& c, const GemmVariant& v,
+                                         const std::vector<float>& a, const std::vector<float>& w,
+                                         const std::vector<float>& bias, const std::vector<float>& out_prior) {
+  const int64_t k = c.a_shape.back();
+  std::vector<int64_t> out_shape = c.a_shape;
+  out_shape.back() = c.n;
+  rill::Tensor ta = upload(ctx, dtype, c.a_shape, a), tw = upload(ctx, dtype, {c.n, k}, w);
+  const auto tbias = upload_optional(ctx, dtype, bias);
+  rill::Tensor out(ctx, dtype, out_shape);
+  out.write_f32(out_prior);
+  rill::gemm(ctx, ta, tw, tbias.get(), v.alpha, v.beta, out);
+  return {out.read_f32()};
+}
+
+}  // namespace
+
+TEST_CASE("residual_add matches the double reference") { run_row_suite(RowOp::kResidualAdd); }
+TEST_CASE("rms_norm matches the double reference") { run_row_suite(RowOp::kRmsNorm); }
+TEST_CASE("layer_norm matches the double reference") { run_row_suite(RowOp::kLayerNorm); }
+TEST_CASE("fused_add_rms_norm matches the reference and equals the unfused sequence") {
+  run_row_suite(RowOp::kFusedAddRmsNorm);
+}
+TEST_CASE("fused_add_layer_norm matches the reference and equals the unfused sequence") {
+  run_row_suite(RowOp::kFusedAddLayerNorm);
+}
+
+TEST_CASE("gemm matches the double reference") {
+  // Few rows (the decode path), the M boundary at 16/17, many rows, K and N
+  // that are not multiples of any vector width, 3- and 4-dim a.
+  const std::vector<GemmCase> cases = {
+      {{1, 1}, 1},    {{1, 7}, 5},        {{3, 64}, 33},        {{16, 96}, 40},     {{17, 96}, 40},
+      {{1, 4096}, 64}, {{2, 3, 4095}, 9}, {{2, 2, 5, 129}, 70}, {{64, 256}, 130},
+  };
+  const std::vector<GemmVariant> variants = {
+      {1.0f, 0.0f, false}, {0.5f, 0.0f, true}, {1.0f, 1.0f, true}, {-2.0f, 0.25f, false}, {1.0f, -1.0f, true},
+  };
+  uint32_t seed = 5000;
+  for (rill_dtype dtype : kDtypes) {
+    for (const GemmCase& c : cases) {
+      const int64_t k = c.a_shape.back(), rows = numel(c.a_shape) / k;
+      for (const GemmVariant& v : variants) {
+        INFO(g_backend << ": " << rill_dtype_name(dtype) << " a " << shape_text(c.a_shape) << " w [" << c.n << ","
+                       << k << "] alpha " << v.alpha << " beta " << v.beta << " bias " << v.with_bias);
+        seed += 10;
+        const std::vector<float> a = rounded(random_values(size_t(rows * k), seed, -1.0f, 1.0f), dtype);
+        const std::vector<float> w = rounded(random_values(size_t(c.n * k), seed + 1, -1.0f, 1.0f), dtype);
+        const std::vector<float> bias =
+            v.with_bias ? rounded(random_values(size_t(c.n), seed + 2, -1.0f, 1.0f), dtype) : std::vector<float>();
+        // With beta == 0 the prior contents must be ignored: make them NaN.
+        const std::vector<float> prior =
+            v.beta == 0.0f ? std::vector<float>(size_t(rows * c.n), std::numeric_limits<float>::quiet_NaN())
+                           : rounded(random_values(size_t(rows * c.n), seed + 3, -1.0f, 1.0f), dtype);
+        const std::vector<std::vector<float>> out = run_gemm(*g_ctx, dtype, c, v, a, w, bias, prior);
+        check_close(out[0], rill_ref::gemm(a, w, bias, v.alpha, v.beta, prior, rows, c.n, k), dtype, "out");
+        if (g_cpu) check_against_cpu(out, run_gemm(*g_cpu, dtype, c, v, a, w, bias, prior), dtype);
+      }
+    }
+  }
+}
+
+TEST_CASE("a reference NMSE is sensitive enough to catch a wrong formula") {
+  // The thresholds above are meaningful only if a plausible mistake exceeds
+  // them: RMSNorm with the wrong eps placement at D = 7 must fail f32's.
+  const std::vector<float> x = random_values(7, 7, -1.0f, 1.0f);
+  const std::vector<double> right = rill_ref::rms_norm(rill_ref::to_double(x), {}, 1e-2f, 1, 7);
+  const std::vector<double> wrong = rill_ref::rms_norm(rill_ref::to_double(x), {}, 2e-2f, 1, 7);
+  std::vector<float> wrong_f(wrong.begin(), wrong.end());
+  CHECK(rill_ref::nmse(wrong_f, right) > threshold(RILL_DTYPE_BF16));
+}
+
+int main(int argc, char** argv) {
+  const char* env = std::getenv("RILL_TEST_BACKEND");
+  g_backend = env && *env ? env : "cpu";
+  try {
+    g_ctx = std::make_unique<rill::Context>("[runtime]\nbackend = \"" + g_backend + "\"\n");
+    if (g_backend != "cpu") g_cpu = std::make_unique<rill::Context>("[runtime]\nbackend = \"cpu\"\n");
+  } catch (const rill::Error& e) {
+    if (e.status() == RILL_ERROR_BACKEND_UNAVAILABLE) {
+      std::printf("SKIPPED: %s: %s\n", g_backend.c_str(), rill_last_error());
+      return 77;
+    }
+    std::fprintf(stderr, "conformance: cannot create a %s context: %s\n", g_backend.c_str(), e.what());
+    return 1;
+  }
+  std::printf("conformance: backend %s, device %s\n", g_ctx->backend_name(), g_ctx->device_name());
+  doctest::Context context(argc, argv);
+  const int result = context.run();
+  g_cpu.reset();
+  g_ctx.reset();
+  return result;
+}

@@ -1,0 +1,65 @@
+// Double-precision reference implementations of rill's ops and the metrics the
+// conformance tests compare backends with. Inputs are the values a backend
+// actually holds (already rounded to the storage dtype); outputs are exact up
+// to double rounding, never rounded to a storage dtype unless stated.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "rill.h"
+
+namespace rill_ref {
+
+// v rounded to nearest even in the storage dtype and widened back.
+// Written independently of rill's converters (arithmetic on exponents rather
+// than bit manipulation) so that the tests check them.
+double round_to_dtype(double v, rill_dtype dtype);
+
+// Normalized mean squared error sum((a-b)^2) / sum(b^2), the metric of ggml's
+// test-backend-ops. Returns 0 for two all-zero vectors and +Inf when actual
+// holds a NaN or Inf (so a non-finite result never passes a threshold).
+double nmse(const float* actual, const double* expected, size_t count);
+double nmse(const std::vector<float>& actual, const std::vector<double>& expected);
+
+// Count of NaN and Inf values.
+size_t count_non_finite(const float* values, size_t count);
+size_t count_non_finite(const std::vector<float>& values);
+
+// Optional operands are empty vectors. rows x d is the data layout.
+
+// residual_scale*residual + update_scale*(gain ⊙ update)
+std::vector<double> residual_add(const std::vector<float>& residual, const std::vector<float>& update,
+                                 const std::vector<float>& gain, float residual_scale, float update_scale,
+                                 int64_t rows, int64_t d);
+
+// x * rsqrt(mean(x^2) + eps) * weight
+std::vector<double> rms_norm(const std::vector<double>& x, const std::vector<float>& weight, float eps, int64_t rows,
+                             int64_t d);
+
+// (x - mean) * rsqrt(var + eps) * weight + bias, biased variance
+std::vector<double> layer_norm(const std::vector<double>& x, const std::vector<float>& weight,
+                               const std::vector<float>& bias, float eps, int64_t rows, int64_t d);
+
+// The fused ops' contract: the residual update is rounded to the storage dtype
+// and that rounded value is normalized. Returns the residual before rounding
+// in *residual_out and the normalized rows.
+std::vector<double> fused_add_rms_norm(const std::vector<float>& x, const std::vector<float>& residual,
+                                       const std::vector<float>& gain, const std::vector<float>& weight, float eps,
+                                       float residual_scale, float update_scale, int64_t rows, int64_t d,
+                                       rill_dtype dtype, std::vector<double>* residual_out);
+std::vector<double> fused_add_layer_norm(const std::vector<float>& x, const std::vector<float>& residual,
+                                         const std::vector<float>& gain, const std::vector<float>& weight,
+                                         const std::vector<float>& bias, float eps, float residual_scale,
+                                         float update_scale, int64_t rows, int64_t d, rill_dtype dtype,
+                                         std::vector<double>* residual_out);
+
+// alpha * a[rows,k] · w[n,k]^T + beta * out + bias[n]; with beta == 0 out is
+// not read (it may be empty).
+std::vector<double> gemm(const std::vector<float>& a, const std::vector<float>& w, const std::vector<float>& bias,
+                         float alpha, float beta, const std::vector<float>& out, int64_t rows, int64_t n, int64_t k);
+
+std::vector<double> to_double(const std::vector<float>& values);
+
+}  // namespace rill_ref
