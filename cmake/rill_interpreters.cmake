@@ -7,7 +7,8 @@
 #   mono-runtime).
 # Tests that need an interpreter which is missing are registered with
 # rill_add_skipped_test so that they report "skipped", never "passed".
-include_guard(GLOBAL)
+# Included by each folder that needs it (no include guard: RILL_CSHARP_SOURCES
+# is a directory-scope variable).
 
 if(NOT DEFINED RILL_PYTHON)
   set(_rill_python_found "")

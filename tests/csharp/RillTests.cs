@@ -210,7 +210,15 @@ static class RillTests
             Close(c.ReadF32(), expected, 1e-4, "gemm");
 
             float[] cOut = c.ReadF32();
-            ctx.Activation(ActFn.Silu, c, null, g);
+            try
+            {
+                ctx.Activation(ActFn.Silu, c, null, g);
+            }
+            catch (RillUnsupportedException e) // decoder-layer ops are optional per backend
+            {
+                Console.WriteLine("  (activation unsupported on " + backend + ": " + e.Message + ")");
+                return;
+            }
             var silu = new double[rows * n];
             for (int i = 0; i < silu.Length; ++i) silu[i] = cOut[i] / (1 + Math.Exp(-cOut[i]));
             Close(g.ReadF32(), silu, 1e-5, "silu");
