@@ -49,6 +49,18 @@ layout(push_constant) uniform Params {
 #define STORE_RESULT(i, v) out_data[i] = FROM_F32(v)
 #endif
 
+#if defined(FUSED)
+// residual_scale * residual + update_scale * (gain ⊙ x) at column c, in f32.
+float updated_residual(uint x_base, uint out_base, uint c) {
+  float gain = (p.flags & HAS_GAIN) != 0u ? TO_F32(gain_data[p.gain_offset + c]) : 1.0;
+  return p.residual_scale * TO_F32(out_data[out_base + c]) + p.update_scale * (gain * TO_F32(x_data[x_base + c]));
+}
+#endif
+
+#if defined(LAYER_NORM)
+shared float row_shift;
+#endif
+
 void main() {
   uint lane = gl_LocalInvocationIndex;
   float inv_cols = 1.0 / float(p.cols);
@@ -63,22 +75,42 @@ void main() {
     uint result_base = out_base;
 #endif
 
-    // Pass 1: sum (LayerNorm) or sum of squares (RMSNorm); the fused variant
-    // first forms and stores the rounded residual and sums that.
+#if defined(LAYER_NORM)
+    // The mean is accumulated relative to a value near it (the row's first
+    // element as stored), so that a large mean beside a small spread keeps its
+    // digits in an f32 sum. Invocation 0 fetches it (the fused variant stores
+    // that residual element first) and shares it; plain and fused variants so
+    // do identical arithmetic on identical stored values.
+    if (lane == 0u) {
+#if defined(FUSED)
+      out_data[out_base] = FROM_F32(updated_residual(x_base, out_base, 0u));
+#endif
+      row_shift = SOURCE(source_base);
+    }
+    barrier();
+    float shift = row_shift;
+#endif
+
+    // Pass 1: sum (LayerNorm, relative to shift) or sum of squares (RMSNorm);
+    // the fused variant first forms and stores the rounded residual and sums that.
     float partial = 0.0;
     for (uint c = lane; c < p.cols; c += WORKGROUP_SIZE) {
 #if defined(FUSED)
-      float gain = (p.flags & HAS_GAIN) != 0u ? TO_F32(gain_data[p.gain_offset + c]) : 1.0;
       // Store the residual, then read back the rounded value it now holds
-      // (16-bit types may only live in buffers, not in variables).
-      out_data[out_base + c] = FROM_F32(p.residual_scale * TO_F32(out_data[out_base + c]) +
-                                        p.update_scale * (gain * TO_F32(x_data[x_base + c])));
+      // (16-bit types may only live in buffers, not in variables). LayerNorm
+      // stored element 0 already.
+#if defined(LAYER_NORM)
+      if (c != 0u)
+#endif
+      {
+        out_data[out_base + c] = FROM_F32(updated_residual(x_base, out_base, c));
+      }
       float v = TO_F32(out_data[out_base + c]);
 #else
       float v = SOURCE(source_base + c);
 #endif
 #if defined(LAYER_NORM)
-      partial += v;
+      partial += v - shift;
 #else
       partial += v * v;
 #endif
@@ -88,7 +120,7 @@ void main() {
 #if defined(LAYER_NORM)
     // Pass 2: the biased variance around the mean, computed from the
     // centred values rather than E[x^2] - mean^2 to avoid cancellation.
-    float mean = total * inv_cols;
+    float mean = shift + total * inv_cols;
     float centred = 0.0;
     for (uint c = lane; c < p.cols; c += WORKGROUP_SIZE) {
       float d = SOURCE(source_base + c) - mean;
