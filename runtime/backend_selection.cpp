@@ -112,7 +112,7 @@ bool try_backend(const Config& config, const std::string& name, bool auto_mode, 
 }  // namespace
 
 const char* device_type_name(rill_device_type type) {
-  switch (type) {
+  switch (enum_value(type)) {
     case RILL_DEVICE_TYPE_CPU: return "CPU";
     case RILL_DEVICE_TYPE_DISCRETE_GPU: return "discrete GPU";
     case RILL_DEVICE_TYPE_INTEGRATED_GPU: return "integrated GPU";

@@ -20,7 +20,8 @@ rill_status fail(rill_status status, const std::string& message) noexcept {
 }
 
 bool is_known_status(rill_status status) {
-  return status >= RILL_OK && status <= RILL_ERROR_INTERNAL;
+  const int32_t value = enum_value(status);
+  return value >= RILL_OK && value <= RILL_ERROR_INTERNAL;
 }
 
 }  // namespace rill
@@ -30,7 +31,7 @@ extern "C" {
 RILL_API const char* rill_last_error(void) { return rill::t_last_error; }
 
 RILL_API const char* rill_status_string(rill_status status) {
-  switch (status) {
+  switch (rill::enum_value(status)) {
     case RILL_OK: return "RILL_OK";
     case RILL_ERROR_INVALID_ARGUMENT: return "RILL_ERROR_INVALID_ARGUMENT";
     case RILL_ERROR_SHAPE: return "RILL_ERROR_SHAPE";

@@ -2,6 +2,8 @@
 // message, and the guard that keeps C++ exceptions from crossing the C ABI.
 #pragma once
 
+#include <cstdint>
+#include <cstring>
 #include <exception>
 #include <new>
 #include <string>
@@ -28,6 +30,17 @@ rill_status guarded(const char* function, Body&& body) noexcept {
   } catch (...) {
     return fail(RILL_ERROR_INTERNAL, std::string(function) + ": internal error: unknown exception");
   }
+}
+
+// The integer a caller passed for an enum parameter, read without loading the
+// enum type: a C caller may pass any 32-bit value, and loading one outside the
+// enum's range is undefined behaviour in C++ (UBSan's -fsanitize=enum flags it).
+template <class Enum>
+int32_t enum_value(const Enum& value) {
+  static_assert(sizeof(Enum) == sizeof(int32_t), "rill enums are 32-bit");
+  int32_t raw;
+  std::memcpy(&raw, &value, sizeof(raw));
+  return raw;
 }
 
 // True when status is one of the values rill.h lists (RILL_OK included).

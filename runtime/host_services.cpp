@@ -10,7 +10,8 @@ thread_local std::string t_backend_message;
 thread_local bool t_backend_reported = false;
 
 void host_log(rill_log_level level, const char* backend, const char* message) {
-  if (level < RILL_LOG_DEBUG || level > RILL_LOG_ERROR) level = RILL_LOG_ERROR;
+  const int32_t value = enum_value(level);
+  if (value < RILL_LOG_DEBUG || value > RILL_LOG_ERROR) level = RILL_LOG_ERROR;
   try {
     log_message(level, std::string(backend != nullptr ? backend : "?") + ": " + (message != nullptr ? message : ""));
   } catch (...) {
@@ -53,7 +54,7 @@ rill_status backend_failure(const char* function, const std::string& backend, ri
   const rill_status reported = (status == RILL_OK || !is_known_status(status)) ? RILL_ERROR_BACKEND : status;
   std::string text = backend_message(status);
   if (status == RILL_OK) text = "returned no result";
-  else if (!is_known_status(status)) text += " (returned unknown status " + std::to_string(static_cast<int>(status)) + ")";
+  else if (!is_known_status(status)) text += " (returned unknown status " + std::to_string(enum_value(status)) + ")";
   return fail(reported, std::string(function) + ": " + backend + " backend: " + text);
 }
 

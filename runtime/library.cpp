@@ -1,4 +1,5 @@
 // Library-wide facts: the version and the dtype table.
+#include "errors.h"
 #include "rill.h"
 
 extern "C" {
@@ -6,7 +7,7 @@ extern "C" {
 RILL_API uint32_t rill_version_number(void) { return RILL_VERSION_NUMBER; }
 
 RILL_API size_t rill_dtype_size(rill_dtype dtype) {
-  switch (dtype) {
+  switch (rill::enum_value(dtype)) {
     case RILL_DTYPE_F32: return 4;
     case RILL_DTYPE_F16:
     case RILL_DTYPE_BF16: return 2;
@@ -15,7 +16,7 @@ RILL_API size_t rill_dtype_size(rill_dtype dtype) {
 }
 
 RILL_API const char* rill_dtype_name(rill_dtype dtype) {
-  switch (dtype) {
+  switch (rill::enum_value(dtype)) {
     case RILL_DTYPE_F32: return "f32";
     case RILL_DTYPE_F16: return "f16";
     case RILL_DTYPE_BF16: return "bf16";

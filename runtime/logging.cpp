@@ -73,15 +73,16 @@ void log_message(rill_log_level level, const std::string& message) noexcept {
 
 extern "C" RILL_API rill_status rill_set_log_callback(rill_log_fn fn, void* user_data, rill_log_level min_level) {
   return rill::guarded("rill_set_log_callback", [&] {
-    if (static_cast<int>(min_level) < RILL_LOG_DEBUG || static_cast<int>(min_level) > RILL_LOG_ERROR) {
+    const int32_t level = rill::enum_value(min_level);
+    if (level < RILL_LOG_DEBUG || level > RILL_LOG_ERROR) {
       return rill::fail(RILL_ERROR_INVALID_ARGUMENT,
                         "rill_set_log_callback: min_level: expected RILL_LOG_DEBUG (0) to RILL_LOG_ERROR (3), got " +
-                            std::to_string(static_cast<int>(min_level)));
+                            std::to_string(level));
     }
     std::unique_lock<std::shared_mutex> lock(rill::g_sink_mutex);
     rill::g_sink.fn = fn;
     rill::g_sink.user_data = user_data;
-    rill::g_sink.min_level = static_cast<int>(min_level);
+    rill::g_sink.min_level = level;
     return RILL_OK;
   });
 }

@@ -77,7 +77,7 @@ RILL_API rill_status rill_tensor_create(rill_context* ctx, rill_dtype dtype, int
     if (ctx == nullptr) return fail(RILL_ERROR_INVALID_ARGUMENT, msg(fn, "ctx: expected a context, got NULL"));
     if (rill_dtype_size(dtype) == 0) {
       return fail(RILL_ERROR_INVALID_ARGUMENT, msg(fn, "dtype: expected RILL_DTYPE_F32, _F16 or _BF16, got " +
-                                                           std::to_string(static_cast<int>(dtype))));
+                                                           std::to_string(rill::enum_value(dtype))));
     }
     if (ndim < 1 || ndim > RILL_MAX_DIMS) {
       return fail(RILL_ERROR_INVALID_ARGUMENT,

@@ -12,6 +12,11 @@
 
 #include "rill.h"
 
+// Under AddressSanitizer a huge allocation aborts by default; these tests need
+// it to fail the ordinary way, returning NULL, to reach RILL_ERROR_OUT_OF_MEMORY.
+extern "C" __attribute__((visibility("default"), used)) const char* __asan_default_options();
+extern "C" const char* __asan_default_options() { return "allocator_may_return_null=1"; }
+
 namespace {
 
 std::string config_for(const std::string& backend, const std::string& plugin_dir = RILL_FAKE_PLUGIN_DIR) {
