@@ -23,8 +23,12 @@ function(configure_build_run source build)
   run(${CMAKE_COMMAND} -S ${source} -B ${build} -G "${GENERATOR}" -DCMAKE_BUILD_TYPE=Release
       -DCMAKE_C_COMPILER=${C_COMPILER} -DCMAKE_CXX_COMPILER=${CXX_COMPILER} ${ARGN})
   run(${CMAKE_COMMAND} --build ${build} -j 2)
-  run(${build}/consumer)
-  message(STATUS "${run_output}")
+  foreach(program consumer consumer_hpp)
+    if(EXISTS ${build}/${program})
+      run(${build}/${program})
+      message(STATUS "${run_output}")
+    endif()
+  endforeach()
 endfunction()
 
 set(here ${CMAKE_CURRENT_LIST_DIR})
@@ -63,7 +67,8 @@ elseif(MODE STREQUAL "find_package")
   # SameMajorVersion: another major version must not be accepted.
   math(EXPR next_major "${VERSION_MAJOR} + 1")
   execute_process(COMMAND ${CMAKE_COMMAND} -S ${here}/find_package -B ${WORK_DIR}/build-next-major
-                          -G "${GENERATOR}" -DCMAKE_C_COMPILER=${C_COMPILER} -DCMAKE_PREFIX_PATH=${PREFIX}
+                          -G "${GENERATOR}" -DCMAKE_C_COMPILER=${C_COMPILER} -DCMAKE_CXX_COMPILER=${CXX_COMPILER}
+                          -DCMAKE_PREFIX_PATH=${PREFIX}
                           -DRILL_REQUIRED_VERSION=${next_major}.0
                   RESULT_VARIABLE rc OUTPUT_QUIET ERROR_VARIABLE err)
   if(rc EQUAL 0)
