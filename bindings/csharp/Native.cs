@@ -118,6 +118,8 @@ namespace Rill
         [DllImport(Library, CallingConvention = Cdecl)] public static extern IntPtr rill_context_device_name(ContextHandle ctx);
         [DllImport(Library, CallingConvention = Cdecl)] public static extern IntPtr rill_context_selection_report(ContextHandle ctx);
         [DllImport(Library, CallingConvention = Cdecl)] public static extern Status rill_context_synchronize(ContextHandle ctx);
+        // For releasing children while the context is closing (a closed SafeHandle cannot be marshalled).
+        [DllImport(Library, CallingConvention = Cdecl)] public static extern Status rill_context_synchronize(IntPtr ctx);
 
         [DllImport(Library, CallingConvention = Cdecl)]
         public static extern Status rill_tensor_create(ContextHandle ctx, DType dtype, int ndim, long[] shape, out TensorHandle tensor);

@@ -153,6 +153,9 @@ namespace Rill
 
         internal void DestroyNow()
         {
+            // Work queued on a GPU backend may still use the object. The context
+            // is alive: this child holds a reference on it (or on its model).
+            Native.rill_context_synchronize(context.DangerousGetHandle());
             Destroy(handle);
             parent.DangerousRelease();
         }
