@@ -116,7 +116,7 @@ echo "gpu-check: build done"
 
 # --- Tests -------------------------------------------------------------------
 step "CUDA tests"
-ctest --test-dir "$build_dir" -R cuda --output-on-failure --timeout 240 >"$log_dir/gpu-check-ctest.log" 2>&1
+ctest --test-dir "$build_dir" -R cuda -j 4 --output-on-failure --timeout 240 >"$log_dir/gpu-check-ctest.log" 2>&1
 grep -E "Test +#|tests passed|Skipped|Failed" "$log_dir/gpu-check-ctest.log" || true
 tests_passed=$(grep -cE "Test +#[0-9]+: .* Passed" "$log_dir/gpu-check-ctest.log")
 # "Not Run" means the test program was not built: a failure, not a skip.
