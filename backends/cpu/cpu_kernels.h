@@ -59,7 +59,6 @@ struct GemmFewRowsArgs {
   int64_t out_stride;    // elements between rows of out
   float alpha;
   float beta;
-  float* w_scratch;      // per thread: kGemmBlockN * k floats (used for 16-bit w when rows > 2)
 };
 
 // The widest M the few-rows GEMM kernel takes: decode-sized batches, where
@@ -76,7 +75,7 @@ struct Kernels {
   void (*fused_add_rms_norm)(const FusedAddNormArgs& args, int64_t row_begin, int64_t row_end);
   void (*fused_add_layer_norm)(const FusedAddNormArgs& args, int64_t row_begin, int64_t row_end);
   // Blocks [block_begin, block_end) of kGemmBlockN output features each.
-  void (*gemm_few_rows)(const GemmFewRowsArgs& args, int64_t block_begin, int64_t block_end, unsigned thread);
+  void (*gemm_few_rows)(const GemmFewRowsArgs& args, int64_t block_begin, int64_t block_end);
   void (*to_f32)(rill_dtype dtype, const void* src, float* dst, int64_t count);
   void (*from_f32)(rill_dtype dtype, const float* src, void* dst, int64_t count);
 };

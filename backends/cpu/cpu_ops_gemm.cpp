@@ -40,7 +40,7 @@ const float* a_as_f32(const rill_backend_tensor* a, int64_t count, float* dst) {
 // Runs the few-rows kernel for `rows` rows of a_f32 starting at row `row0`.
 void gemm_few_rows(rill_backend_context* ctx, const rill_backend_tensor* w, const rill_backend_tensor* bias,
                    float alpha, float beta, const rill_backend_tensor* out, const float* a_f32, int64_t row0,
-                   int64_t rows, float* w_scratch) {
+                   int64_t rows) {
   const int64_t n = w->shape[0], k = w->shape[1];
   GemmFewRowsArgs args;
   args.dtype = w->dtype;
@@ -54,12 +54,11 @@ void gemm_few_rows(rill_backend_context* ctx, const rill_backend_tensor* w, cons
   args.out_stride = n;
   args.alpha = alpha;
   args.beta = beta;
-  args.w_scratch = w_scratch;
   const int64_t blocks = (n + kGemmBlockN - 1) / kGemmBlockN;
   const int64_t macs_per_block = std::max<int64_t>(1, kGemmBlockN * k * rows);
   const auto kernel = kernels().gemm_few_rows;
   ctx->pool.parallel_for(blocks, (kMinMacsPerChunk + macs_per_block - 1) / macs_per_block,
-                         [&](int64_t begin, int64_t end, unsigned thread) { kernel(args, begin, end, thread); });
+                         [&](int64_t begin, int64_t end, unsigned) { kernel(args, begin, end); });
 }
 
 #if defined(RILL_CPU_HAVE_OPENBLAS)
@@ -147,14 +146,9 @@ rill_status op_gemm(rill_backend_context* ctx, const rill_backend_tensor* a, con
     return RILL_OK;
   }
 #endif
-  // Scratch: a in f32 [rows, k], then per thread kGemmBlockN rows of w in f32.
-  const size_t a_floats = a->dtype == RILL_DTYPE_F32 ? 0 : static_cast<size_t>(rows * k);
-  const size_t w_floats = a->dtype == RILL_DTYPE_F32 ? 0 : static_cast<size_t>(ctx->pool.size() * kGemmBlockN * k);
-  float* base = scratch(ctx, a_floats + w_floats);
-  const float* a_f32 = a_as_f32(a, rows * k, base);
+  const float* a_f32 = a_as_f32(a, rows * k, scratch(ctx, a->dtype == RILL_DTYPE_F32 ? 0 : size_t(rows * k)));
   for (int64_t row0 = 0; row0 < rows; row0 += kGemmFewRowsMax) {
-    gemm_few_rows(ctx, w, bias, alpha, beta, out, a_f32, row0, std::min(kGemmFewRowsMax, rows - row0),
-                  base + a_floats);
+    gemm_few_rows(ctx, w, bias, alpha, beta, out, a_f32, row0, std::min(kGemmFewRowsMax, rows - row0));
   }
   return RILL_OK;
 }
