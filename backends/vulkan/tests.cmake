@@ -1,4 +1,4 @@
-# Vulkan backend tests, included from tests/CMakeLists.txt. The backend test
+# Vulkan backend tests, included at the end of tests/CMakeLists.txt. The backend test
 # loads the plugin directly through the backend interface and runs twice: once
 # plain and once with the Khronos validation layer, where any validation
 # message fails it. Both exit 77 (skipped) without a Vulkan device.
@@ -16,3 +16,12 @@ add_test(NAME vulkan_backend COMMAND vulkan_backend_test)
 add_test(NAME vulkan_backend_validation COMMAND vulkan_backend_test)
 set_tests_properties(vulkan_backend vulkan_backend_validation PROPERTIES LABELS "vulkan" SKIP_RETURN_CODE 77)
 set_tests_properties(vulkan_backend_validation PROPERTIES ENVIRONMENT "RILL_VULKAN_VALIDATION=1")
+
+# The cross-backend conformance suite on Vulkan once more under the validation
+# layer (with synchronization validation): any message fails an op there.
+if(TARGET conformance_test)
+  add_test(NAME conformance_vulkan_validation COMMAND conformance_test)
+  set_tests_properties(conformance_vulkan_validation PROPERTIES
+    ENVIRONMENT "RILL_TEST_BACKEND=vulkan;RILL_VULKAN_VALIDATION=1" SKIP_RETURN_CODE 77
+    LABELS "conformance;vulkan")
+endif()
