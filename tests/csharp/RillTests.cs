@@ -95,28 +95,77 @@ static class RillTests
 
     // ------------------------------------------------------------------ tests
 
-    // Every function of rill.h has a DllImport with the same number of
-    // parameters, and nothing is declared that rill.h lacks.
+    // The C# types a C type of rill.h may be declared as in Native.
+    static readonly Dictionary<string, Type[]> CTypeToCSharp = new Dictionary<string, Type[]>
+    {
+        { "void", new[] { typeof(void) } },
+        { "rill_status", new[] { typeof(Status) } },
+        { "rill_dtype", new[] { typeof(DType) } },
+        { "rill_log_level", new[] { typeof(LogLevel) } },
+        { "rill_act_fn", new[] { typeof(ActFn) } },
+        { "rill_log_fn", new[] { typeof(NativeLogFn) } },
+        { "float", new[] { typeof(float) } },
+        { "int32_t", new[] { typeof(int) } },
+        { "uint32_t", new[] { typeof(uint) } },
+        { "int64_t", new[] { typeof(long) } },
+        { "size_t", new[] { typeof(UIntPtr) } },
+        { "size_t*", new[] { typeof(UIntPtr).MakeByRefType() } },
+        { "char*", new[] { typeof(byte[]), typeof(IntPtr) } }, // arguments: UTF-8 bytes; results: borrowed
+        { "void*", new[] { typeof(float[]), typeof(ushort[]), typeof(IntPtr) } },
+        { "float*", new[] { typeof(float[]) } },
+        { "int32_t*", new[] { typeof(int[]) } },
+        { "int64_t*", new[] { typeof(long[]) } },
+        { "rill_context*", new[] { typeof(ContextHandle), typeof(IntPtr) } },
+        { "rill_tensor*", new[] { typeof(TensorHandle), typeof(IntPtr) } },
+        { "rill_model*", new[] { typeof(ModelHandle), typeof(IntPtr) } },
+        { "rill_kv_cache*", new[] { typeof(KvCacheHandle), typeof(IntPtr) } },
+        { "rill_context**", new[] { typeof(ContextHandle).MakeByRefType() } },
+        { "rill_tensor**", new[] { typeof(TensorHandle).MakeByRefType() } },
+        { "rill_model**", new[] { typeof(ModelHandle).MakeByRefType() } },
+        { "rill_kv_cache**", new[] { typeof(KvCacheHandle).MakeByRefType() } },
+        { "rill_model_desc*", new[] { typeof(ModelDesc).MakeByRefType() } },
+    };
+
+    // "const int64_t* shape" -> "int64_t*"; "const char*" -> "char*".
+    static string CType(string declaration, bool named)
+    {
+        string text = Regex.Replace(declaration, @"\bconst\b", "").Trim();
+        if (named) text = Regex.Replace(text, @"\w+$", "");
+        return Regex.Replace(text, @"\s+", "");
+    }
+
+    // Every function of rill.h has a DllImport whose result and parameter types
+    // match the C declaration, and nothing is declared that rill.h lacks.
     static void TestDeclarationsMatchTheHeader()
     {
         string header = File.ReadAllText(headerPath);
-        var declared = new Dictionary<string, int>();
-        foreach (Match m in Regex.Matches(header, @"RILL_API\s+[^;{]*?\b(rill_\w+)\s*\(([^)]*)\)\s*;"))
-        {
-            string parameters = m.Groups[2].Value.Trim();
-            declared[m.Groups[1].Value] = parameters == "void" || parameters == "" ? 0 : parameters.Split(',').Length;
-        }
-        Assert(declared.Count > 40, "the header parses (" + declared.Count + " functions)");
         var imported = typeof(Native).GetMethods(BindingFlags.Static | BindingFlags.Public)
                                      .Where(m => m.Name.StartsWith("rill_")).ToList();
-        foreach (var pair in declared)
+        var declared = new HashSet<string>();
+        foreach (Match m in Regex.Matches(header, @"RILL_API\s+([^;{]*?)\b(rill_\w+)\s*\(([^)]*)\)\s*;"))
         {
-            var overloads = imported.Where(m => m.Name == pair.Key).ToList();
-            Assert(overloads.Count > 0, pair.Key + " is declared in Native");
-            foreach (var m in overloads)
-                Assert(m.GetParameters().Length == pair.Value, pair.Key + " takes " + pair.Value + " parameters");
+            string name = m.Groups[2].Value, list = m.Groups[3].Value.Trim();
+            declared.Add(name);
+            string[] parameters = list == "void" || list == "" ? new string[0] : list.Split(',');
+            var overloads = imported.Where(x => x.Name == name).ToList();
+            Assert(overloads.Count > 0, name + " is declared in Native");
+            foreach (MethodInfo overload in overloads)
+            {
+                string result = CType(m.Groups[1].Value, false);
+                Assert(CTypeToCSharp.ContainsKey(result) && CTypeToCSharp[result].Contains(overload.ReturnType),
+                       name + " returns " + result + ", declared as " + overload.ReturnType);
+                ParameterInfo[] cs = overload.GetParameters();
+                Assert(cs.Length == parameters.Length, name + " takes " + parameters.Length + " parameters");
+                for (int i = 0; i < cs.Length; ++i)
+                {
+                    string c = CType(parameters[i], true);
+                    Assert(CTypeToCSharp.ContainsKey(c) && CTypeToCSharp[c].Contains(cs[i].ParameterType),
+                           name + " parameter " + i + " is " + c + ", declared as " + cs[i].ParameterType);
+                }
+            }
         }
-        foreach (var m in imported) Assert(declared.ContainsKey(m.Name), m.Name + " is in rill.h");
+        Assert(declared.Count > 40, "the header parses (" + declared.Count + " functions)");
+        foreach (var m in imported) Assert(declared.Contains(m.Name), m.Name + " is in rill.h");
         Assert(Marshal.SizeOf(typeof(ModelDesc)) == 84, "ModelDesc has rill_model_desc's size");
     }
 

@@ -1,6 +1,7 @@
 """The Python binding's library-level behaviour: loading, versions, errors,
 lifetimes, logging, the info report."""
 
+import ctypes
 import gc
 import os
 import re
@@ -22,13 +23,42 @@ def header_text():
         return f.read()
 
 
-def test_every_function_of_rill_h_is_declared_and_reachable():
-    names = set(re.findall(r"RILL_API\s+[^;(]*?\b(rill_\w+)\s*\(", header_text()))
-    assert len(names) > 40
-    assert names == set(_library._PROTOTYPES), "declared here but not in rill.h, or missing here"
+def c_to_ctypes():
+    """The ctypes type each C type of rill.h must be declared as."""
+    handle, handle_out = ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p)
+    return {
+        "void": None, "rill_status": ctypes.c_int, "rill_dtype": ctypes.c_int, "rill_log_level": ctypes.c_int,
+        "rill_act_fn": ctypes.c_int, "float": ctypes.c_float, "int32_t": ctypes.c_int32,
+        "uint32_t": ctypes.c_uint32, "int64_t": ctypes.c_int64, "size_t": ctypes.c_size_t,
+        "char*": ctypes.c_char_p, "void*": ctypes.c_void_p, "size_t*": ctypes.POINTER(ctypes.c_size_t),
+        "float*": ctypes.POINTER(ctypes.c_float), "int32_t*": ctypes.POINTER(ctypes.c_int32),
+        "int64_t*": ctypes.POINTER(ctypes.c_int64), "rill_log_fn": _library.LOG_FN,
+        "rill_model_desc*": ctypes.POINTER(rill.ModelDesc),
+        "rill_context*": handle, "rill_tensor*": handle, "rill_model*": handle, "rill_kv_cache*": handle,
+        "rill_context**": handle_out, "rill_tensor**": handle_out, "rill_model**": handle_out,
+        "rill_kv_cache**": handle_out,
+    }
+
+
+def c_type(declaration, named):
+    """'const int64_t* shape' -> 'int64_t*'."""
+    text = re.sub(r"\bconst\b", "", declaration).strip()
+    if named:
+        text = re.sub(r"\w+$", "", text)
+    return re.sub(r"\s+", "", text)
+
+
+def test_every_function_of_rill_h_is_declared_with_its_types():
+    mapping = c_to_ctypes()
+    found = re.findall(r"RILL_API\s+([^;{]*?)\b(rill_\w+)\s*\(([^)]*)\)\s*;", header_text())
+    assert len(found) > 40
+    assert {name for _, name, _ in found} == set(_library._PROTOTYPES), "missing here, or not in rill.h"
     library = rill.lib()
-    for name in names:
-        assert getattr(library, name).argtypes is not None or _library._PROTOTYPES[name][1] == []
+    for result, name, params in found:
+        fn = getattr(library, name)  # the symbol exists in librill
+        params = [] if params.strip() in ("", "void") else params.split(",")
+        assert fn.restype is mapping[c_type(result, False)], name
+        assert list(fn.argtypes) == [mapping[c_type(p, True)] for p in params], name
 
 
 def test_version_matches_the_header():
