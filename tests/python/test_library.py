@@ -207,3 +207,15 @@ def test_python_m_rill_info_prints_what_rill_info_prints():
     cli = subprocess.run([tool, "info"], env=env, capture_output=True, text=True)
     assert cli.returncode == 0, cli.stderr
     assert module.stdout == cli.stdout
+
+
+def test_python_m_rill_info_reports_a_bad_config_file(tmp_path):
+    missing = tmp_path / "missing.toml"
+    result = subprocess.run([sys.executable, "-m", "rill", "info", "--config", str(missing)], capture_output=True,
+                            text=True)
+    assert result.returncode == 1 and str(missing) in result.stderr and result.stdout == ""
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[runtime]\nplugin_dir = 3\n")
+    result = subprocess.run([sys.executable, "-m", "rill", "info", "--config", str(bad)], capture_output=True,
+                            text=True)
+    assert result.returncode == 1 and "plugin_dir" in result.stderr
