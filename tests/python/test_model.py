@@ -171,6 +171,8 @@ def test_bad_desc_is_rejected_with_the_field():
             ctx.model(make_desc(num_kv_heads=3))
         with pytest.raises(rill.InvalidArgumentError, match="desc"):
             ctx.model({"hidden_size": 3})
+        with pytest.raises(rill.InvalidArgumentError, match="context"):
+            rill.Model("cpu", make_desc())
 
 
 def test_closing_the_context_closes_models_and_caches():

@@ -7,7 +7,7 @@ import weakref
 
 import numpy as np
 
-from ._core import DType, as_dtype, f32_to_bf16, int32_array
+from ._core import Context, DType, as_dtype, f32_to_bf16, int32_array
 from ._library import ModelDesc, c_int32_p, check, lib
 from .errors import DtypeError, InvalidArgumentError
 
@@ -77,6 +77,8 @@ class Model:
     Its KV caches are closed with it."""
 
     def __init__(self, context, desc):
+        if not isinstance(context, Context):
+            raise InvalidArgumentError("context: expected a rill.Context, got {}".format(type(context).__name__))
         if not isinstance(desc, ModelDesc):
             raise InvalidArgumentError("desc: expected a rill.ModelDesc, got {}".format(type(desc).__name__))
         handle = ctypes.c_void_p()
