@@ -27,8 +27,12 @@ install(FILES
 
 # Plugins exist only when their options are on. They go beside librill, the
 # folder the loader searches after plugin_dir and RILL_PLUGIN_PATH.
+# Installed plugins keep the run-time path of the libraries they link from
+# outside the build tree (the CUDA toolkit's libcudart and libcublasLt, when it
+# is not on the system's library path).
 foreach(_rill_plugin rill_backend_vulkan rill_backend_cuda)
   if(TARGET ${_rill_plugin})
+    set_target_properties(${_rill_plugin} PROPERTIES INSTALL_RPATH_USE_LINK_PATH ON)
     install(TARGETS ${_rill_plugin} LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
   endif()
 endforeach()
