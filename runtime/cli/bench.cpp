@@ -202,29 +202,32 @@ std::vector<GemmResult> bench_gemm(rill::Context& ctx, rill_dtype dtype, int rep
   w.write_f32(w_values);
   const double es = double(rill_dtype_size(dtype));
   for (int64_t m : {1, 16, 512}) {
+    const std::vector<float> a_values = random_values(size_t(m * k), 6);
     rill::Tensor a(ctx, dtype, {m, k}), out(ctx, dtype, {m, n});
-    a.write_f32(random_values(size_t(m * k), 6));
+    a.write_f32(a_values);
     const double seconds = time_median(
         repeat, [&] { rill::gemm(ctx, a, w, nullptr, 1.0f, 0.0f, out); }, [&] { ctx.synchronize(); });
-    results.push_back({dtype, m, n, k, seconds, es * double(n * k + m * k + m * n), 2.0 * double(m * n * k), 0.0});
-  }
+    double blas_seconds = 0.0;
 #if defined(RILL_HAVE_OPENBLAS)
-  // OpenBLAS last: its threads keep spinning for a while after each call.
-  openblas_set_num_threads(static_cast<int>(threads));
-  for (GemmResult& r : results) {
-    const std::vector<float> a = random_values(size_t(r.m * k), 6);
-    std::vector<float> c(size_t(r.m * n));
-    r.blas_seconds = time_median(
+    // Right after rill's run, so that both see the same machine load.
+    // OpenBLAS's threads keep spinning a while after a call: let them settle
+    // before the next rill measurement.
+    openblas_set_num_threads(static_cast<int>(threads));
+    std::vector<float> c(size_t(m * n));
+    blas_seconds = time_median(
         repeat,
         [&] {
-          cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(r.m), int(n), int(k), 1.0f, a.data(), int(k),
+          cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(m), int(n), int(k), 1.0f, a_values.data(), int(k),
                       w_values.data(), int(k), 0.0f, c.data(), int(n));
         },
         [] {});
-  }
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
 #else
-  (void)threads;
+    (void)threads;
 #endif
+    results.push_back(
+        {dtype, m, n, k, seconds, es * double(n * k + m * k + m * n), 2.0 * double(m * n * k), blas_seconds});
+  }
   return results;
 }
 
@@ -294,7 +297,9 @@ int bench_main(int argc, char** argv) {
                   threads);
       std::fflush(stdout);
     }
-    const double triad = triad_gbps(threads, std::max(repeat, 5));
+    // The triad before and after the ops: the higher is the reference, so that
+    // a quiet moment in one of them does not flatter the ops' fractions.
+    const double triad_before = triad_gbps(threads, std::max(repeat, 5));
     std::vector<OpResult> ops;
     std::vector<GemmResult> gemms;
     for (rill_dtype dtype : dtypes) {
@@ -303,10 +308,13 @@ int bench_main(int argc, char** argv) {
       std::vector<GemmResult> g = bench_gemm(ctx, dtype, repeat, threads);
       gemms.insert(gemms.end(), g.begin(), g.end());
     }
+    const double triad_after = triad_gbps(threads, std::max(repeat, 5));
+    const double triad = std::max(triad_before, triad_after);
 
     if (json) {
-      std::printf("{\"backend\": \"%s\", \"device\": \"%s\", \"threads\": %u, \"repeat\": %d, \"triad_gbps\": %.3f,\n",
-                  ctx.backend_name(), ctx.device_name(), threads, repeat, triad);
+      std::printf("{\"backend\": \"%s\", \"device\": \"%s\", \"threads\": %u, \"repeat\": %d, \"triad_gbps\": %.3f, "
+                  "\"triad_before_gbps\": %.3f, \"triad_after_gbps\": %.3f,\n",
+                  ctx.backend_name(), ctx.device_name(), threads, repeat, triad, triad_before, triad_after);
       std::printf(" \"ops\": [\n");
       for (size_t i = 0; i < ops.size(); ++i) {
         const OpResult& r = ops[i];
@@ -335,7 +343,8 @@ int bench_main(int argc, char** argv) {
       return 0;
     }
 
-    std::printf("triad: %.2f GB/s on %u threads (median of %d)\n\n", triad, threads, std::max(repeat, 5));
+    std::printf("triad: %.2f GB/s on %u threads (median of %d; %.2f before the ops, %.2f after)\n\n", triad, threads,
+                std::max(repeat, 5), triad_before, triad_after);
     std::printf("%-22s %-5s %6s %6s %12s %9s %9s %7s\n", "op", "dtype", "rows", "D", "median us", "GB/s", "GFLOP/s",
                 "triad");
     for (const OpResult& r : ops) {
