@@ -4,6 +4,8 @@
 // LP64 ABI (x86-64 and AArch64 Linux) that the plugins are built for.
 #include <doctest/doctest.h>
 
+#include <dlfcn.h>
+
 #include <cstddef>
 
 #include "rill_backend.h"
@@ -93,4 +95,15 @@ static_assert(RILL_BACKEND_ABI_MIN_VERSION >= 1 && RILL_BACKEND_ABI_MIN_VERSION 
 // the library this test links against was built from the same header version.
 TEST_CASE("the loaded library matches the header") {
   CHECK(rill_version_number() == RILL_VERSION_NUMBER);
+}
+
+// librill exports its C API and nothing else: internal functions, the built-in
+// CPU backend's entry point and C++ library template instances stay hidden.
+TEST_CASE("librill exports the C API only") {
+  CHECK(dlsym(RTLD_DEFAULT, "rill_context_create") != nullptr);
+  CHECK(dlsym(RTLD_DEFAULT, "rill_gemm") != nullptr);
+  CHECK(dlsym(RTLD_DEFAULT, "rill_cpu_backend_get") == nullptr);
+  // rill::fail(rill_status, const std::string&), an internal helper.
+  CHECK(dlsym(RTLD_DEFAULT, "_ZN4rill4failE11rill_statusRKNSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEEE") ==
+        nullptr);
 }
