@@ -57,8 +57,9 @@ void destroy_chunk(rill_backend_context* ctx, StagingChunk* chunk) {
 }
 
 /* Reserves bytes of staging in the frame being recorded; flushes the frame
-   first when its staging budget is spent. Aligned to 16 bytes (copy offsets
-   need 4). */
+   first when its staging budget is spent. Aligned to 256 bytes, the largest
+   minStorageBufferOffsetAlignment Vulkan allows, so that a staged range can
+   also be bound as a storage buffer. */
 rill_status acquire_staging(rill_backend_context* ctx, uint64_t bytes, Frame** out_frame, StagingChunk** out_chunk,
                             uint64_t* out_offset) {
   Frame* frame = nullptr;
@@ -70,7 +71,7 @@ rill_status acquire_staging(rill_backend_context* ctx, uint64_t bytes, Frame** o
     if (status != RILL_OK) return status;
   }
   for (StagingChunk& chunk : frame->staging) {
-    uint64_t start = (chunk.used + 15) & ~uint64_t{15};
+    uint64_t start = (chunk.used + 255) & ~uint64_t{255};
     if (start + bytes <= chunk.size) {
       chunk.used = start + bytes;
       frame->staging_used += bytes;
@@ -82,8 +83,9 @@ rill_status acquire_staging(rill_backend_context* ctx, uint64_t bytes, Frame** o
   }
   StagingChunk chunk;
   chunk.size = std::max(bytes, kStagingChunkBytes);
-  VkResult result = create_buffer(ctx, chunk.size, VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT,
-                                  ctx->memory_type_staging, &chunk.buffer, &chunk.memory);
+  const VkBufferUsageFlags usage =
+      VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT | VK_BUFFER_USAGE_STORAGE_BUFFER_BIT;
+  VkResult result = create_buffer(ctx, chunk.size, usage, ctx->memory_type_staging, &chunk.buffer, &chunk.memory);
   if (result == VK_SUCCESS) result = vkMapMemory(ctx->device, chunk.memory, 0, VK_WHOLE_SIZE, 0, &chunk.mapped);
   if (result != VK_SUCCESS) {
     destroy_chunk(ctx, &chunk);
@@ -113,6 +115,30 @@ void destroy_device_buffer(rill_backend_context* ctx, rill_backend_buffer* buffe
   if (buffer->memory != VK_NULL_HANDLE) vkFreeMemory(ctx->device, buffer->memory, nullptr);
   buffer->buffer = VK_NULL_HANDLE;
   buffer->memory = VK_NULL_HANDLE;
+}
+
+rill_status upload_to_staging(rill_backend_context* ctx, const void* data, uint64_t bytes, BoundRange* out) {
+  Frame* frame = nullptr;
+  rill_status status = begin_recording(ctx, &frame);
+  if (status != RILL_OK) return status;
+  /* The dispatch that reads the upload must land in the upload's frame, so
+     make room for its descriptor set now rather than let it flush later. */
+  if (frame->descriptor_sets == kMaxSetsPerFrame) {
+    status = flush(ctx);
+    if (status != RILL_OK) return status;
+  }
+  StagingChunk* chunk = nullptr;
+  uint64_t offset = 0;
+  status = acquire_staging(ctx, bytes, &frame, &chunk, &offset);
+  if (status != RILL_OK) return status;
+  std::memcpy(static_cast<unsigned char*>(chunk->mapped) + offset, data, bytes);
+  BoundRange range;
+  range.buffer = chunk->buffer;
+  range.bind_offset = offset;
+  range.bind_range = bytes;
+  range.tracked = false; /* host-written before submission: no device hazard */
+  *out = range;
+  return RILL_OK;
 }
 
 void reset_staging(rill_backend_context* ctx, Frame* frame) {

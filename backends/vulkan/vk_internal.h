@@ -189,6 +189,8 @@ uint32_t find_memory_type(const VkPhysicalDeviceMemoryProperties& props, uint32_
 
 /* ---- vk_buffer.cpp ------------------------------------------------------ */
 
+struct BoundRange;
+
 rill_status buffer_alloc(rill_backend_context* ctx, uint64_t bytes, rill_backend_buffer** out_buffer);
 void buffer_free(rill_backend_context* ctx, rill_backend_buffer* buffer);
 rill_status buffer_write(rill_backend_context* ctx, rill_backend_buffer* buffer, uint64_t offset, const void* src,
@@ -201,6 +203,11 @@ rill_status buffer_copy(rill_backend_context* ctx, rill_backend_buffer* src, uin
    backend). */
 VkResult create_device_buffer(rill_backend_context* ctx, uint64_t bytes, rill_backend_buffer* out);
 void destroy_device_buffer(rill_backend_context* ctx, rill_backend_buffer* buffer);
+/* Copies bytes of host data (e.g. positions, lengths) into staging memory
+   of the frame being recorded and describes it for binding to the next
+   dispatch, which must be recorded right after (the frame is flushed first if
+   it could not take that dispatch). */
+rill_status upload_to_staging(rill_backend_context* ctx, const void* data, uint64_t bytes, BoundRange* out);
 /* Makes frame's staging chunks reusable; frees oversized ones. */
 void reset_staging(rill_backend_context* ctx, Frame* frame);
 void destroy_staging(rill_backend_context* ctx, Frame* frame);
@@ -209,7 +216,8 @@ void destroy_staging(rill_backend_context* ctx, Frame* frame);
 
 /* The part of a buffer bound to one shader binding. */
 struct BoundRange {
-  rill_backend_buffer* buffer = nullptr;
+  VkBuffer buffer = VK_NULL_HANDLE;
+  bool tracked = true;          /* false for placeholders and staged uploads */
   uint64_t bind_offset = 0;     /* aligned to minStorageBufferOffsetAlignment */
   uint64_t bind_range = 0;
   uint32_t element_offset = 0;  /* the tensor's first element inside the range */
@@ -238,6 +246,28 @@ bool has_shader(const std::string& shader);
 /* ---- vk_ops.cpp --------------------------------------------------------- */
 
 extern const rill_backend_ops g_ops;
+/* Helpers shared by the operator files. */
+uint64_t tensor_numel(const rill_backend_tensor* t);
+uint32_t dtype_size(rill_dtype dtype);
+const char* dtype_suffix(rill_dtype dtype);
+/* Checks the context and that the device can store dtype. */
+rill_status prepare_op(rill_backend_context* ctx, const char* op, rill_dtype dtype);
+/* Binds a tensor (or the placeholder for NULL). */
+rill_status bind_tensor(rill_backend_context* ctx, const rill_backend_tensor* t, bool write, BoundRange* out);
+/* Workgroups for work_items split per_group each, capped at the 65535 every
+   device allows (kernels loop over the rest). */
+uint32_t groups_for(uint64_t work_items, uint64_t per_group);
+std::string reduction_suffix(rill_backend_context* ctx);
+
+/* ---- vk_layer_ops.cpp: the decoder-layer operators (interface version 2) - */
+
+rill_status layer_rope(rill_backend_context* ctx, const rill_backend_tensor* x, const int32_t* positions, float theta,
+                       int32_t rotary_dim);
+rill_status layer_attention(rill_backend_context* ctx, const rill_backend_tensor* q, const rill_backend_tensor* k,
+                            const rill_backend_tensor* v, const int32_t* kv_lengths, float scale,
+                            const rill_backend_tensor* out);
+rill_status layer_activation(rill_backend_context* ctx, rill_act_fn fn, const rill_backend_tensor* x,
+                             const rill_backend_tensor* up, const rill_backend_tensor* out);
 
 }  // namespace rill_vk
 

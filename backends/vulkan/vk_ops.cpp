@@ -31,49 +31,11 @@ constexpr uint32_t kGemmTile = 64;        /* TILE_M and TILE_N of gemm.comp */
 constexpr int64_t kGemmRowsMax = 8;       /* MAX_ROWS of gemm_rows.comp */
 constexpr uint32_t kMaxGroupsPerDispatch = 65535; /* the least every device allows */
 
-uint64_t numel(const rill_backend_tensor* t) {
-  uint64_t n = 1;
-  for (int32_t i = 0; i < t->ndim; ++i) n *= static_cast<uint64_t>(t->shape[i]);
-  return n;
-}
+uint64_t numel(const rill_backend_tensor* t) { return tensor_numel(t); }
 
 uint64_t last_dim(const rill_backend_tensor* t) { return static_cast<uint64_t>(t->shape[t->ndim - 1]); }
 
-uint32_t dtype_size(rill_dtype dtype) { return dtype == RILL_DTYPE_F32 ? 4u : 2u; }
-
-const char* dtype_suffix(rill_dtype dtype) {
-  switch (dtype) {
-    case RILL_DTYPE_F16: return "f16";
-    case RILL_DTYPE_BF16: return "bf16";
-    default: return "f32";
-  }
-}
-
-/* Checks the context and that the device can store dtype. */
-rill_status prepare(rill_backend_context* ctx, const char* op, rill_dtype dtype) {
-  rill_status status = check_usable(ctx);
-  if (status != RILL_OK) return status;
-  if (dtype != RILL_DTYPE_F32 && !ctx->caps.storage_16bit) {
-    return fail(RILL_ERROR_UNSUPPORTED, std::string("Vulkan: ") + op + " in " + dtype_suffix(dtype) +
-                                            " needs 16-bit storage buffers, which device \"" + ctx->caps.name +
-                                            "\" does not support; use f32");
-  }
-  return RILL_OK;
-}
-
-rill_status bind_tensor(rill_backend_context* ctx, const rill_backend_tensor* t, bool write, BoundRange* out) {
-  if (t == nullptr) {
-    *out = placeholder_range(ctx);
-    return RILL_OK;
-  }
-  return bind_range(ctx, t->buffer, t->offset, numel(t), dtype_size(t->dtype), write, out);
-}
-
-uint32_t groups_for(uint64_t work_items, uint64_t per_group) {
-  return static_cast<uint32_t>(std::min<uint64_t>((work_items + per_group - 1) / per_group, kMaxGroupsPerDispatch));
-}
-
-std::string reduction_suffix(rill_backend_context* ctx) { return ctx->use_subgroups ? "_sg" : "_shared"; }
+rill_status prepare(rill_backend_context* ctx, const char* op, rill_dtype dtype) { return prepare_op(ctx, op, dtype); }
 
 rill_status vk_residual_add(rill_backend_context* ctx, const rill_backend_tensor* residual,
                             const rill_backend_tensor* update, const rill_backend_tensor* gain, float residual_scale,
@@ -192,6 +154,47 @@ rill_status vk_gemm(rill_backend_context* ctx, const rill_backend_tensor* a, con
 
 }  // namespace
 
+uint64_t tensor_numel(const rill_backend_tensor* t) {
+  uint64_t n = 1;
+  for (int32_t i = 0; i < t->ndim; ++i) n *= static_cast<uint64_t>(t->shape[i]);
+  return n;
+}
+
+uint32_t dtype_size(rill_dtype dtype) { return dtype == RILL_DTYPE_F32 ? 4u : 2u; }
+
+const char* dtype_suffix(rill_dtype dtype) {
+  switch (dtype) {
+    case RILL_DTYPE_F16: return "f16";
+    case RILL_DTYPE_BF16: return "bf16";
+    default: return "f32";
+  }
+}
+
+rill_status prepare_op(rill_backend_context* ctx, const char* op, rill_dtype dtype) {
+  rill_status status = check_usable(ctx);
+  if (status != RILL_OK) return status;
+  if (dtype != RILL_DTYPE_F32 && !ctx->caps.storage_16bit) {
+    return fail(RILL_ERROR_UNSUPPORTED, std::string("Vulkan: ") + op + " in " + dtype_suffix(dtype) +
+                                            " needs 16-bit storage buffers, which device \"" + ctx->caps.name +
+                                            "\" does not support; use f32");
+  }
+  return RILL_OK;
+}
+
+rill_status bind_tensor(rill_backend_context* ctx, const rill_backend_tensor* t, bool write, BoundRange* out) {
+  if (t == nullptr) {
+    *out = placeholder_range(ctx);
+    return RILL_OK;
+  }
+  return bind_range(ctx, t->buffer, t->offset, tensor_numel(t), dtype_size(t->dtype), write, out);
+}
+
+uint32_t groups_for(uint64_t work_items, uint64_t per_group) {
+  return static_cast<uint32_t>(std::min<uint64_t>((work_items + per_group - 1) / per_group, kMaxGroupsPerDispatch));
+}
+
+std::string reduction_suffix(rill_backend_context* ctx) { return ctx->use_subgroups ? "_sg" : "_shared"; }
+
 /* Entries run under guarded(), so that no C++ exception reaches the runtime. */
 const rill_backend_ops g_ops = {
     /* .abi_version = */ 2u,
@@ -228,9 +231,17 @@ const rill_backend_ops g_ops = {
        const rill_backend_tensor* bias, float alpha, float beta, const rill_backend_tensor* out) {
       return guarded("gemm", vk_gemm, ctx, a, w, bias, alpha, beta, out);
     },
-    /* .rope = */ nullptr,
-    /* .attention = */ nullptr,
-    /* .activation = */ nullptr,
+    /* .rope = */
+    [](rill_backend_context* ctx, const rill_backend_tensor* x, const int32_t* positions, float theta,
+       int32_t rotary_dim) { return guarded("rope", layer_rope, ctx, x, positions, theta, rotary_dim); },
+    /* .attention = */
+    [](rill_backend_context* ctx, const rill_backend_tensor* q, const rill_backend_tensor* k,
+       const rill_backend_tensor* v, const int32_t* kv_lengths, float scale, const rill_backend_tensor* out) {
+      return guarded("attention", layer_attention, ctx, q, k, v, kv_lengths, scale, out);
+    },
+    /* .activation = */
+    [](rill_backend_context* ctx, rill_act_fn fn, const rill_backend_tensor* x, const rill_backend_tensor* up,
+       const rill_backend_tensor* out) { return guarded("activation", layer_activation, ctx, fn, x, up, out); },
 };
 
 }  // namespace rill_vk

@@ -58,7 +58,7 @@ rill_status bind_range(rill_backend_context* ctx, rill_backend_buffer* buffer, u
   const uint64_t alignment = ctx->caps.limits.minStorageBufferOffsetAlignment;
   const uint64_t bytes = count * elem_size;
   BoundRange range;
-  range.buffer = buffer;
+  range.buffer = buffer->buffer;
   range.bind_offset = alignment > 0 ? offset / alignment * alignment : offset;
   range.bind_range = offset + bytes - range.bind_offset;
   range.element_offset = static_cast<uint32_t>((offset - range.bind_offset) / elem_size);
@@ -76,8 +76,9 @@ rill_status bind_range(rill_backend_context* ctx, rill_backend_buffer* buffer, u
 
 BoundRange placeholder_range(rill_backend_context* ctx) {
   BoundRange range;
-  range.buffer = ctx->placeholder;
+  range.buffer = ctx->placeholder->buffer;
   range.bind_range = ctx->placeholder->size;
+  range.tracked = false;
   return range;
 }
 
@@ -147,16 +148,15 @@ rill_status record_dispatch(rill_backend_context* ctx, const std::string& shader
   Access accesses[kBindingCount]{};
   size_t access_count = 0;
   for (uint32_t i = 0; i < kBindingCount; ++i) {
-    infos[i] = {ranges[i].buffer->buffer, ranges[i].bind_offset, ranges[i].bind_range};
+    infos[i] = {ranges[i].buffer, ranges[i].bind_offset, ranges[i].bind_range};
     writes[i].sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET;
     writes[i].dstSet = set;
     writes[i].dstBinding = i;
     writes[i].descriptorCount = 1;
     writes[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
     writes[i].pBufferInfo = &infos[i];
-    if (ranges[i].buffer != ctx->placeholder) {
-      accesses[access_count++] = {ranges[i].buffer->buffer, ranges[i].access_begin, ranges[i].access_end,
-                                  ranges[i].write};
+    if (ranges[i].tracked) {
+      accesses[access_count++] = {ranges[i].buffer, ranges[i].access_begin, ranges[i].access_end, ranges[i].write};
     }
   }
   vkUpdateDescriptorSets(ctx->device, kBindingCount, writes, 0, nullptr);

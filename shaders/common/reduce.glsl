@@ -1,5 +1,5 @@
-// workgroup_sum(v): the sum of v over the whole workgroup, returned to every
-// invocation. Must be called in uniform control flow (it contains barriers).
+// workgroup_sum(v) / workgroup_max(v): the sum / maximum of v over the whole
+// workgroup, returned to every invocation. Must be called in uniform control flow (it contains barriers).
 // With -DUSE_SUBGROUP it adds within each subgroup first (one subgroupAdd) and
 // then across subgroups through shared memory; otherwise it is a shared-memory
 // tree. Include common/extensions.glsl first.
@@ -30,6 +30,20 @@ float workgroup_sum(float v) {
   barrier();
   return total;
 }
+
+float workgroup_max(float v) {
+  float subgroup_max = subgroupMax(v);
+  if (subgroupElect()) {
+    reduce_partials[gl_SubgroupID] = subgroup_max;
+  }
+  barrier();
+  float result = reduce_partials[0];
+  for (uint i = 1; i < gl_NumSubgroups; ++i) {
+    result = max(result, reduce_partials[i]);
+  }
+  barrier();
+  return result;
+}
 #else
 float workgroup_sum(float v) {
   uint lane = gl_LocalInvocationIndex;
@@ -44,6 +58,21 @@ float workgroup_sum(float v) {
   float total = reduce_partials[0];
   barrier();
   return total;
+}
+
+float workgroup_max(float v) {
+  uint lane = gl_LocalInvocationIndex;
+  reduce_partials[lane] = v;
+  barrier();
+  for (uint half_width = WORKGROUP_SIZE / 2; half_width > 0; half_width >>= 1) {
+    if (lane < half_width) {
+      reduce_partials[lane] = max(reduce_partials[lane], reduce_partials[lane + half_width]);
+    }
+    barrier();
+  }
+  float result = reduce_partials[0];
+  barrier();
+  return result;
 }
 #endif
 

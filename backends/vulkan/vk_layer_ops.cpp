@@ -1,0 +1,127 @@
+/* The decoder-layer operators of interface version 2: RoPE (rope.comp),
+   attention (attention.comp) and activations (activation.comp). Host-side
+   inputs (positions, KV lengths) travel in staging memory bound straight to
+   the dispatch that reads them. */
+#include <cmath>
+#include <vector>
+
+#include "vk_internal.h"
+
+namespace rill_vk {
+
+namespace {
+
+/* Push-constant blocks; each mirrors the Params block of its shader. */
+struct RopeParams {
+  uint32_t x_offset, table_offset, tokens, heads, head_dim, half_rotary;
+};
+struct AttentionParams {
+  uint32_t q_offset, k_offset, v_offset, out_offset, lengths_offset, batch, queries, q_heads, kv_heads, head_dim,
+      slots;
+  float scale;
+};
+struct ActivationParams {
+  uint32_t x_offset, up_offset, out_offset, has_up, count, fn;
+};
+static_assert(sizeof(AttentionParams) <= kPushConstantBytes, "push constants exceed the pipeline layout");
+
+constexpr uint32_t kElementwiseGroupSize = 256; /* local_size_x of rope.comp and activation.comp */
+constexpr int64_t kAttentionMaxHeadDim = 256;  /* MAX_HEAD_DIM of attention.comp */
+
+}  // namespace
+
+rill_status layer_rope(rill_backend_context* ctx, const rill_backend_tensor* x, const int32_t* positions, float theta,
+                       int32_t rotary_dim) {
+  rill_status status = prepare_op(ctx, "rope", x->dtype);
+  if (status != RILL_OK) return status;
+  const uint64_t tokens = static_cast<uint64_t>(x->shape[0]);
+  const uint64_t heads = static_cast<uint64_t>(x->shape[1]);
+  const uint64_t head_dim = static_cast<uint64_t>(x->shape[2]);
+  const uint64_t half = static_cast<uint64_t>(rotary_dim / 2);
+
+  /* cos and sin per (token, frequency) in double, stored as f32, as the CPU
+     backend computes them. */
+  std::vector<double> inv_freq(half);
+  for (uint64_t i = 0; i < half; ++i) {
+    inv_freq[i] = std::pow(static_cast<double>(theta), -2.0 * static_cast<double>(i) / rotary_dim);
+  }
+  std::vector<float> table(tokens * half * 2);
+  for (uint64_t token = 0; token < tokens; ++token) {
+    const double position = positions[token];
+    for (uint64_t i = 0; i < half; ++i) {
+      const double angle = position * inv_freq[i];
+      table[2 * (token * half + i)] = static_cast<float>(std::cos(angle));
+      table[2 * (token * half + i) + 1] = static_cast<float>(std::sin(angle));
+    }
+  }
+
+  BoundRange ranges[kBindingCount];
+  ranges[2] = ranges[3] = ranges[4] = placeholder_range(ctx);
+  if ((status = bind_tensor(ctx, x, true, &ranges[0])) != RILL_OK) return status;
+  if ((status = upload_to_staging(ctx, table.data(), table.size() * sizeof(float), &ranges[1])) != RILL_OK) {
+    return status;
+  }
+  RopeParams params{ranges[0].element_offset, 0u, static_cast<uint32_t>(tokens), static_cast<uint32_t>(heads),
+                    static_cast<uint32_t>(head_dim), static_cast<uint32_t>(half)};
+  return record_dispatch(ctx, std::string("rope_") + dtype_suffix(x->dtype), ranges, &params, sizeof params,
+                         groups_for(tokens * heads * half, kElementwiseGroupSize), 1);
+}
+
+rill_status layer_attention(rill_backend_context* ctx, const rill_backend_tensor* q, const rill_backend_tensor* k,
+                            const rill_backend_tensor* v, const int32_t* kv_lengths, float scale,
+                            const rill_backend_tensor* out) {
+  rill_status status = prepare_op(ctx, "attention", q->dtype);
+  if (status != RILL_OK) return status;
+  const int64_t batch = q->shape[0], queries = q->shape[1], q_heads = q->shape[2], head_dim = q->shape[3];
+  const int64_t slots = k->shape[1], kv_heads = k->shape[2];
+  if (head_dim > kAttentionMaxHeadDim) {
+    return fail(RILL_ERROR_UNSUPPORTED, "Vulkan: attention supports head_dim up to " +
+                                            std::to_string(kAttentionMaxHeadDim) + "; got " +
+                                            std::to_string(head_dim));
+  }
+  /* Without lengths every sequence holds all S slots. */
+  std::vector<int32_t> lengths(static_cast<size_t>(batch), static_cast<int32_t>(slots));
+  if (kv_lengths != nullptr) lengths.assign(kv_lengths, kv_lengths + batch);
+
+  BoundRange ranges[kBindingCount];
+  if ((status = bind_tensor(ctx, q, false, &ranges[0])) != RILL_OK) return status;
+  if ((status = bind_tensor(ctx, k, false, &ranges[1])) != RILL_OK) return status;
+  if ((status = bind_tensor(ctx, v, false, &ranges[2])) != RILL_OK) return status;
+  if ((status = bind_tensor(ctx, out, true, &ranges[3])) != RILL_OK) return status;
+  if ((status = upload_to_staging(ctx, lengths.data(), lengths.size() * sizeof(int32_t), &ranges[4])) != RILL_OK) {
+    return status;
+  }
+  AttentionParams params{ranges[0].element_offset,
+                         ranges[1].element_offset,
+                         ranges[2].element_offset,
+                         ranges[3].element_offset,
+                         0u,
+                         static_cast<uint32_t>(batch),
+                         static_cast<uint32_t>(queries),
+                         static_cast<uint32_t>(q_heads),
+                         static_cast<uint32_t>(kv_heads),
+                         static_cast<uint32_t>(head_dim),
+                         static_cast<uint32_t>(slots),
+                         scale};
+  std::string shader = std::string("attention_") + dtype_suffix(q->dtype) + reduction_suffix(ctx);
+  return record_dispatch(ctx, shader, ranges, &params, sizeof params,
+                         groups_for(static_cast<uint64_t>(batch * queries * q_heads), 1), 1);
+}
+
+rill_status layer_activation(rill_backend_context* ctx, rill_act_fn fn, const rill_backend_tensor* x,
+                             const rill_backend_tensor* up, const rill_backend_tensor* out) {
+  rill_status status = prepare_op(ctx, "activation", x->dtype);
+  if (status != RILL_OK) return status;
+  BoundRange ranges[kBindingCount];
+  ranges[3] = ranges[4] = placeholder_range(ctx);
+  if ((status = bind_tensor(ctx, x, false, &ranges[0])) != RILL_OK) return status;
+  if ((status = bind_tensor(ctx, up, false, &ranges[1])) != RILL_OK) return status;
+  if ((status = bind_tensor(ctx, out, true, &ranges[2])) != RILL_OK) return status;
+  const uint64_t count = tensor_numel(x);
+  ActivationParams params{ranges[0].element_offset, ranges[1].element_offset, ranges[2].element_offset,
+                          up != nullptr ? 1u : 0u,  static_cast<uint32_t>(count),  static_cast<uint32_t>(fn)};
+  return record_dispatch(ctx, std::string("activation_") + dtype_suffix(x->dtype), ranges, &params, sizeof params,
+                         groups_for(count, kElementwiseGroupSize), 1);
+}
+
+}  // namespace rill_vk
