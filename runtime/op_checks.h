@@ -5,12 +5,13 @@
 
 #include <string>
 
+#include "host_services.h"
 #include "objects.h"
 
 // Returns from the enclosing function when a check fails.
-#define RILL_CHECK(expr)                     \
-  do {                                       \
-    const rill_status rill_check_ = (expr); \
+#define RILL_CHECK(expr)                            \
+  do {                                              \
+    const rill_status rill_check_ = (expr);         \
     if (rill_check_ != RILL_OK) return rill_check_; \
   } while (0)
 
@@ -50,15 +51,6 @@ class OpChecks {
 
 // Calls a backend op that may be absent: RILL_ERROR_UNSUPPORTED when it is,
 // the backend's failure with its message when the call fails.
-template <class Fn, class... Args>
-rill_status dispatch(const char* function, const rill_context& ctx, Fn op, const char* op_name, Args... args);
-
-}  // namespace rill
-
-#include "host_services.h"
-
-namespace rill {
-
 template <class Fn, class... Args>
 rill_status dispatch(const char* function, const rill_context& ctx, Fn op, const char* op_name, Args... args) {
   if (op == nullptr) {
