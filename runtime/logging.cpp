@@ -1,5 +1,6 @@
 #include "logging.h"
 
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -24,19 +25,20 @@ const char* level_name(rill_log_level level) {
   }
 }
 
-// The default sink's threshold, read from RILL_LOG once.
+// The default sink's threshold, from RILL_LOG. Read at each message rather
+// than once, so that a host may set RILL_LOG after loading rill; messages are
+// rare (context creation, plugin loading), so the lookup costs nothing.
 int default_threshold() {
-  static const int threshold = [] {
-    const char* value = std::getenv("RILL_LOG");
-    if (value == nullptr || *value == '\0') return kSilent;
-    for (int level = RILL_LOG_DEBUG; level <= RILL_LOG_ERROR; ++level) {
-      if (std::strcmp(value, level_name(static_cast<rill_log_level>(level))) == 0) return level;
-    }
-    std::fprintf(stderr, "rill: RILL_LOG='%s' is not one of debug, info, warning, error; logging warnings\n",
-                 value);
-    return static_cast<int>(RILL_LOG_WARNING);
-  }();
-  return threshold;
+  const char* value = std::getenv("RILL_LOG");
+  if (value == nullptr || *value == '\0') return kSilent;
+  for (int level = RILL_LOG_DEBUG; level <= RILL_LOG_ERROR; ++level) {
+    if (std::strcmp(value, level_name(static_cast<rill_log_level>(level))) == 0) return level;
+  }
+  static std::atomic<bool> warned{false};
+  if (!warned.exchange(true)) {
+    std::fprintf(stderr, "rill: RILL_LOG='%s' is not one of debug, info, warning, error; logging warnings\n", value);
+  }
+  return static_cast<int>(RILL_LOG_WARNING);
 }
 
 struct Sink {
@@ -51,12 +53,6 @@ std::shared_mutex g_sink_mutex;
 Sink g_sink;
 
 }  // namespace
-
-bool log_enabled(rill_log_level level) noexcept {
-  std::shared_lock<std::shared_mutex> lock(g_sink_mutex);
-  const int threshold = g_sink.fn != nullptr ? g_sink.min_level : default_threshold();
-  return static_cast<int>(level) >= threshold;
-}
 
 void log_message(rill_log_level level, const std::string& message) noexcept {
   std::shared_lock<std::shared_mutex> lock(g_sink_mutex);

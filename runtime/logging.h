@@ -11,7 +11,4 @@ namespace rill {
 // Emits message at level. Never throws; safe from any thread.
 void log_message(rill_log_level level, const std::string& message) noexcept;
 
-// True when a message at level would reach a sink (lets callers skip building it).
-bool log_enabled(rill_log_level level) noexcept;
-
 }  // namespace rill

@@ -5,11 +5,17 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <initializer_list>
 #include <limits>
+#include <sstream>
 #include <string>
 #include <thread>
+#include <unistd.h>
 #include <vector>
 
 #include "rill.h"
@@ -401,4 +407,38 @@ TEST_CASE("rill_info_report: bad arguments, sizing, and content") {
   CHECK(text.find("cpu: available") != std::string::npos);
   CHECK(text.find("  cuda: ") != std::string::npos);
   CHECK(text.find("  vulkan: ") != std::string::npos);
+}
+
+namespace {
+// Runs body with the process's stderr sent to a file; returns what was written.
+template <class Body>
+std::string capture_stderr(Body body) {
+  std::string path = (std::filesystem::temp_directory_path() / "rill_api_test_stderr_XXXXXX").string();
+  const int file = mkstemp(path.data());
+  REQUIRE(file >= 0);
+  std::fflush(stderr);
+  const int saved = dup(2);
+  dup2(file, 2);
+  body();
+  std::fflush(stderr);
+  dup2(saved, 2);
+  close(saved);
+  close(file);
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  std::remove(path.c_str());
+  return text.str();
+}
+}  // namespace
+
+TEST_CASE("default log sink: silent without RILL_LOG, stderr at the level RILL_LOG names") {
+  REQUIRE(unsetenv("RILL_LOG") == 0);
+  CHECK(capture_stderr([] { Context context; }).empty());
+  REQUIRE(setenv("RILL_LOG", "info", 1) == 0);
+  const std::string info = capture_stderr([] { Context context; });
+  CHECK_MESSAGE(info.find("cpu: chosen") != std::string::npos, info);
+  REQUIRE(setenv("RILL_LOG", "error", 1) == 0);
+  CHECK(capture_stderr([] { Context context; }).empty());
+  REQUIRE(unsetenv("RILL_LOG") == 0);
 }
