@@ -11,7 +11,9 @@
 #include <doctest/doctest.h>
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -395,6 +397,144 @@ TEST_CASE("gemm matches the reference: decode and tiled paths, bias, alpha, beta
           CHECK(nmse(c.read(tout), want) < threshold(dtype));
         }
       }
+    }
+  }
+}
+
+// A 4-dim tensor view with the given shape at offset_elements into a new buffer.
+static rill_backend_tensor tensor4(Context& c, const std::vector<float>& values, rill_dtype dtype,
+                                   std::initializer_list<int64_t> shape, uint64_t offset_elements = 0) {
+  rill_backend_tensor t = c.tensor(values, dtype, 1, static_cast<int64_t>(values.size()), offset_elements);
+  t.ndim = static_cast<int32_t>(shape.size());
+  int32_t i = 0;
+  for (int64_t dim : shape) t.shape[i++] = dim;
+  for (; i < RILL_MAX_DIMS; ++i) t.shape[i] = 1;
+  return t;
+}
+
+TEST_CASE("attention over several key tiles and wide heads matches the reference (prefill and decode)") {
+  const rill_backend_ops& o = ops();
+  REQUIRE(o.struct_size >= offsetof(rill_backend_ops, activation) + sizeof(o.activation));
+  for (const char* reduction : kReductions) {
+    const std::string path = reduction ? "shared memory" : "default";
+    CAPTURE(path);
+    Context c(reduction);
+    for (rill_dtype dtype : kDtypes) {
+      const std::string dtype_label = dtype_name(dtype);
+      CAPTURE(dtype_label);
+      // head_dim 160 needs two dims per invocation; 300 slots are three tiles.
+      const int64_t batch = 2, q_heads = 4, kv_heads = 2, head_dim = 160, slots = 300;
+      struct Case {
+        int64_t queries;
+        std::vector<int32_t> lengths;
+      };
+      for (const Case& cs : {Case{1, {300, 131}}, Case{129, {129, 200}}}) {
+        CAPTURE(cs.queries);
+        auto q = round_to(random_values(batch * cs.queries * q_heads * head_dim, 50, -2.0f, 2.0f), dtype);
+        auto k = round_to(random_values(batch * slots * kv_heads * head_dim, 51, -2.0f, 2.0f), dtype);
+        auto v = round_to(random_values(batch * slots * kv_heads * head_dim, 52), dtype);
+        rill_backend_tensor tq = tensor4(c, q, dtype, {batch, cs.queries, q_heads, head_dim}, 3);
+        rill_backend_tensor tk = tensor4(c, k, dtype, {batch, slots, kv_heads, head_dim}, 5);
+        rill_backend_tensor tv = tensor4(c, v, dtype, {batch, slots, kv_heads, head_dim});
+        rill_backend_tensor tout = tensor4(c, std::vector<float>(q.size(), 0.0f), dtype,
+                                           {batch, cs.queries, q_heads, head_dim}, 1);
+        const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
+        REQUIRE_MESSAGE(o.attention(c.ctx, &tq, &tk, &tv, cs.lengths.data(), scale, &tout) == RILL_OK, g_last_error);
+
+        std::vector<double> want(q.size());
+        const int64_t group = q_heads / kv_heads;
+        for (int64_t b = 0; b < batch; ++b) {
+          for (int64_t t = 0; t < cs.queries; ++t) {
+            for (int64_t h = 0; h < q_heads; ++h) {
+              const int64_t visible = cs.lengths[b] - cs.queries + t + 1, kvh = h / group;
+              const float* qr = &q[((b * cs.queries + t) * q_heads + h) * head_dim];
+              std::vector<double> logits(visible);
+              double top = -INFINITY;
+              for (int64_t j = 0; j < visible; ++j) {
+                const float* kr = &k[((b * slots + j) * kv_heads + kvh) * head_dim];
+                double dot = 0;
+                for (int64_t d = 0; d < head_dim; ++d) dot += double(qr[d]) * kr[d];
+                logits[j] = dot * scale;
+                top = std::max(top, logits[j]);
+              }
+              double sum = 0;
+              for (double& l : logits) sum += (l = std::exp(l - top));
+              for (int64_t d = 0; d < head_dim; ++d) {
+                double acc = 0;
+                for (int64_t j = 0; j < visible; ++j) {
+                  acc += logits[j] / sum * v[((b * slots + j) * kv_heads + kvh) * head_dim + d];
+                }
+                want[((b * cs.queries + t) * q_heads + h) * head_dim + d] = acc;
+              }
+            }
+          }
+        }
+        CHECK(nmse(c.read(tout), want) < threshold(dtype));
+      }
+    }
+  }
+}
+
+TEST_CASE("attention with a head_dim beyond the kernel's reach is unsupported, with a message") {
+  Context c;
+  const int64_t head_dim = 264;
+  std::vector<float> values(head_dim, 0.5f);
+  rill_backend_tensor q = tensor4(c, values, RILL_DTYPE_F32, {1, 1, 1, head_dim});
+  rill_backend_tensor k = tensor4(c, values, RILL_DTYPE_F32, {1, 1, 1, head_dim});
+  rill_backend_tensor v = tensor4(c, values, RILL_DTYPE_F32, {1, 1, 1, head_dim});
+  rill_backend_tensor out = tensor4(c, values, RILL_DTYPE_F32, {1, 1, 1, head_dim});
+  const int32_t length = 1;
+  CHECK(ops().attention(c.ctx, &q, &k, &v, &length, 1.0f, &out) == RILL_ERROR_UNSUPPORTED);
+  CHECK(g_last_error.find("head_dim") != std::string::npos);
+}
+
+TEST_CASE("rope and activations match the reference across many elements") {
+  Context c;
+  for (rill_dtype dtype : kDtypes) {
+    const std::string dtype_label = dtype_name(dtype);
+    CAPTURE(dtype_label);
+    // RoPE, partial rotary, large positions.
+    const int64_t tokens = 37, heads = 5, head_dim = 96, rotary = 64;
+    std::vector<int32_t> positions(tokens);
+    for (int64_t i = 0; i < tokens; ++i) positions[i] = static_cast<int32_t>(i * 997 % 32768);
+    auto x = round_to(random_values(tokens * heads * head_dim, 60), dtype);
+    rill_backend_tensor tx = tensor4(c, x, dtype, {tokens, heads, head_dim}, 7);
+    REQUIRE_MESSAGE(ops().rope(c.ctx, &tx, positions.data(), 10000.0f, static_cast<int32_t>(rotary)) == RILL_OK,
+                    g_last_error);
+    std::vector<double> want(x.begin(), x.end());
+    for (int64_t t = 0; t < tokens; ++t) {
+      for (int64_t h = 0; h < heads; ++h) {
+        for (int64_t i = 0; i < rotary / 2; ++i) {
+          const double angle = positions[t] * std::pow(10000.0, -2.0 * double(i) / double(rotary));
+          const int64_t row = (t * heads + h) * head_dim;
+          const double x1 = x[row + i], x2 = x[row + i + rotary / 2];
+          want[row + i] = x1 * std::cos(angle) - x2 * std::sin(angle);
+          want[row + i + rotary / 2] = x2 * std::cos(angle) + x1 * std::sin(angle);
+        }
+      }
+    }
+    CHECK(nmse(c.read(tx), want) < threshold(dtype));
+
+    // Every activation, plain and gated (out aliasing up), over more elements
+    // than one dispatch's workgroups cover in one pass.
+    const int64_t count = 70000;
+    auto a = round_to(random_values(count, 61, -6.0f, 6.0f), dtype);
+    auto up = round_to(random_values(count, 62), dtype);
+    for (rill_act_fn fn : {RILL_ACT_SILU, RILL_ACT_GELU, RILL_ACT_GELU_TANH, RILL_ACT_RELU}) {
+      CAPTURE(static_cast<int>(fn));
+      rill_backend_tensor ta = c.tensor(a, dtype, 1, count);
+      rill_backend_tensor tup = c.tensor(up, dtype, 1, count, 1);
+      REQUIRE(ops().activation(c.ctx, fn, &ta, &tup, &tup) == RILL_OK);
+      std::vector<double> gated(count);
+      for (int64_t i = 0; i < count; ++i) {
+        const double v = a[i];
+        double y = v > 0 ? v : 0;
+        if (fn == RILL_ACT_SILU) y = v / (1 + std::exp(-v));
+        if (fn == RILL_ACT_GELU) y = 0.5 * v * (1 + std::erf(v / std::sqrt(2.0)));
+        if (fn == RILL_ACT_GELU_TANH) y = 0.5 * v * (1 + std::tanh(std::sqrt(2.0 / M_PI) * (v + 0.044715 * v * v * v)));
+        gated[i] = y * up[i];
+      }
+      CHECK(nmse(c.read(tup), gated) < threshold(dtype));
     }
   }
 }
