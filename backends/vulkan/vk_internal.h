@@ -2,7 +2,8 @@
    One file per object: vk_device.cpp (instance, enumeration, errors),
    vk_context.cpp (device, queue, command recording, hazards, submission),
    vk_buffer.cpp (device buffers, staging), vk_pipelines.cpp (embedded SPIR-V,
-   pipelines, dispatch), vk_ops.cpp (the operators), vk_plugin.cpp (tables). */
+   pipelines, dispatch), vk_ops.cpp (the residual-stream operators),
+   vk_layer_ops.cpp (the decoder-layer operators), vk_plugin.cpp (tables). */
 #ifndef RILL_VK_INTERNAL_H
 #define RILL_VK_INTERNAL_H
 
@@ -240,8 +241,6 @@ void destroy_pipelines(rill_backend_context* ctx);
    ranges and push constants. */
 rill_status record_dispatch(rill_backend_context* ctx, const std::string& shader, const BoundRange* ranges,
                             const void* push, uint32_t push_size, uint32_t groups_x, uint32_t groups_y);
-/* True when the embedded shader table holds this variant. */
-bool has_shader(const std::string& shader);
 
 /* ---- vk_ops.cpp --------------------------------------------------------- */
 

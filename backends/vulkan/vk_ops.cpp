@@ -31,16 +31,12 @@ constexpr uint32_t kGemmTile = 64;        /* TILE_M and TILE_N of gemm.comp */
 constexpr int64_t kGemmRowsMax = 8;       /* MAX_ROWS of gemm_rows.comp */
 constexpr uint32_t kMaxGroupsPerDispatch = 65535; /* the least every device allows */
 
-uint64_t numel(const rill_backend_tensor* t) { return tensor_numel(t); }
-
 uint64_t last_dim(const rill_backend_tensor* t) { return static_cast<uint64_t>(t->shape[t->ndim - 1]); }
-
-rill_status prepare(rill_backend_context* ctx, const char* op, rill_dtype dtype) { return prepare_op(ctx, op, dtype); }
 
 rill_status vk_residual_add(rill_backend_context* ctx, const rill_backend_tensor* residual,
                             const rill_backend_tensor* update, const rill_backend_tensor* gain, float residual_scale,
                             float update_scale) {
-  rill_status status = prepare(ctx, "residual_add", residual->dtype);
+  rill_status status = prepare_op(ctx, "residual_add", residual->dtype);
   if (status != RILL_OK) return status;
   BoundRange ranges[kBindingCount];
   ranges[3] = ranges[4] = placeholder_range(ctx);
@@ -48,10 +44,10 @@ rill_status vk_residual_add(rill_backend_context* ctx, const rill_backend_tensor
   if ((status = bind_tensor(ctx, update, false, &ranges[1])) != RILL_OK) return status;
   if ((status = bind_tensor(ctx, gain, false, &ranges[2])) != RILL_OK) return status;
   ResidualParams params{ranges[0].element_offset, ranges[1].element_offset, ranges[2].element_offset,
-                        gain != nullptr ? 1u : 0u, static_cast<uint32_t>(numel(residual)),
+                        gain != nullptr ? 1u : 0u, static_cast<uint32_t>(tensor_numel(residual)),
                         static_cast<uint32_t>(last_dim(residual)), residual_scale, update_scale};
   return record_dispatch(ctx, std::string("residual_add_") + dtype_suffix(residual->dtype), ranges, &params,
-                         sizeof params, groups_for(numel(residual), kElementwiseGroupSize), 1);
+                         sizeof params, groups_for(tensor_numel(residual), kElementwiseGroupSize), 1);
 }
 
 /* Shared by the four norms. Plain: x -> out. Fused: residual is updated from
@@ -60,7 +56,7 @@ rill_status record_norm(rill_backend_context* ctx, const char* op, bool layer, c
                         const rill_backend_tensor* out_or_residual, const rill_backend_tensor* gain,
                         const rill_backend_tensor* weight, const rill_backend_tensor* bias, float eps,
                         float residual_scale, float update_scale, bool fused) {
-  rill_status status = prepare(ctx, op, x->dtype);
+  rill_status status = prepare_op(ctx, op, x->dtype);
   if (status != RILL_OK) return status;
   BoundRange ranges[kBindingCount];
   if ((status = bind_tensor(ctx, x, fused, &ranges[0])) != RILL_OK) return status;
@@ -69,7 +65,7 @@ rill_status record_norm(rill_backend_context* ctx, const char* op, bool layer, c
   if ((status = bind_tensor(ctx, bias, false, &ranges[3])) != RILL_OK) return status;
   if ((status = bind_tensor(ctx, gain, false, &ranges[4])) != RILL_OK) return status;
   uint64_t cols = last_dim(x);
-  uint64_t rows = numel(x) / cols;
+  uint64_t rows = tensor_numel(x) / cols;
   uint32_t flags = (weight != nullptr ? kNormHasWeight : 0) | (bias != nullptr ? kNormHasBias : 0) |
                    (gain != nullptr ? kNormHasGain : 0);
   NormParams params{ranges[0].element_offset,
@@ -116,10 +112,10 @@ rill_status vk_fused_add_layer_norm(rill_backend_context* ctx, const rill_backen
 
 rill_status vk_gemm(rill_backend_context* ctx, const rill_backend_tensor* a, const rill_backend_tensor* w,
                     const rill_backend_tensor* bias, float alpha, float beta, const rill_backend_tensor* out) {
-  rill_status status = prepare(ctx, "gemm", a->dtype);
+  rill_status status = prepare_op(ctx, "gemm", a->dtype);
   if (status != RILL_OK) return status;
   uint64_t k = last_dim(a);
-  uint64_t rows = numel(a) / k;
+  uint64_t rows = tensor_numel(a) / k;
   uint64_t n = static_cast<uint64_t>(w->shape[0]);
   BoundRange ranges[kBindingCount];
   ranges[4] = placeholder_range(ctx);

@@ -51,8 +51,6 @@ rill_status get_pipeline(rill_backend_context* ctx, const std::string& name, VkP
 
 }  // namespace
 
-bool has_shader(const std::string& shader) { return find_shader(shader) != nullptr; }
-
 rill_status bind_range(rill_backend_context* ctx, rill_backend_buffer* buffer, uint64_t offset, uint64_t count,
                        uint32_t elem_size, bool write, BoundRange* out) {
   const uint64_t alignment = ctx->caps.limits.minStorageBufferOffsetAlignment;
