@@ -113,3 +113,50 @@ TEST_CASE("a failure on one thread leaves the other thread's last error alone") 
   CHECK(seen_by_b.find("runtime.prefer") != std::string::npos);
   CHECK(seen_by_b.find("bogus_key") == std::string::npos);
 }
+
+namespace {
+// Counts the plugin's "initialised" messages (it logs one per rill_plugin_init).
+std::atomic<int> g_plugin_inits{0};
+void count_inits(rill_log_level, const char* message, void*) {
+  if (std::string(message).find("fakehost: initialised") != std::string::npos) ++g_plugin_inits;
+}
+}  // namespace
+
+TEST_CASE("threads racing to load the same plugin all get it, initialised once") {
+  REQUIRE(rill_set_log_callback(count_inits, nullptr, RILL_LOG_DEBUG) == RILL_OK);
+  const std::string config =
+      std::string("[runtime]\nbackend = \"fakehost\"\nplugin_dir = \"") + RILL_FAKE_PLUGIN_DIR + "\"\n";
+  constexpr int kThreads = 4;
+  std::atomic<int> ready{0};
+  std::vector<std::string> failures(kThreads);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kThreads; ++i) {
+    threads.emplace_back([&, i] {
+      ++ready;
+      while (ready.load() < kThreads) std::this_thread::yield();
+      rill_context* ctx = nullptr;
+      if (rill_context_create(config.c_str(), &ctx) != RILL_OK) {
+        failures[i] = rill_last_error();
+        return;
+      }
+      const int64_t shape[1] = {3};
+      rill_tensor *r = nullptr, *u = nullptr;
+      const float values[3] = {1.0f, 2.0f, 3.0f};
+      float out[3] = {0, 0, 0};
+      if (rill_tensor_create(ctx, RILL_DTYPE_F32, 1, shape, &r) != RILL_OK ||
+          rill_tensor_create(ctx, RILL_DTYPE_F32, 1, shape, &u) != RILL_OK ||
+          rill_tensor_write_f32(r, values, 3) != RILL_OK || rill_tensor_write_f32(u, values, 3) != RILL_OK ||
+          rill_residual_add(ctx, r, u, nullptr, 1.0f, static_cast<float>(i)) != RILL_OK ||
+          rill_tensor_read_f32(r, out, 3) != RILL_OK) {
+        failures[i] = rill_last_error();
+      } else if (out[2] != 3.0f + 3.0f * static_cast<float>(i)) {
+        failures[i] = "wrong result " + std::to_string(out[2]);
+      }
+      rill_context_destroy(ctx);
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  REQUIRE(rill_set_log_callback(nullptr, nullptr, RILL_LOG_DEBUG) == RILL_OK);
+  for (int i = 0; i < kThreads; ++i) CHECK_MESSAGE(failures[i].empty(), "thread ", i, ": ", failures[i]);
+  CHECK(g_plugin_inits.load() == 1);
+}
