@@ -1,0 +1,59 @@
+// Pins the layout of the decoder-layer descriptor: fields are only ever
+// appended, so these offsets never change (the backend ops' offsets are pinned
+// in abi_layout_test.cpp).
+#include <doctest/doctest.h>
+
+#include <cstddef>
+
+#include "rill.h"
+
+static_assert(offsetof(rill_model_desc, struct_size) == 0);
+static_assert(offsetof(rill_model_desc, dtype) == 4);
+static_assert(offsetof(rill_model_desc, num_layers) == 8);
+static_assert(offsetof(rill_model_desc, hidden_size) == 12);
+static_assert(offsetof(rill_model_desc, num_heads) == 16);
+static_assert(offsetof(rill_model_desc, num_kv_heads) == 20);
+static_assert(offsetof(rill_model_desc, head_dim) == 24);
+static_assert(offsetof(rill_model_desc, intermediate_size) == 28);
+static_assert(offsetof(rill_model_desc, norm) == 32);
+static_assert(offsetof(rill_model_desc, norm_eps) == 36);
+static_assert(offsetof(rill_model_desc, norm_placement) == 40);
+static_assert(offsetof(rill_model_desc, activation) == 44);
+static_assert(offsetof(rill_model_desc, rope_theta) == 48);
+static_assert(offsetof(rill_model_desc, rope_dim) == 52);
+static_assert(offsetof(rill_model_desc, qkv_bias) == 56);
+static_assert(offsetof(rill_model_desc, o_bias) == 60);
+static_assert(offsetof(rill_model_desc, mlp_bias) == 64);
+static_assert(offsetof(rill_model_desc, final_norm) == 68);
+static_assert(offsetof(rill_model_desc, residual_scale) == 72);
+static_assert(offsetof(rill_model_desc, branch_scale) == 76);
+static_assert(offsetof(rill_model_desc, layer_scale) == 80);
+static_assert(sizeof(rill_model_desc) == 84);
+
+static_assert(RILL_ACT_SILU == 0 && RILL_ACT_GELU == 1 && RILL_ACT_GELU_TANH == 2 && RILL_ACT_RELU == 3);
+static_assert(RILL_NORM_RMS == 0 && RILL_NORM_LAYER == 1);
+static_assert(RILL_PLACEMENT_PRE == 0 && RILL_PLACEMENT_POST == 1 && RILL_PLACEMENT_SANDWICH == 2 &&
+              RILL_PLACEMENT_DEEPNORM == 3);
+static_assert(RILL_MLP_SILU_GLU == 0 && RILL_MLP_GELU_GLU == 1 && RILL_MLP_GELU == 2 && RILL_MLP_GELU_TANH == 3 &&
+              RILL_MLP_RELU == 4);
+
+TEST_CASE("an older, shorter descriptor gets the defaults for the fields it lacks") {
+  rill_context* ctx = nullptr;
+  REQUIRE(rill_context_create("[runtime]\nbackend = \"cpu\"\n", &ctx) == RILL_OK);
+  rill_model_desc d;
+  rill_model_desc_init(&d);
+  d.num_layers = 1;
+  d.hidden_size = 8;
+  d.num_heads = 2;
+  d.intermediate_size = 8;
+  d.layer_scale = 1;  // beyond the size given below: must be ignored
+  d.struct_size = offsetof(rill_model_desc, layer_scale);
+  rill_model* model = nullptr;
+  REQUIRE_MESSAGE(rill_model_create(ctx, &d, &model) == RILL_OK, rill_last_error());
+  const int64_t shape[1] = {8};
+  const float ones[8] = {1, 1, 1, 1, 1, 1, 1, 1};
+  CHECK(rill_model_set_weight(model, "model.layers.0.mlp_gain", RILL_DTYPE_F32, 1, shape, ones, sizeof ones) ==
+        RILL_ERROR_INVALID_ARGUMENT);
+  rill_model_destroy(model);
+  rill_context_destroy(ctx);
+}
