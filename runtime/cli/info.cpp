@@ -61,6 +61,8 @@ int info_main(int argc, char** argv) {
     status = rill_info_report(config.c_str(), report.data(), report.size(), &required);
   }
   if (status != RILL_OK) {
+    // The library knows the config only as text: name the file it came from.
+    if (config_path != nullptr) std::fprintf(stderr, "rill info: in %s:\n", config_path);
     std::fprintf(stderr, "rill info: %s (%s)\n", rill_last_error(), rill_status_string(status));
     return 1;
   }
