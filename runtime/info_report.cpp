@@ -39,7 +39,9 @@ void describe_backend(const Config& config, const std::string& name, std::string
     const rill_backend_device_info& d = devices[i];
     report += "    device " + std::to_string(i) + ": " + d.name + "\n";
     report += "      type: " + std::string(device_type_name(d.type)) + ", memory: " + memory_text(d.memory_bytes) +
-              ", subgroup size: " + (d.subgroup_size ? std::to_string(d.subgroup_size) : std::string("n/a")) + "\n";
+              ", subgroup size: " + (d.subgroup_size ? std::to_string(d.subgroup_size) : std::string("n/a")) +
+              (d.type == RILL_DEVICE_TYPE_CPU_IMPLEMENTATION && name != "cpu" ? " (backend \"auto\" skips it)" : "") +
+              "\n";
     if (d.details[0] != '\0') report += "      details: " + std::string(d.details) + "\n";
   }
 }

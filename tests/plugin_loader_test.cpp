@@ -189,7 +189,7 @@ TEST_CASE("auto: when nothing in prefer can be had, every reason is given") {
 }
 
 TEST_CASE("rill_info_report lists plugins the config names, with their state") {
-  const std::string text = std::string("[runtime]\nprefer = [\"fakehost\", \"initfails\"]\nplugin_dir = \"") +
+  const std::string text = std::string("[runtime]\nprefer = [\"fakehost\", \"initfails\", \"cpuimpl\"]\nplugin_dir = \"") +
                            RILL_FAKE_PLUGIN_DIR + "\"\n";
   size_t size = 0;
   REQUIRE(rill_info_report(text.c_str(), nullptr, 0, &size) == RILL_OK);
@@ -199,4 +199,8 @@ TEST_CASE("rill_info_report lists plugins the config names, with their state") {
   CHECK(report.find("  fakehost: available") != std::string::npos);
   CHECK(report.find("device 0: fake host device") != std::string::npos);
   CHECK(report.find("  initfails: unavailable: ") != std::string::npos);
+  const size_t cpuimpl = report.find("  cpuimpl: available");
+  REQUIRE(cpuimpl != std::string::npos);
+  CHECK(report.find("type: CPU implementation", cpuimpl) != std::string::npos);
+  CHECK(report.find("(backend \"auto\" skips it)", cpuimpl) != std::string::npos);
 }
