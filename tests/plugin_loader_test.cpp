@@ -83,12 +83,14 @@ TEST_CASE("init failing passes the plugin's reason on") {
   expect_unavailable("initfails", {"rill_plugin_init failed", "driver version 0.0 is older"});
 }
 
-TEST_CASE("device enumeration: failing, and zero devices") {
+TEST_CASE("device enumeration: failing, zero devices, a device that cannot be described") {
   expect_unavailable("nodriver", {"libfakedriver.so.1"});
   expect_unavailable("nodevices", {"no device found"});
+  expect_unavailable("nodescribe", {"cannot describe device 0", "fake: device query timed out"});
 }
 
 TEST_CASE("backend tables that do not fit") {
+  expect_unavailable("notable", {"returned no backend table"});
   expect_unavailable("smalltable", {"struct_size", "needs at least"});
   expect_unavailable("misnamed", {"names it \"someone_else\"", "expected \"misnamed\""});
 }

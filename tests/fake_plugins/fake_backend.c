@@ -47,6 +47,10 @@ static rill_status fake_device_count(uint32_t* out_count) {
 }
 
 static rill_status fake_describe_device(uint32_t index, rill_backend_device_info* out_info) {
+#if defined(FAKE_MODE_DESCRIBE_FAILS)
+  (void)out_info;
+  return g_host->fail(RILL_ERROR_BACKEND, "fake: device query timed out");
+#endif
   if (index != 0) return g_host->fail(RILL_ERROR_INVALID_ARGUMENT, "fake: no such device");
   strcpy(out_info->name, "fake host device");
 #if defined(FAKE_MODE_CPU_IMPLEMENTATION)
@@ -248,7 +252,12 @@ static rill_status fake_init(uint32_t abi_version, const rill_host_services* hos
   if (fake_dependency_answer() != 42) return host->fail(RILL_ERROR_INTERNAL, "fake: wrong dependency");
 #endif
   host->log(RILL_LOG_DEBUG, FAKE_NAME, "initialised");
+#if defined(FAKE_MODE_NULL_TABLE)
+  (void)g_backend; /* succeeds, yet hands back nothing */
+  *out_backend = NULL;
+#else
   *out_backend = &g_backend;
+#endif
   return RILL_OK;
 #endif
 }
