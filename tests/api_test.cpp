@@ -36,7 +36,10 @@ void expect_failure(rill_status got, rill_status expected, std::initializer_list
   CHECK_MESSAGE(got == expected, "got ", rill_status_string(got), ", expected ", rill_status_string(expected),
                 "; message: ", rill_last_error());
   const std::string message = rill_last_error();
-  for (const char* part : parts) CHECK_MESSAGE(message.find(part) != std::string::npos, "'", part, "' missing from: ", message);
+  for (const char* part : parts) {
+    // std::string: doctest would print a bare const char* as an address.
+    CHECK_MESSAGE(message.find(part) != std::string::npos, "'", std::string(part), "' missing from: ", message);
+  }
 }
 
 struct Context {

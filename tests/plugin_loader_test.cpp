@@ -34,7 +34,10 @@ void expect_unavailable(const std::string& backend, std::initializer_list<const 
   CHECK(ctx == nullptr);
   const std::string message = rill_last_error();
   CHECK_MESSAGE(message.find("backend '" + backend + "' is unavailable") != std::string::npos, message);
-  for (const char* part : parts) CHECK_MESSAGE(message.find(part) != std::string::npos, "'", part, "' missing from: ", message);
+  for (const char* part : parts) {
+    // std::string: doctest would print a bare const char* as an address.
+    CHECK_MESSAGE(message.find(part) != std::string::npos, "'", std::string(part), "' missing from: ", message);
+  }
 }
 
 struct FakeContext {
