@@ -18,7 +18,8 @@ void expect_failure(rill_status got, rill_status expected, std::initializer_list
   CHECK_MESSAGE(got == expected, "got ", rill_status_string(got), ", expected ", rill_status_string(expected),
                 "; message: ", rill_last_error());
   const std::string message = rill_last_error();
-  for (const char* part : parts) CHECK_MESSAGE(message.find(part) != std::string::npos, "'", part, "' missing from: ", message);
+  for (const char* part : parts)
+    CHECK_MESSAGE(message.find(part) != std::string::npos, "'", part, "' missing from: ", message);
 }
 
 rill_model_desc small_desc() {
@@ -139,12 +140,20 @@ TEST_CASE("model descriptors: every field checked, with its name") {
   };
   const Bad cases[] = {
       {[](rill_model_desc& d) { d.num_kv_heads = 3; }, "num_kv_heads"},
-      {[](rill_model_desc& d) { d.num_heads = 5; d.num_kv_heads = 0; }, "head_dim"},  // 16 / 5 does not divide
+      {[](rill_model_desc& d) {
+         d.num_heads = 5;
+         d.num_kv_heads = 0;
+       },
+       "head_dim"},  // 16 / 5 does not divide
       {[](rill_model_desc& d) { d.num_layers = 0; }, "num_layers"},
       {[](rill_model_desc& d) { d.hidden_size = -4; }, "hidden_size"},
       {[](rill_model_desc& d) { d.intermediate_size = 0; }, "intermediate_size"},
       {[](rill_model_desc& d) { d.rope_dim = 3; }, "rope_dim"},
-      {[](rill_model_desc& d) { d.rope_dim = 6; d.head_dim = 4; }, "rope_dim"},
+      {[](rill_model_desc& d) {
+         d.rope_dim = 6;
+         d.head_dim = 4;
+       },
+       "rope_dim"},
       {[](rill_model_desc& d) { d.norm_eps = -1.0f; }, "norm_eps"},
       {[](rill_model_desc& d) { d.norm = static_cast<rill_norm_kind>(7); }, "norm"},
       {[](rill_model_desc& d) { d.norm_placement = static_cast<rill_norm_placement>(9); }, "norm_placement"},
@@ -322,7 +331,8 @@ TEST_CASE("RoPE positions are relative: shifting every position leaves the outpu
 
 #ifdef RILL_FAKE_PLUGIN_DIR
 TEST_CASE("a backend without the layer ops: RILL_ERROR_UNSUPPORTED naming backend and op") {
-  const std::string config = std::string("[runtime]\nbackend = \"fakehost\"\nplugin_dir = \"") + RILL_FAKE_PLUGIN_DIR + "\"\n";
+  const std::string config =
+      std::string("[runtime]\nbackend = \"fakehost\"\nplugin_dir = \"") + RILL_FAKE_PLUGIN_DIR + "\"\n";
   Fixture f(small_desc(), config.c_str());
   f.set_all_weights();
   rill_tensor* h = f.hidden(1, 2, std::vector<float>(32, 0.5f));
@@ -333,6 +343,7 @@ TEST_CASE("a backend without the layer ops: RILL_ERROR_UNSUPPORTED naming backen
   f.tensors.push_back(x);
   const int32_t positions[2] = {0, 1};
   expect_failure(rill_rope(f.ctx, x, positions, 2, 10000.0f, 4), RILL_ERROR_UNSUPPORTED, {"fakehost", "rope"});
-  expect_failure(rill_activation(f.ctx, RILL_ACT_RELU, x, nullptr, x), RILL_ERROR_UNSUPPORTED, {"fakehost", "activation"});
+  expect_failure(rill_activation(f.ctx, RILL_ACT_RELU, x, nullptr, x), RILL_ERROR_UNSUPPORTED,
+                 {"fakehost", "activation"});
 }
 #endif

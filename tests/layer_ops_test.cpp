@@ -21,7 +21,8 @@ void expect_failure(rill_status got, rill_status expected, std::initializer_list
   CHECK_MESSAGE(got == expected, "got ", rill_status_string(got), ", expected ", rill_status_string(expected),
                 "; message: ", rill_last_error());
   const std::string message = rill_last_error();
-  for (const char* part : parts) CHECK_MESSAGE(message.find(part) != std::string::npos, "'", part, "' missing from: ", message);
+  for (const char* part : parts)
+    CHECK_MESSAGE(message.find(part) != std::string::npos, "'", part, "' missing from: ", message);
 }
 
 // Skips the whole test program (exit 77) when the backend cannot be had or
@@ -143,8 +144,8 @@ TEST_CASE("attention: causal GQA prefill and decode with per-sequence lengths") 
                                 random_values(batch * s.slots * kv_heads * head_dim, 3));
       rill_tensor* out = c.tensor({batch, s.queries, q_heads, head_dim}, dtype, {});
       const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
-      const rill_status status = rill_attention(c.ctx, q, k, v, s.lengths.empty() ? nullptr : s.lengths.data(),
-                                                s.lengths.size(), scale, out);
+      const rill_status status =
+          rill_attention(c.ctx, q, k, v, s.lengths.empty() ? nullptr : s.lengths.data(), s.lengths.size(), scale, out);
       skip_if_unsupported(status, "attention");
       REQUIRE_MESSAGE(status == RILL_OK, rill_last_error());
       const std::vector<float> qf = Context::read(q), kf = Context::read(k), vf = Context::read(v);
@@ -169,7 +170,8 @@ TEST_CASE("attention: causal GQA prefill and decode with per-sequence lengths") 
             for (double& l : logits) sum += (l = std::exp(l - max_logit));
             for (int64_t e = 0; e < head_dim; ++e) {
               double acc = 0;
-              for (int64_t j = 0; j <= last; ++j) acc += logits[j] / sum * vf[((b * s.slots + j) * kv_heads + kvh) * head_dim + e];
+              for (int64_t j = 0; j <= last; ++j)
+                acc += logits[j] / sum * vf[((b * s.slots + j) * kv_heads + kvh) * head_dim + e];
               expected[((b * s.queries + t) * q_heads + h) * head_dim + e] = acc;
             }
           }
@@ -237,7 +239,8 @@ TEST_CASE("decoder-layer ops reject bad arguments with a message naming them") {
                  {"kv_lengths[0]", "5"});
   expect_failure(rill_attention(c.ctx, q, k1, k1, too_short, 1, 0.3f, out), RILL_ERROR_INVALID_ARGUMENT,
                  {"kv_lengths[0]", "1"});
-  expect_failure(rill_attention(c.ctx, q, k1, k1, fine, 2, 0.3f, out), RILL_ERROR_INVALID_ARGUMENT, {"kv_length_count"});
+  expect_failure(rill_attention(c.ctx, q, k1, k1, fine, 2, 0.3f, out), RILL_ERROR_INVALID_ARGUMENT,
+                 {"kv_length_count"});
   expect_failure(rill_attention(c.ctx, q, k1, k1, fine, 1, -1.0f, out), RILL_ERROR_INVALID_ARGUMENT, {"scale"});
   expect_failure(rill_attention(c.ctx, q, k1, k1, fine, 1, 0.3f, q), RILL_ERROR_INVALID_ARGUMENT, {"out"});
 

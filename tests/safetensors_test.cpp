@@ -17,7 +17,8 @@ void expect_failure(rill_status got, rill_status expected, std::initializer_list
   CHECK_MESSAGE(got == expected, "got ", rill_status_string(got), ", expected ", rill_status_string(expected),
                 "; message: ", rill_last_error());
   const std::string message = rill_last_error();
-  for (const std::string& part : parts) CHECK_MESSAGE(message.find(part) != std::string::npos, "'", part, "' missing from: ", message);
+  for (const std::string& part : parts)
+    CHECK_MESSAGE(message.find(part) != std::string::npos, "'", part, "' missing from: ", message);
 }
 
 std::string temp_path(const char* name) {
@@ -62,10 +63,11 @@ rill_model_desc tiny_desc(rill_dtype dtype) {
   return d;
 }
 
-const char* const kNames[] = {"model.layers.0.self_attn.q_proj.weight", "model.layers.0.self_attn.k_proj.weight",
-                              "model.layers.0.self_attn.v_proj.weight", "model.layers.0.self_attn.o_proj.weight",
-                              "model.layers.0.mlp.up_proj.weight",      "model.layers.0.mlp.down_proj.weight",
-                              "model.layers.0.input_layernorm.weight",  "model.layers.0.post_attention_layernorm.weight"};
+const char* const kNames[] = {
+    "model.layers.0.self_attn.q_proj.weight", "model.layers.0.self_attn.k_proj.weight",
+    "model.layers.0.self_attn.v_proj.weight", "model.layers.0.self_attn.o_proj.weight",
+    "model.layers.0.mlp.up_proj.weight",      "model.layers.0.mlp.down_proj.weight",
+    "model.layers.0.input_layernorm.weight",  "model.layers.0.post_attention_layernorm.weight"};
 
 // A header entry "name": {dtype, shape, data_offsets}.
 std::string entry(const std::string& name, const char* dtype, const std::string& shape, size_t begin, size_t end) {
@@ -101,7 +103,9 @@ struct Model {
 };
 
 // Values exact in f16 and bf16: multiples of 1/8 in [-1, 1].
-float value(size_t tensor, size_t i) { return static_cast<float>(static_cast<int>((tensor * 7 + i * 3) % 17) - 8) / 8.0f; }
+float value(size_t tensor, size_t i) {
+  return static_cast<float>(static_cast<int>((tensor * 7 + i * 3) % 17) - 8) / 8.0f;
+}
 
 }  // namespace
 
@@ -123,8 +127,9 @@ TEST_CASE("F32, F16 and BF16 tensors load as the values set from host memory") {
         // f16 of a multiple of 1/8 in [-1, 1]: exact, built from the f32 exponent.
         const uint32_t sign = (bits >> 16) & 0x8000u;
         const int exponent = static_cast<int>((bits >> 23) & 0xff) - 127 + 15;
-        halves[i] = v == 0.0f ? 0 : static_cast<uint16_t>(sign | (static_cast<uint32_t>(exponent) << 10) |
-                                                           ((bits >> 13) & 0x3ffu));
+        halves[i] =
+            v == 0.0f ? 0
+                      : static_cast<uint16_t>(sign | (static_cast<uint32_t>(exponent) << 10) | ((bits >> 13) & 0x3ffu));
       }
     }
     const size_t begin = data.size();
@@ -173,8 +178,11 @@ TEST_CASE("corrupt files are RILL_ERROR_IO naming the file and tensor") {
       {"end_before_begin", "{" + entry(q, "F32", "[4,4]", 64, 0) + "}", 0, {q, "before"}, RILL_ERROR_IO},
       {"size_mismatch", "{" + entry(q, "F32", "[4,4]", 0, 32) + "}", 0, {q, "32 bytes", "64"}, RILL_ERROR_IO},
       {"truncated", "{" + entry(q, "F32", "[4,4]", 0, 64) + "}", 4, {q, "truncated"}, RILL_ERROR_IO},
-      {"overlap", "{" + entry(q, "F32", "[2,4]", 0, 32) + "," + entry(kNames[1], "F32", "[2,4]", 16, 48) + "}", 0,
-       {q, kNames[1], "overlap"}, RILL_ERROR_IO},
+      {"overlap",
+       "{" + entry(q, "F32", "[2,4]", 0, 32) + "," + entry(kNames[1], "F32", "[2,4]", 16, 48) + "}",
+       0,
+       {q, kNames[1], "overlap"},
+       RILL_ERROR_IO},
       {"int_dtype", "{" + entry(q, "I32", "[4,4]", 0, 64) + "}", 0, {q, "I32"}, RILL_ERROR_IO},
       {"wrong_shape", "{" + entry(q, "F32", "[2,8]", 0, 64) + "}", 0, {q, "[4, 4]", "[2, 8]"}, RILL_ERROR_SHAPE},
   };
@@ -185,7 +193,8 @@ TEST_CASE("corrupt files are RILL_ERROR_IO naming the file and tensor") {
     parts.push_back(path);
     expect_failure(rill_model_load_safetensors(m.model, path.c_str()), c.status, {});
     const std::string message = rill_last_error();
-    for (const std::string& part : parts) CHECK_MESSAGE(message.find(part) != std::string::npos, "'", part, "' missing from: ", message);
+    for (const std::string& part : parts)
+      CHECK_MESSAGE(message.find(part) != std::string::npos, "'", part, "' missing from: ", message);
     std::remove(path.c_str());
   }
 

@@ -65,7 +65,7 @@ class Random {
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
     z ^= z >> 31;
     const float unit = static_cast<float>(z >> 40) / static_cast<float>(1ull << 24);  // [0, 1)
-    return (unit * 2.0f - 1.0f) * stddev * 1.7320508f;  // uniform on [-sqrt3 s, sqrt3 s]
+    return (unit * 2.0f - 1.0f) * stddev * 1.7320508f;                                // uniform on [-sqrt3 s, sqrt3 s]
   }
 
  private:
@@ -195,9 +195,12 @@ int model_demo_main(int argc, char** argv) {
       layers = static_cast<int>(n);
     } else if (std::strcmp(argv[i], "--dtype") == 0 && has_value) {
       const std::string name = argv[++i];
-      if (name == "f32") dtype = RILL_DTYPE_F32;
-      else if (name == "f16") dtype = RILL_DTYPE_F16;
-      else if (name == "bf16") dtype = RILL_DTYPE_BF16;
+      if (name == "f32")
+        dtype = RILL_DTYPE_F32;
+      else if (name == "f16")
+        dtype = RILL_DTYPE_F16;
+      else if (name == "bf16")
+        dtype = RILL_DTYPE_BF16;
       else {
         std::fprintf(stderr, "rill demo: --dtype: expected f32, f16 or bf16, got '%s'\n", name.c_str());
         return 2;
@@ -230,9 +233,10 @@ int model_demo_main(int argc, char** argv) {
     std::printf("backend: %s (%s)\nselection:\n%s\n", rill_context_backend_name(ctx), rill_context_device_name(ctx),
                 rill_context_selection_report(ctx));
     const rill_model_desc desc = qwen2_shape(layers, dtype);
-    std::printf("model: Qwen2-0.5B-shaped stack, %d layers, hidden 896, 14 heads (2 KV), head_dim 64, "
-                "intermediate 4864, %s, random weights\n",
-                layers, rill_dtype_name(dtype));
+    std::printf(
+        "model: Qwen2-0.5B-shaped stack, %d layers, hidden 896, 14 heads (2 KV), head_dim 64, "
+        "intermediate 4864, %s, random weights\n",
+        layers, rill_dtype_name(dtype));
     check(rill_model_create(ctx, &desc, &model), "model");
     const bool chosen_is_cpu = std::strcmp(rill_context_backend_name(ctx), "cpu") == 0;
     if (!chosen_is_cpu) {
@@ -278,9 +282,10 @@ int model_demo_main(int argc, char** argv) {
       norm += double{expected[i]} * expected[i];
     }
     const double nmse = std::isfinite(error) ? error / norm : INFINITY;
-    std::printf("against the CPU backend running all %lld tokens as one prefill: largest difference %.3g, "
-                "NMSE %.3g (limit %.0e)\n",
-                static_cast<long long>(kTokens), largest, nmse, nmse_limit(dtype));
+    std::printf(
+        "against the CPU backend running all %lld tokens as one prefill: largest difference %.3g, "
+        "NMSE %.3g (limit %.0e)\n",
+        static_cast<long long>(kTokens), largest, nmse, nmse_limit(dtype));
     if (!(nmse <= nmse_limit(dtype))) {
       std::fprintf(stderr, "rill demo: the %s backend's result differs from the CPU reference\n",
                    rill_context_backend_name(ctx));

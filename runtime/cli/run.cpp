@@ -2,6 +2,8 @@
 // described by a TOML [model] table with safetensors weights, and writes the
 // output as .npy. With --decode-from N the first N tokens run as one prefill
 // and each later token as a decode step against the KV cache.
+#include <toml++/toml.h>
+
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -9,7 +11,6 @@
 #include <fstream>
 #include <sstream>
 #include <string>
-#include <toml++/toml.h>
 #include <vector>
 
 #include "commands.h"
@@ -50,8 +51,8 @@ int fail_status(const std::string& what, rill_status status) {
 }
 
 // The config text with [runtime] backend set to backend.
-bool override_backend(const std::string& text, const std::string& path, const std::string& backend,
-                      std::string& out, std::string& error) {
+bool override_backend(const std::string& text, const std::string& path, const std::string& backend, std::string& out,
+                      std::string& error) {
   toml::table root;
   try {
     root = toml::parse(text, path);
@@ -205,7 +206,8 @@ int run_main(int argc, char** argv) {
       if (x == nullptr) return RILL_ERROR_OUT_OF_MEMORY;
       staging.resize(static_cast<size_t>(batch * count) * row);
       for (int64_t b = 0; b < batch; ++b) {
-        std::memcpy(&staging[static_cast<size_t>(b * count) * row], &input.data[static_cast<size_t>(b * tokens + first) * row],
+        std::memcpy(&staging[static_cast<size_t>(b * count) * row],
+                    &input.data[static_cast<size_t>(b * tokens + first) * row],
                     static_cast<size_t>(count) * row * sizeof(float));
       }
       rill_status s = rill_tensor_write_f32(x, staging.data(), staging.size());
@@ -213,8 +215,8 @@ int run_main(int argc, char** argv) {
       if (s == RILL_OK) s = rill_tensor_read_f32(x, staging.data(), staging.size());
       if (s != RILL_OK) return s;
       for (int64_t b = 0; b < batch; ++b) {
-        std::memcpy(&output[static_cast<size_t>(b * tokens + first) * row], &staging[static_cast<size_t>(b * count) * row],
-                    static_cast<size_t>(count) * row * sizeof(float));
+        std::memcpy(&output[static_cast<size_t>(b * tokens + first) * row],
+                    &staging[static_cast<size_t>(b * count) * row], static_cast<size_t>(count) * row * sizeof(float));
       }
       rill_tensor_destroy(x);
       h.tensors.pop_back();

@@ -110,8 +110,7 @@ bool read_npy_f32(const std::string& path, NpyArray& out, std::string& error) {
   return true;
 }
 
-bool write_npy_f32(const std::string& path, const std::vector<int64_t>& shape, const float* data,
-                   std::string& error) {
+bool write_npy_f32(const std::string& path, const std::vector<int64_t>& shape, const float* data, std::string& error) {
   std::string dict = "{'descr': '<f4', 'fortran_order': False, 'shape': (";
   uint64_t count = 1;
   for (int64_t d : shape) {

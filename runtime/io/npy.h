@@ -20,7 +20,6 @@ bool read_npy_f32(const std::string& path, NpyArray& out, std::string& error);
 
 // Writes data with the given shape as a version 1.0 '<f4' .npy file. On
 // failure returns false and sets error.
-bool write_npy_f32(const std::string& path, const std::vector<int64_t>& shape, const float* data,
-                   std::string& error);
+bool write_npy_f32(const std::string& path, const std::vector<int64_t>& shape, const float* data, std::string& error);
 
 }  // namespace rill::io

@@ -43,10 +43,14 @@ uint64_t safetensors_dtype_size(const std::string& dtype) {
 }
 
 bool safetensors_dtype_to_rill(const std::string& dtype, rill_dtype& out) {
-  if (dtype == "F32") out = RILL_DTYPE_F32;
-  else if (dtype == "F16") out = RILL_DTYPE_F16;
-  else if (dtype == "BF16") out = RILL_DTYPE_BF16;
-  else return false;
+  if (dtype == "F32")
+    out = RILL_DTYPE_F32;
+  else if (dtype == "F16")
+    out = RILL_DTYPE_F16;
+  else if (dtype == "BF16")
+    out = RILL_DTYPE_BF16;
+  else
+    return false;
   return true;
 }
 
@@ -158,9 +162,8 @@ rill_status SafetensorsFile::open(const std::string& path, const char* function,
     ranges.push_back({begin, end, result->tensors_.size()});
     result->tensors_.push_back(std::move(t));
   }
-  std::sort(ranges.begin(), ranges.end(), [](const Range& a, const Range& b) {
-    return a.begin != b.begin ? a.begin < b.begin : a.end < b.end;
-  });
+  std::sort(ranges.begin(), ranges.end(),
+            [](const Range& a, const Range& b) { return a.begin != b.begin ? a.begin < b.begin : a.end < b.end; });
   for (size_t i = 1; i < ranges.size(); ++i) {
     if (ranges[i].begin < ranges[i - 1].end) {
       return io_error("tensors '" + result->tensors_[ranges[i - 1].index].name + "' and '" +

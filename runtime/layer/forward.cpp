@@ -50,8 +50,14 @@ bool is_gated(rill_mlp_activation activation) {
 class Forward {
  public:
   Forward(const char* function, rill_model& model, rill_kv_cache* cache, int64_t batch, int64_t tokens)
-      : fn_(function), model_(model), d_(model.desc), ctx_(*model.context), cache_(cache), batch_(batch),
-        tokens_(tokens), rows_(batch * tokens) {}
+      : fn_(function),
+        model_(model),
+        d_(model.desc),
+        ctx_(*model.context),
+        cache_(cache),
+        batch_(batch),
+        tokens_(tokens),
+        rows_(batch * tokens) {}
 
   // Fails with RILL_ERROR_UNSUPPORTED, before anything runs, when the
   // backend lacks an op this model needs.
@@ -72,8 +78,8 @@ class Forward {
     for (const auto& [present, name] : needed) {
       if (!present) {
         return fail(RILL_ERROR_UNSUPPORTED, std::string(fn_) + ": the " + b.name + " backend (interface version " +
-                                                std::to_string(b.abi_version) + ") does not implement the op " +
-                                                name + " that this model needs");
+                                                std::to_string(b.abi_version) + ") does not implement the op " + name +
+                                                " that this model needs");
       }
     }
     return RILL_OK;
@@ -199,9 +205,10 @@ class Forward {
       for (int64_t b = 0; b < batch_; ++b) {
         const uint64_t src = static_cast<uint64_t>(b * tokens_) * row_bytes;
         const uint64_t dst = static_cast<uint64_t>(b * cache_->capacity + cache_->lengths[b]) * row_bytes;
-        RILL_CHECK(copy_bytes(k->buffer, src, cache_->keys[l]->buffer, dst, static_cast<uint64_t>(tokens_) * row_bytes));
-        RILL_CHECK(copy_bytes(v->buffer, src, cache_->values[l]->buffer, dst,
-                              static_cast<uint64_t>(tokens_) * row_bytes));
+        RILL_CHECK(
+            copy_bytes(k->buffer, src, cache_->keys[l]->buffer, dst, static_cast<uint64_t>(tokens_) * row_bytes));
+        RILL_CHECK(
+            copy_bytes(v->buffer, src, cache_->values[l]->buffer, dst, static_cast<uint64_t>(tokens_) * row_bytes));
       }
       keys = view_of(cache_->keys[l], {batch_, cache_->capacity, hkv, hd});
       values = view_of(cache_->values[l], {batch_, cache_->capacity, hkv, hd});
@@ -210,7 +217,8 @@ class Forward {
     const rill_backend_tensor attn_v = view_of(attn, {batch_, tokens_, hq, hd});
     const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(hd)));
     RILL_CHECK(dispatch(fn_, ctx_, RILL_BACKEND_OP(*ctx_.backend, attention), "attention", &qv,
-                        static_cast<const rill_backend_tensor*>(&keys), static_cast<const rill_backend_tensor*>(&values),
+                        static_cast<const rill_backend_tensor*>(&keys),
+                        static_cast<const rill_backend_tensor*>(&values),
                         static_cast<const int32_t*>(kv_lengths_.data()), scale, &attn_v));
     return gemm(rows_view(attn, hq * hd), w.o_w, w.o_b, out);
   }
@@ -228,8 +236,8 @@ class Forward {
       RILL_CHECK(dispatch(fn_, ctx_, activation, "activation", act, &gate, &up, &gate));
       return gemm(gate, w.down_w, w.down_b, out);
     }
-    RILL_CHECK(dispatch(fn_, ctx_, activation, "activation", act, &up,
-                        static_cast<const rill_backend_tensor*>(nullptr), &up));
+    RILL_CHECK(
+        dispatch(fn_, ctx_, activation, "activation", act, &up, static_cast<const rill_backend_tensor*>(nullptr), &up));
     return gemm(up, w.down_w, w.down_b, out);
   }
 
@@ -301,7 +309,8 @@ RILL_API rill_status rill_model_forward(rill_model* model, rill_kv_cache* cache,
     if (hidden == nullptr) return rill::fail(RILL_ERROR_INVALID_ARGUMENT, f + ": hidden: expected a tensor, got NULL");
     const rill_model_desc& d = model->desc;
     if (hidden->context != model->context) {
-      return rill::fail(RILL_ERROR_INVALID_ARGUMENT, f + ": hidden: expected a tensor of the model's context, got one of another context");
+      return rill::fail(RILL_ERROR_INVALID_ARGUMENT,
+                        f + ": hidden: expected a tensor of the model's context, got one of another context");
     }
     if (hidden->dtype != d.dtype) {
       return rill::fail(RILL_ERROR_DTYPE, f + ": hidden: expected dtype " + rill_dtype_name(d.dtype) +
@@ -313,7 +322,8 @@ RILL_API rill_status rill_model_forward(rill_model* model, rill_kv_cache* cache,
     }
     const int64_t batch = hidden->shape[0], tokens = hidden->shape[1];
     if (batch > INT32_MAX || tokens > INT32_MAX || batch * tokens > INT32_MAX) {
-      return rill::fail(RILL_ERROR_SHAPE, f + ": hidden: B*T must fit in int32, got shape " + rill::shape_text(*hidden));
+      return rill::fail(RILL_ERROR_SHAPE,
+                        f + ": hidden: B*T must fit in int32, got shape " + rill::shape_text(*hidden));
     }
     if (const rill::layer::Weight* missing = rill::layer::first_missing_weight(*model)) {
       return rill::fail(RILL_ERROR_INVALID_ARGUMENT, f + ": missing weight '" + missing->name + "' (shape " +
@@ -321,7 +331,8 @@ RILL_API rill_status rill_model_forward(rill_model* model, rill_kv_cache* cache,
     }
     if (cache != nullptr) {
       if (cache->model != model) {
-        return rill::fail(RILL_ERROR_INVALID_ARGUMENT, f + ": cache: expected a cache of this model, got one of another model");
+        return rill::fail(RILL_ERROR_INVALID_ARGUMENT,
+                          f + ": cache: expected a cache of this model, got one of another model");
       }
       if (cache->batch != batch) {
         return rill::fail(RILL_ERROR_INVALID_ARGUMENT, f + ": cache: holds " + std::to_string(cache->batch) +
@@ -345,8 +356,8 @@ RILL_API rill_status rill_model_forward(rill_model* model, rill_kv_cache* cache,
       }
       for (size_t i = 0; i < rows; ++i) {
         if (positions[i] < 0) {
-          return rill::fail(RILL_ERROR_INVALID_ARGUMENT, f + ": positions[" + std::to_string(i) + "]: expected >= 0, got " +
-                                                             std::to_string(positions[i]));
+          return rill::fail(RILL_ERROR_INVALID_ARGUMENT, f + ": positions[" + std::to_string(i) +
+                                                             "]: expected >= 0, got " + std::to_string(positions[i]));
         }
         pos[i] = positions[i];
       }

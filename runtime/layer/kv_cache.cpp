@@ -24,7 +24,8 @@ RILL_API rill_status rill_kv_cache_create(rill_model* model, int32_t batch, int3
   return rill::guarded(fn, [&]() -> rill_status {
     const std::string f(fn);
     if (model == nullptr) return rill::fail(RILL_ERROR_INVALID_ARGUMENT, f + ": model: expected a model, got NULL");
-    if (batch < 1) return rill::fail(RILL_ERROR_INVALID_ARGUMENT, f + ": batch: expected >= 1, got " + std::to_string(batch));
+    if (batch < 1)
+      return rill::fail(RILL_ERROR_INVALID_ARGUMENT, f + ": batch: expected >= 1, got " + std::to_string(batch));
     if (capacity < 1) {
       return rill::fail(RILL_ERROR_INVALID_ARGUMENT, f + ": capacity: expected >= 1, got " + std::to_string(capacity));
     }
@@ -71,8 +72,9 @@ RILL_API rill_status rill_kv_cache_set_length(rill_kv_cache* cache, int32_t sequ
     const std::string f(fn);
     if (cache == nullptr) return rill::fail(RILL_ERROR_INVALID_ARGUMENT, f + ": cache: expected a cache, got NULL");
     if (sequence < 0 || sequence >= cache->batch) {
-      return rill::fail(RILL_ERROR_INVALID_ARGUMENT, f + ": sequence: expected 0 to " + std::to_string(cache->batch - 1) +
-                                                         ", got " + std::to_string(sequence));
+      return rill::fail(
+          RILL_ERROR_INVALID_ARGUMENT,
+          f + ": sequence: expected 0 to " + std::to_string(cache->batch - 1) + ", got " + std::to_string(sequence));
     }
     const int32_t current = cache->lengths[static_cast<size_t>(sequence)];
     if (length < 0 || length > current) {

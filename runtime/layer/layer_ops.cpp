@@ -29,7 +29,8 @@ RILL_API rill_status rill_rope(rill_context* ctx, rill_tensor* x, const int32_t*
     }
     const int64_t head_dim = x->shape[x->ndim - 1], heads = x->shape[x->ndim - 2];
     const int64_t tokens = static_cast<int64_t>(x->numel) / (heads * head_dim);
-    if (positions == nullptr) return check.failure(RILL_ERROR_INVALID_ARGUMENT, "positions: expected an array, got NULL");
+    if (positions == nullptr)
+      return check.failure(RILL_ERROR_INVALID_ARGUMENT, "positions: expected an array, got NULL");
     if (position_count != static_cast<size_t>(tokens)) {
       return check.failure(RILL_ERROR_INVALID_ARGUMENT, "position_count: expected " + text(tokens) +
                                                             " (one per token of x " + rill::shape_text(*x) + "), got " +
@@ -37,12 +38,13 @@ RILL_API rill_status rill_rope(rill_context* ctx, rill_tensor* x, const int32_t*
     }
     for (size_t i = 0; i < position_count; ++i) {
       if (positions[i] < 0) {
-        return check.failure(RILL_ERROR_INVALID_ARGUMENT, "positions[" + std::to_string(i) + "]: expected >= 0, got " +
-                                                              text(positions[i]));
+        return check.failure(RILL_ERROR_INVALID_ARGUMENT,
+                             "positions[" + std::to_string(i) + "]: expected >= 0, got " + text(positions[i]));
       }
     }
     if (!std::isfinite(theta) || theta <= 0) {
-      return check.failure(RILL_ERROR_INVALID_ARGUMENT, "theta: expected a finite value > 0, got " + std::to_string(theta));
+      return check.failure(RILL_ERROR_INVALID_ARGUMENT,
+                           "theta: expected a finite value > 0, got " + std::to_string(theta));
     }
     if (rotary_dim < 2 || rotary_dim > head_dim || rotary_dim % 2 != 0) {
       return check.failure(RILL_ERROR_INVALID_ARGUMENT, "rotary_dim: expected an even number from 2 to head_dim " +
@@ -59,9 +61,8 @@ RILL_API rill_status rill_rope(rill_context* ctx, rill_tensor* x, const int32_t*
   });
 }
 
-RILL_API rill_status rill_attention(rill_context* ctx, const rill_tensor* q, const rill_tensor* k,
-                                    const rill_tensor* v, const int32_t* kv_lengths, size_t kv_length_count,
-                                    float scale, rill_tensor* out) {
+RILL_API rill_status rill_attention(rill_context* ctx, const rill_tensor* q, const rill_tensor* k, const rill_tensor* v,
+                                    const int32_t* kv_lengths, size_t kv_length_count, float scale, rill_tensor* out) {
   constexpr const char* fn = "rill_attention";
   return rill::guarded(fn, [&]() -> rill_status {
     const OpChecks check(fn, ctx);
@@ -91,7 +92,8 @@ RILL_API rill_status rill_attention(rill_context* ctx, const rill_tensor* q, con
     RILL_CHECK(check.distinct(out, "out", k, "k"));
     RILL_CHECK(check.distinct(out, "out", v, "v"));
     if (!std::isfinite(scale) || scale <= 0) {
-      return check.failure(RILL_ERROR_INVALID_ARGUMENT, "scale: expected a finite value > 0, got " + std::to_string(scale));
+      return check.failure(RILL_ERROR_INVALID_ARGUMENT,
+                           "scale: expected a finite value > 0, got " + std::to_string(scale));
     }
     const int64_t batch = q->shape[0];
     std::vector<int32_t> lengths(static_cast<size_t>(batch));
@@ -101,8 +103,8 @@ RILL_API rill_status rill_attention(rill_context* ctx, const rill_tensor* q, con
                                                               std::to_string(kv_length_count));
       }
       if (slots < queries) {
-        return check.failure(RILL_ERROR_SHAPE, "k: with kv_lengths NULL, S must be >= T " + text(queries) + ", got S " +
-                                                   text(slots));
+        return check.failure(RILL_ERROR_SHAPE,
+                             "k: with kv_lengths NULL, S must be >= T " + text(queries) + ", got S " + text(slots));
       }
       std::fill(lengths.begin(), lengths.end(), static_cast<int32_t>(slots));
     } else {
@@ -113,7 +115,8 @@ RILL_API rill_status rill_attention(rill_context* ctx, const rill_tensor* q, con
       for (int64_t b = 0; b < batch; ++b) {
         if (kv_lengths[b] < queries || kv_lengths[b] > slots) {
           return check.failure(RILL_ERROR_INVALID_ARGUMENT, "kv_lengths[" + text(b) + "]: expected T " + text(queries) +
-                                                                " to S " + text(slots) + ", got " + text(kv_lengths[b]));
+                                                                " to S " + text(slots) + ", got " +
+                                                                text(kv_lengths[b]));
         }
         lengths[b] = kv_lengths[b];
       }
@@ -132,8 +135,8 @@ RILL_API rill_status rill_activation(rill_context* ctx, rill_act_fn fn_kind, con
     const OpChecks check(fn, ctx);
     RILL_CHECK(check.context());
     if (fn_kind < RILL_ACT_SILU || fn_kind > RILL_ACT_RELU) {
-      return check.failure(RILL_ERROR_INVALID_ARGUMENT, "fn: expected RILL_ACT_SILU, _GELU, _GELU_TANH or _RELU, got " +
-                                                            text(fn_kind));
+      return check.failure(RILL_ERROR_INVALID_ARGUMENT,
+                           "fn: expected RILL_ACT_SILU, _GELU, _GELU_TANH or _RELU, got " + text(fn_kind));
     }
     RILL_CHECK(check.operand(x, "x"));
     RILL_CHECK(check.optional_operand(up, "up"));

@@ -26,8 +26,8 @@ void add_norm(rill_model& model, const std::string& prefix, int32_t& weight, int
 }
 
 // Adds "<prefix>.weight" [out, in] and, with has_bias, "<prefix>.bias" [out].
-void add_linear(rill_model& model, const std::string& prefix, int64_t out, int64_t in, bool has_bias,
-                int32_t& weight, int32_t& bias) {
+void add_linear(rill_model& model, const std::string& prefix, int64_t out, int64_t in, bool has_bias, int32_t& weight,
+                int32_t& bias) {
   weight = add_weight(model, prefix + ".weight", {out, in});
   bias = has_bias ? add_weight(model, prefix + ".bias", {out}) : kAbsent;
 }
@@ -41,9 +41,8 @@ rill_status store_weight(const char* function, rill_model& model, Weight& weight
                          const void* data, size_t count) {
   if (weight.tensor == nullptr) {
     rill_tensor* tensor = nullptr;
-    const rill_status created = rill_tensor_create(model.context, model.desc.dtype,
-                                                   static_cast<int32_t>(weight.shape.size()), weight.shape.data(),
-                                                   &tensor);
+    const rill_status created = rill_tensor_create(
+        model.context, model.desc.dtype, static_cast<int32_t>(weight.shape.size()), weight.shape.data(), &tensor);
     if (created != RILL_OK) {
       return fail(created, std::string(function) + ": weight '" + weight.name + "': " + rill_last_error());
     }
@@ -131,7 +130,8 @@ extern "C" {
 RILL_API rill_status rill_model_create(rill_context* ctx, const rill_model_desc* desc, rill_model** out_model) {
   constexpr const char* fn = "rill_model_create";
   return rill::guarded(fn, [&] {
-    if (ctx == nullptr) return rill::fail(RILL_ERROR_INVALID_ARGUMENT, std::string(fn) + ": ctx: expected a context, got NULL");
+    if (ctx == nullptr)
+      return rill::fail(RILL_ERROR_INVALID_ARGUMENT, std::string(fn) + ": ctx: expected a context, got NULL");
     if (desc == nullptr) {
       return rill::fail(RILL_ERROR_INVALID_ARGUMENT, std::string(fn) + ": desc: expected a descriptor, got NULL");
     }
@@ -164,17 +164,18 @@ RILL_API rill_status rill_model_set_weight(rill_model* model, const char* name, 
     if (name == nullptr) return rill::fail(RILL_ERROR_INVALID_ARGUMENT, f + ": name: expected a weight name, got NULL");
     const auto found = model->weight_index.find(name);
     if (found == model->weight_index.end()) {
-      return rill::fail(RILL_ERROR_INVALID_ARGUMENT, f + ": name: this model has no weight '" + name +
-                                                         "' (check the descriptor's biases, norm, placement and layer count)");
+      return rill::fail(RILL_ERROR_INVALID_ARGUMENT,
+                        f + ": name: this model has no weight '" + name +
+                            "' (check the descriptor's biases, norm, placement and layer count)");
     }
     rill::layer::Weight& weight = model->weights[static_cast<size_t>(found->second)];
     if (rill_dtype_size(src_dtype) == 0) {
-      return rill::fail(RILL_ERROR_INVALID_ARGUMENT, f + ": src_dtype: expected f32, f16 or bf16, got " +
-                                                         std::to_string(src_dtype));
+      return rill::fail(RILL_ERROR_INVALID_ARGUMENT,
+                        f + ": src_dtype: expected f32, f16 or bf16, got " + std::to_string(src_dtype));
     }
     if (ndim < 1 || ndim > RILL_MAX_DIMS || shape == nullptr) {
-      return rill::fail(RILL_ERROR_INVALID_ARGUMENT, f + ": ndim/shape: expected 1 to 4 dims and a shape array for '" +
-                                                         weight.name + "'");
+      return rill::fail(RILL_ERROR_INVALID_ARGUMENT,
+                        f + ": ndim/shape: expected 1 to 4 dims and a shape array for '" + weight.name + "'");
     }
     const std::vector<int64_t> given(shape, shape + ndim);
     if (given != weight.shape) {
@@ -186,8 +187,8 @@ RILL_API rill_status rill_model_set_weight(rill_model* model, const char* name, 
     for (int64_t dim : given) count *= static_cast<size_t>(dim);
     if (bytes != count * rill_dtype_size(src_dtype)) {
       return rill::fail(RILL_ERROR_INVALID_ARGUMENT, f + ": bytes: expected " +
-                                                         std::to_string(count * rill_dtype_size(src_dtype)) +
-                                                         " for '" + weight.name + "', got " + std::to_string(bytes));
+                                                         std::to_string(count * rill_dtype_size(src_dtype)) + " for '" +
+                                                         weight.name + "', got " + std::to_string(bytes));
     }
     if (data == nullptr) return rill::fail(RILL_ERROR_INVALID_ARGUMENT, f + ": data: expected a pointer, got NULL");
     return rill::layer::store_weight(fn, *model, weight, src_dtype, data, count);
@@ -215,8 +216,8 @@ RILL_API rill_status rill_model_load_safetensors(rill_model* model, const char* 
         return rill::fail(RILL_ERROR_SHAPE, where + "expected shape " + rill::layer::dims_text(weight.shape) +
                                                 ", got " + rill::layer::dims_text(t->shape));
       }
-      const rill_status stored = rill::layer::store_weight(fn, *model, weight, src_dtype, t->data,
-                                                           t->bytes / rill_dtype_size(src_dtype));
+      const rill_status stored =
+          rill::layer::store_weight(fn, *model, weight, src_dtype, t->data, t->bytes / rill_dtype_size(src_dtype));
       if (stored != RILL_OK) return stored;
     }
     return RILL_OK;

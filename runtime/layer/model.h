@@ -61,9 +61,9 @@ struct rill_kv_cache {
   rill_model* model = nullptr;
   int32_t batch = 0;
   int32_t capacity = 0;
-  std::vector<int32_t> lengths;       // tokens held per sequence
-  std::vector<rill_tensor*> keys;     // per layer [batch, capacity, Hkv, hd]
-  std::vector<rill_tensor*> values;   // per layer, same shape
+  std::vector<int32_t> lengths;      // tokens held per sequence
+  std::vector<rill_tensor*> keys;    // per layer [batch, capacity, Hkv, hd]
+  std::vector<rill_tensor*> values;  // per layer, same shape
 };
 
 namespace rill::layer {

@@ -1,11 +1,12 @@
 // rill_model_desc: defaults, checks of every field, and the [model] TOML table.
+#include <toml++/toml.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <string_view>
 #include <tuple>
-#include <toml++/toml.h>
 
 #include "errors.h"
 #include "model.h"
@@ -27,17 +28,17 @@ DescProblem problem(const char* field, const std::string& message) { return {fie
 
 DescProblem size_in_range(const char* field, int64_t value, int64_t max) {
   if (value >= 1 && value <= max) return {};
-  return problem(field, std::string(field) + ": expected 1 to " + std::to_string(max) + ", got " +
-                            std::to_string(value));
+  return problem(field,
+                 std::string(field) + ": expected 1 to " + std::to_string(max) + ", got " + std::to_string(value));
 }
 
 }  // namespace
 
 DescProblem resolve_desc(const rill_model_desc& given, rill_model_desc& resolved) {
   if (given.struct_size < sizeof(uint32_t) + sizeof(rill_dtype)) {
-    return problem("struct_size", "struct_size: expected sizeof(rill_model_desc) = " +
-                                      std::to_string(sizeof(rill_model_desc)) + ", got " +
-                                      std::to_string(given.struct_size));
+    return problem("struct_size",
+                   "struct_size: expected sizeof(rill_model_desc) = " + std::to_string(sizeof(rill_model_desc)) +
+                       ", got " + std::to_string(given.struct_size));
   }
   rill_model_desc d;
   rill_model_desc_init(&d);
@@ -81,12 +82,13 @@ DescProblem resolve_desc(const rill_model_desc& given, rill_model_desc& resolved
     return problem("norm_eps", "norm_eps: expected a finite value >= 0, got " + num(d.norm_eps));
   }
   if (d.norm_placement < RILL_PLACEMENT_PRE || d.norm_placement > RILL_PLACEMENT_DEEPNORM) {
-    return problem("norm_placement", "norm_placement: expected RILL_PLACEMENT_PRE, _POST, _SANDWICH or _DEEPNORM, got " +
-                                         std::to_string(d.norm_placement));
+    return problem("norm_placement",
+                   "norm_placement: expected RILL_PLACEMENT_PRE, _POST, _SANDWICH or _DEEPNORM, got " +
+                       std::to_string(d.norm_placement));
   }
   if (d.activation < RILL_MLP_SILU_GLU || d.activation > RILL_MLP_RELU) {
-    return problem("activation", "activation: expected a rill_mlp_activation (0 to 4), got " +
-                                     std::to_string(d.activation));
+    return problem("activation",
+                   "activation: expected a rill_mlp_activation (0 to 4), got " + std::to_string(d.activation));
   }
   if (!std::isfinite(d.rope_theta) || d.rope_theta < 0) {
     return problem("rope_theta", "rope_theta: expected a finite value >= 0 (0 = no RoPE), got " + num(d.rope_theta));
@@ -178,10 +180,9 @@ class ModelTable {
 };
 
 constexpr std::string_view kModelKeys[] = {
-    "dtype",          "num_layers", "hidden_size",  "num_heads",  "num_kv_heads",   "head_dim",
-    "intermediate_size", "norm",    "norm_eps",     "norm_placement", "activation", "rope_theta",
-    "rope_dim",       "qkv_bias",   "o_bias",       "mlp_bias",   "final_norm",     "residual_scale",
-    "branch_scale",   "layer_scale"};
+    "dtype",  "num_layers", "hidden_size",    "num_heads",      "num_kv_heads", "head_dim",   "intermediate_size",
+    "norm",   "norm_eps",   "norm_placement", "activation",     "rope_theta",   "rope_dim",   "qkv_bias",
+    "o_bias", "mlp_bias",   "final_norm",     "residual_scale", "branch_scale", "layer_scale"};
 
 void read_model_table(const std::string& source, const toml::table& table, rill_model_desc& d) {
   const ModelTable t(source, table);
@@ -295,7 +296,8 @@ RILL_API rill_status rill_model_desc_from_toml(const char* toml_text, const char
     const rill::layer::DescProblem p = rill::layer::resolve_desc(desc, resolved);
     if (!p.field.empty()) {
       const toml::node* node = table.get(p.field);
-      const std::string where = rill::layer::at(source, node != nullptr ? *node : static_cast<const toml::node&>(table));
+      const std::string where =
+          rill::layer::at(source, node != nullptr ? *node : static_cast<const toml::node&>(table));
       return rill::fail(RILL_ERROR_CONFIG, std::string(fn) + ": " + where + ": model." + p.message);
     }
     *out_desc = desc;
