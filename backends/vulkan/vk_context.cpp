@@ -1,6 +1,7 @@
 /* Contexts: the logical device and its compute queue, command recording into
    a small ring of frames, barrier placement from tracked buffer accesses, and
    submission at synchronization points. */
+#include <cstddef>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -38,8 +39,12 @@ rill_status pick_device(rill_backend_context* ctx, const rill_backend_context_op
   physicals.resize(count);
   if (physicals.empty()) return fail(RILL_ERROR_BACKEND_UNAVAILABLE, "Vulkan: no Vulkan device found");
 
-  int32_t index = options != nullptr ? options->device_index : 0;
-  const char* name = options != nullptr ? options->device_name : nullptr;
+  /* Only the fields inside the caller's struct_size are read. */
+  const bool has_selection =
+      options != nullptr &&
+      options->struct_size >= offsetof(rill_backend_context_options, device_name) + sizeof(options->device_name);
+  int32_t index = has_selection ? options->device_index : 0;
+  const char* name = has_selection ? options->device_name : nullptr;
   if (index >= 0) {
     if (static_cast<uint32_t>(index) >= physicals.size()) {
       return fail(RILL_ERROR_BACKEND_UNAVAILABLE, "Vulkan: device index " + std::to_string(index) +
