@@ -22,7 +22,7 @@ void expect_failure(rill_status got, rill_status expected, std::initializer_list
                 "; message: ", rill_last_error());
   const std::string message = rill_last_error();
   for (const char* part : parts)
-    CHECK_MESSAGE(message.find(part) != std::string::npos, "'", part, "' missing from: ", message);
+    CHECK_MESSAGE(message.find(part) != std::string::npos, "'", std::string(part), "' missing from: ", message);
 }
 
 // Skips the whole test program (exit 77) when the backend cannot be had or
