@@ -29,6 +29,7 @@ struct NormArgs {
   const char* weight;  // [cols] or null
   const char* bias;    // [cols] or null (LayerNorm only)
   float eps;
+  bool stream_out;     // write out with cache-bypassing stores (out is large and not x)
 };
 
 // residual = round(residual_scale*residual + update_scale*(gain ⊙ x)); x = norm(residual).

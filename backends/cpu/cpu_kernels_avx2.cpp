@@ -3,6 +3,8 @@
 #include <immintrin.h>
 #include <math.h>
 
+#include <cstdint>
+
 #include "cpu_convert.h"
 #include "cpu_kernels.h"
 
@@ -68,6 +70,24 @@ inline V vround(V v) {
     return bf16x8_to_f32(f32x8_to_bf16(v));
   }
 }
+
+// Non-temporal stores: a 32-byte f32 vector or a 16-byte vector of 16-bit
+// values, each needing that alignment.
+constexpr uintptr_t kStreamAlign = 32;
+template <rill_dtype DT>
+inline void vstream(void* p, int64_t i, V v) {
+  if constexpr (DT == RILL_DTYPE_F32) {
+    _mm256_stream_ps(static_cast<float*>(p) + i, v);
+  } else {
+    __m128i* dst = reinterpret_cast<__m128i*>(static_cast<uint16_t*>(p) + i);
+    if constexpr (DT == RILL_DTYPE_F16) {
+      _mm_stream_si128(dst, _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+    } else {
+      _mm_stream_si128(dst, f32x8_to_bf16(v));
+    }
+  }
+}
+inline void vstream_fence() { _mm_sfence(); }
 
 inline V vset1(float f) { return _mm256_set1_ps(f); }
 inline V vsub(V a, V b) { return _mm256_sub_ps(a, b); }

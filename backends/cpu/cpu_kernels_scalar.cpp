@@ -1,6 +1,8 @@
 // The portable kernels: plain C++ on one float at a time, for any CPU.
 #include <math.h>
 
+#include <cstdint>
+
 #include "cpu_convert.h"
 #include "cpu_kernels.h"
 
@@ -24,6 +26,14 @@ template <rill_dtype DT>
 inline V vround(V v) {
   return round_scalar<DT>(v);
 }
+// No cache-bypassing stores in portable code: plain stores.
+constexpr uintptr_t kStreamAlign = 1;
+template <rill_dtype DT>
+inline void vstream(void* p, int64_t i, V v) {
+  store_scalar<DT>(p, i, v);
+}
+inline void vstream_fence() {}
+
 inline V vset1(float f) { return f; }
 inline V vsub(V a, V b) { return a - b; }
 inline V vmul(V a, V b) { return a * b; }

@@ -13,6 +13,16 @@ constexpr int64_t kElementsPerChunk = 16384;
 
 int64_t row_grain(int64_t cols) { return cols >= kElementsPerChunk ? 1 : kElementsPerChunk / cols; }
 
+// Outputs at least this large bypass the caches: they exceed the last-level
+// cache (tens of MiB), so nothing reads them from there, and streaming stores
+// save the read of each line that a normal store to it costs.
+constexpr uint64_t kStreamOutBytes = 32ull << 20;
+
+bool stream_out(const rill_backend_tensor* x, const rill_backend_tensor* out) {
+  const uint64_t bytes = static_cast<uint64_t>(tensor_rows(out) * tensor_cols(out)) * dtype_bytes(out->dtype);
+  return tensor_data(out) != tensor_data(x) && bytes >= kStreamOutBytes;
+}
+
 template <class Args, class Kernel>
 void run_rows(rill_backend_context* ctx, const Args& args, int64_t rows, Kernel kernel) {
   ctx->pool.parallel_for(rows, row_grain(args.cols),
@@ -32,7 +42,8 @@ rill_status op_residual_add(rill_backend_context* ctx, const rill_backend_tensor
 
 rill_status op_rms_norm(rill_backend_context* ctx, const rill_backend_tensor* x, const rill_backend_tensor* weight,
                         float eps, const rill_backend_tensor* out) {
-  const NormArgs args = {x->dtype, tensor_cols(x), tensor_data(x), tensor_data(out), tensor_data(weight), nullptr, eps};
+  const NormArgs args = {x->dtype,           tensor_cols(x), tensor_data(x),       tensor_data(out),
+                         tensor_data(weight), nullptr,        eps,                  stream_out(x, out)};
   run_rows(ctx, args, tensor_rows(x), kernels().rms_norm);
   return RILL_OK;
 }
@@ -40,7 +51,7 @@ rill_status op_rms_norm(rill_backend_context* ctx, const rill_backend_tensor* x,
 rill_status op_layer_norm(rill_backend_context* ctx, const rill_backend_tensor* x, const rill_backend_tensor* weight,
                           const rill_backend_tensor* bias, float eps, const rill_backend_tensor* out) {
   const NormArgs args = {x->dtype,           tensor_cols(x),    tensor_data(x), tensor_data(out),
-                         tensor_data(weight), tensor_data(bias), eps};
+                         tensor_data(weight), tensor_data(bias), eps,            stream_out(x, out)};
   run_rows(ctx, args, tensor_rows(x), kernels().layer_norm);
   return RILL_OK;
 }
