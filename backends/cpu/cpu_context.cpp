@@ -1,5 +1,6 @@
 // CPU contexts: the device plus a persistent pool of worker threads. Ops run
 // to completion before they return, so synchronize has nothing to wait for.
+#include <cstddef>
 #include <new>
 
 #include "cpu_internal.h"

@@ -6,9 +6,13 @@
 // More rows: OpenBLAS sgemm (16-bit operands converted to f32 first), called
 // single-threaded from each of the context's threads on its own slice of the
 // output features, so that only the context's pool runs and OpenBLAS's own
-// threads never compete with it. Without OpenBLAS, the few-rows kernel runs
-// over blocks of rows.
+// threads never compete with it. Without OpenBLAS (or with the environment
+// variable RILL_CPU_GEMM=rill, which tests use to cover this path), the
+// few-rows kernel runs over blocks of rows.
 #include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <new>
 
 #include "cpu_internal.h"
 #include "cpu_kernels.h"
@@ -25,9 +29,20 @@ namespace {
 // more than it saves.
 constexpr int64_t kMinMacsPerChunk = 1 << 16;
 
+// The context's scratch of at least `floats` floats, or null when it cannot
+// be allocated.
 float* scratch(rill_backend_context* ctx, size_t floats) {
-  if (ctx->gemm_scratch.size() < floats) ctx->gemm_scratch.resize(floats);
+  try {
+    if (ctx->gemm_scratch.size() < floats) ctx->gemm_scratch.resize(floats);
+  } catch (const std::bad_alloc&) {
+    return nullptr;
+  }
   return ctx->gemm_scratch.data();
+}
+
+rill_status scratch_failure(size_t floats) {
+  return fail(RILL_ERROR_OUT_OF_MEMORY,
+              "cpu: gemm: out of memory allocating " + std::to_string(floats * sizeof(float)) + " bytes of scratch");
 }
 
 // a as f32 rows: the tensor itself when it is f32, else converted into dst.
@@ -89,13 +104,22 @@ void prepare_addend(rill_backend_context* ctx, const rill_backend_tensor* out, c
   });
 }
 
-void gemm_blas(rill_backend_context* ctx, const rill_backend_tensor* a, const rill_backend_tensor* w,
-               const rill_backend_tensor* bias, float alpha, float beta, const rill_backend_tensor* out) {
+bool use_blas() {
+  static const bool use = [] {
+    const char* choice = std::getenv("RILL_CPU_GEMM");
+    return !(choice && std::strcmp(choice, "rill") == 0);
+  }();
+  return use;
+}
+
+rill_status gemm_blas(rill_backend_context* ctx, const rill_backend_tensor* a, const rill_backend_tensor* w,
+                      const rill_backend_tensor* bias, float alpha, float beta, const rill_backend_tensor* out) {
   const int64_t rows = tensor_rows(a), k = tensor_cols(a), n = w->shape[0];
   const bool f32 = a->dtype == RILL_DTYPE_F32;
   // Scratch: bias [n], then for 16-bit dtypes a [rows, k], w [n, k], c [rows, n].
   const size_t floats = static_cast<size_t>(n) + (f32 ? 0 : static_cast<size_t>(rows * k + n * k + rows * n));
   float* base = scratch(ctx, floats);
+  if (!base) return scratch_failure(floats);
   float* bias_f32 = base;
   float* a_f32 = base + n;
   float* w_f32 = a_f32 + rows * k;
@@ -132,21 +156,29 @@ void gemm_blas(rill_backend_context* ctx, const rill_backend_tensor* a, const ri
       kn.from_f32(out->dtype, c + r0 * n, out_data + r0 * n * elem, (r1 - r0) * n);
     });
   }
+  return RILL_OK;
 }
 #endif
 
 }  // namespace
 
+const char* gemm_engine() {
+#if defined(RILL_CPU_HAVE_OPENBLAS)
+  if (use_blas()) return "OpenBLAS sgemm";
+#endif
+  return "rill kernels";
+}
+
 rill_status op_gemm(rill_backend_context* ctx, const rill_backend_tensor* a, const rill_backend_tensor* w,
                     const rill_backend_tensor* bias, float alpha, float beta, const rill_backend_tensor* out) {
   const int64_t rows = tensor_rows(a), k = tensor_cols(a);
 #if defined(RILL_CPU_HAVE_OPENBLAS)
-  if (rows > kGemmFewRowsMax) {
-    gemm_blas(ctx, a, w, bias, alpha, beta, out);
-    return RILL_OK;
-  }
+  if (rows > kGemmFewRowsMax && use_blas()) return gemm_blas(ctx, a, w, bias, alpha, beta, out);
 #endif
-  const float* a_f32 = a_as_f32(a, rows * k, scratch(ctx, a->dtype == RILL_DTYPE_F32 ? 0 : size_t(rows * k)));
+  const size_t a_floats = a->dtype == RILL_DTYPE_F32 ? 0 : static_cast<size_t>(rows * k);
+  float* a_scratch = scratch(ctx, a_floats);
+  if (a_floats > 0 && !a_scratch) return scratch_failure(a_floats);
+  const float* a_f32 = a_as_f32(a, rows * k, a_scratch);
   for (int64_t row0 = 0; row0 < rows; row0 += kGemmFewRowsMax) {
     gemm_few_rows(ctx, w, bias, alpha, beta, out, a_f32, row0, std::min(kGemmFewRowsMax, rows - row0));
   }
