@@ -89,6 +89,11 @@ inline void vstream(void* p, int64_t i, V v) {
 }
 inline void vstream_fence() { _mm_sfence(); }
 
+// An empty asm that claims to modify v in a vector register. GCC otherwise
+// folds a weight load into every FMA that uses it, doubling the loads of the
+// GEMM inner loop.
+inline void keep_in_register(V& v) { __asm__("" : "+x"(v)); }
+
 inline V vset1(float f) { return _mm256_set1_ps(f); }
 inline V vsub(V a, V b) { return _mm256_sub_ps(a, b); }
 inline V vmul(V a, V b) { return _mm256_mul_ps(a, b); }

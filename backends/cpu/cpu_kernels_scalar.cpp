@@ -34,6 +34,8 @@ inline void vstream(void* p, int64_t i, V v) {
 }
 inline void vstream_fence() {}
 
+inline void keep_in_register(V&) {}
+
 inline V vset1(float f) { return f; }
 inline V vsub(V a, V b) { return a - b; }
 inline V vmul(V a, V b) { return a * b; }
