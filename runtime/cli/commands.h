@@ -7,5 +7,7 @@ namespace rill_cli {
 int info_main(int argc, char** argv);   // rill info
 int bench_main(int argc, char** argv);  // rill bench
 int demo_main(int argc, char** argv);   // rill demo: the README's main job
+int run_main(int argc, char** argv);    // rill run: a decoder stack over .npy hidden states
+int model_demo_main(int argc, char** argv);  // rill demo: a decoder stack; --ops runs demo_main
 
 }  // namespace rill_cli

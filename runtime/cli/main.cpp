@@ -16,7 +16,8 @@ struct Command {
 const Command kCommands[] = {
     {"info", "version, backends with their availability, devices", rill_cli::info_main},
     {"bench", "time every op on a backend beside the machine's bandwidth", rill_cli::bench_main},
-    {"demo", "the main job: a residual stream on the default backend, checked against the CPU", rill_cli::demo_main},
+    {"demo", "the main job: a decoder stack's prefill and decode on the default backend, checked against the CPU", rill_cli::model_demo_main},
+    {"run", "run hidden states (.npy) through a decoder stack (TOML + safetensors)", rill_cli::run_main},
 };
 
 void print_usage(std::FILE* to) {
