@@ -60,14 +60,17 @@ inline void vstore(void* p, int64_t i, V v) {
   }
 }
 
+// Converts once: the 16-bit value that is stored is the one widened back.
 template <rill_dtype DT>
-inline V vround(V v) {
+inline V vstore_rounded(void* p, int64_t i, V v) {
   if constexpr (DT == RILL_DTYPE_F32) {
+    _mm256_storeu_ps(static_cast<float*>(p) + i, v);
     return v;
-  } else if constexpr (DT == RILL_DTYPE_F16) {
-    return _mm256_cvtph_ps(_mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
   } else {
-    return bf16x8_to_f32(f32x8_to_bf16(v));
+    const __m128i h = DT == RILL_DTYPE_F16 ? _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
+                                           : f32x8_to_bf16(v);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(static_cast<uint16_t*>(p) + i), h);
+    return DT == RILL_DTYPE_F16 ? _mm256_cvtph_ps(h) : bf16x8_to_f32(h);
   }
 }
 

@@ -23,8 +23,9 @@ inline void vstore(void* p, int64_t i, V v) {
   store_scalar<DT>(p, i, v);
 }
 template <rill_dtype DT>
-inline V vround(V v) {
-  return round_scalar<DT>(v);
+inline V vstore_rounded(void* p, int64_t i, V v) {
+  store_scalar<DT>(p, i, v);
+  return load_scalar<DT>(p, i);
 }
 // No cache-bypassing stores in portable code: plain stores.
 constexpr uintptr_t kStreamAlign = 1;
