@@ -388,6 +388,32 @@ TEST_CASE("gemm matches the double reference") {
   }
 }
 
+TEST_CASE("cpu: results do not depend on the thread count") {
+  // Rows and output features are split across threads; each element's
+  // arithmetic must stay the same, so one and three threads agree bit for bit.
+  if (g_backend != "cpu") return;
+  rill::Context one("[runtime]\nbackend = \"cpu\"\n[backend.cpu]\nthreads = 1\n");
+  rill::Context three("[runtime]\nbackend = \"cpu\"\n[backend.cpu]\nthreads = 3\n");
+  for (rill_dtype dtype : kDtypes) {
+    INFO(rill_dtype_name(dtype));
+    const RowCase c = {{257, 1000}, 1.0f, 0.0f, 1e-6f, true, true, true, 1.0f, 1.0f, false};
+    const RowInputs in = make_inputs(c, dtype, 77);
+    for (RowOp op : {RowOp::kResidualAdd, RowOp::kRmsNorm, RowOp::kLayerNorm, RowOp::kFusedAddRmsNorm,
+                     RowOp::kFusedAddLayerNorm}) {
+      CHECK(run_row_op(one, op, dtype, c, in) == run_row_op(three, op, dtype, c, in));
+    }
+    for (const GemmCase& g : {GemmCase{{5, 300}, 301}, GemmCase{{40, 300}, 301}}) {
+      const int64_t rows = numel(g.a_shape) / 300;
+      const std::vector<float> a = rounded(random_values(size_t(rows * 300), 78, -1.0f, 1.0f), dtype);
+      const std::vector<float> w = rounded(random_values(size_t(g.n * 300), 79, -1.0f, 1.0f), dtype);
+      const std::vector<float> bias = rounded(random_values(size_t(g.n), 80, -1.0f, 1.0f), dtype);
+      const std::vector<float> prior = rounded(random_values(size_t(rows * g.n), 81, -1.0f, 1.0f), dtype);
+      const GemmVariant v = {0.5f, 2.0f, true};
+      CHECK(run_gemm(one, dtype, g, v, a, w, bias, prior) == run_gemm(three, dtype, g, v, a, w, bias, prior));
+    }
+  }
+}
+
 TEST_CASE("a reference NMSE is sensitive enough to catch a wrong formula") {
   // The thresholds above are meaningful only if a plausible mistake exceeds
   // them: RMSNorm with the wrong eps placement at D = 7 must fail f32's.
