@@ -6,7 +6,9 @@
 // More rows: OpenBLAS sgemm (16-bit operands converted to f32 first), called
 // single-threaded from each of the context's threads on its own slice of the
 // output features, so that only the context's pool runs and OpenBLAS's own
-// threads never compete with it. Without OpenBLAS (or with the environment
+// threads never compete with it. openblas_set_num_threads(1) is process-wide:
+// a host that also calls OpenBLAS itself should set its own thread count
+// before its calls. Without OpenBLAS (or with the environment
 // variable RILL_CPU_GEMM=rill, which tests use to cover this path), the
 // few-rows kernel runs over blocks of rows.
 #include <algorithm>
