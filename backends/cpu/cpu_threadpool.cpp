@@ -19,6 +19,19 @@ constexpr int kSpinBeforeSleep = 20000;
 // At most this many chunks per thread: enough to even out a thread that is
 // descheduled for a while, few enough that chunks stay long and contiguous.
 constexpr int64_t kChunksPerThread = 4;
+// Set while this thread runs a chunk of a job: a parallel_for issued from
+// inside a chunk runs inline, under the same thread index, instead of
+// starting a nested job.
+thread_local bool t_in_job = false;
+thread_local unsigned t_thread = 0;
+
+struct InJob {
+  explicit InJob(unsigned thread) {
+    t_in_job = true;
+    t_thread = thread;
+  }
+  ~InJob() { t_in_job = false; }
+};
 }  // namespace
 
 ThreadPool::ThreadPool(unsigned threads) {
@@ -41,8 +54,8 @@ void ThreadPool::parallel_for(int64_t count, int64_t grain, TaskFn fn, void* arg
   grain = std::max<int64_t>(grain, 1);
   const int64_t max_chunks = static_cast<int64_t>(size()) * kChunksPerThread;
   const int64_t chunks = std::min<int64_t>((count + grain - 1) / grain, max_chunks);
-  if (chunks <= 1 || workers_.empty()) {
-    fn(arg, 0, count, 0);
+  if (chunks <= 1 || workers_.empty() || t_in_job) {
+    fn(arg, 0, count, t_in_job ? t_thread : 0);
     return;
   }
   const int64_t chunk_size = (count + chunks - 1) / chunks;
@@ -79,7 +92,10 @@ void ThreadPool::run_chunks(uint32_t generation, unsigned thread) {
     if (index >= chunk_count) return;
     if (!state_.compare_exchange_weak(state, state + 1, std::memory_order_acq_rel)) continue;
     const int64_t begin = static_cast<int64_t>(index) * chunk_size;
-    fn(arg, begin, std::min(begin + chunk_size, count), thread);
+    {
+      const InJob in_job(thread);
+      fn(arg, begin, std::min(begin + chunk_size, count), thread);
+    }
     done_.fetch_add(1, std::memory_order_release);
     state = state_.load(std::memory_order_acquire);
   }
