@@ -51,6 +51,25 @@ bool read_text(const char* path, std::string& out) {
   return !file.bad();
 }
 
+// s as the inside of a JSON string.
+std::string json_escape(const char* s) {
+  std::string out;
+  for (; *s; ++s) {
+    const unsigned char c = static_cast<unsigned char>(*s);
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += static_cast<char>(c);
+    } else if (c < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04x", c);
+      out += buf;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out;
+}
+
 double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
 double median(std::vector<double> v) {
@@ -314,7 +333,8 @@ int bench_main(int argc, char** argv) {
     if (json) {
       std::printf("{\"backend\": \"%s\", \"device\": \"%s\", \"threads\": %u, \"repeat\": %d, \"triad_gbps\": %.3f, "
                   "\"triad_before_gbps\": %.3f, \"triad_after_gbps\": %.3f,\n",
-                  ctx.backend_name(), ctx.device_name(), threads, repeat, triad, triad_before, triad_after);
+                  json_escape(ctx.backend_name()).c_str(), json_escape(ctx.device_name()).c_str(), threads, repeat, triad,
+                  triad_before, triad_after);
       std::printf(" \"ops\": [\n");
       for (size_t i = 0; i < ops.size(); ++i) {
         const OpResult& r = ops[i];
