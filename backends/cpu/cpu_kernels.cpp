@@ -1,27 +1,38 @@
-// Picks the kernel table for the running CPU. The environment variable
-// RILL_CPU_ISA=scalar forces the portable kernels (for testing them on a
-// machine that has AVX2).
+// Picks the kernel table for the running CPU: the widest ISA it supports. The
+// environment variable RILL_CPU_ISA=scalar forces the portable kernels (to
+// test them on a machine with AVX2); RILL_CPU_ISA=auto or unset picks.
 #include <cstdlib>
 #include <cstring>
+#include <string>
 
+#include "cpu_internal.h"
 #include "cpu_kernels.h"
 
 namespace rill::cpu {
 
 namespace {
 
+bool cpu_has_avx2() {
+#if defined(RILL_CPU_HAVE_AVX2_KERNELS)
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+#else
+  return false;
+#endif
+}
+
 const Kernels& select_kernels() {
   const char* forced = std::getenv("RILL_CPU_ISA");
-  const bool force_scalar = forced && std::strcmp(forced, "scalar") == 0;
-#if defined(RILL_CPU_HAVE_AVX2_KERNELS)
-  if (!force_scalar) {
-    __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c")) {
-      return avx2::kKernels;
+  if (forced && std::strcmp(forced, "scalar") == 0) return scalar::kKernels;
+  if (forced && forced[0] != '\0' && std::strcmp(forced, "auto") != 0) {
+    const rill_host_services* host = host_services();
+    if (host && host->log) {
+      host->log(RILL_LOG_WARNING, "cpu",
+                ("RILL_CPU_ISA: expected 'scalar' or 'auto', got '" + std::string(forced) + "'; using auto").c_str());
     }
   }
-#else
-  (void)force_scalar;
+#if defined(RILL_CPU_HAVE_AVX2_KERNELS)
+  if (cpu_has_avx2()) return avx2::kKernels;
 #endif
   return scalar::kKernels;
 }

@@ -109,7 +109,14 @@ void prepare_addend(rill_backend_context* ctx, const rill_backend_tensor* out, c
 bool use_blas() {
   static const bool use = [] {
     const char* choice = std::getenv("RILL_CPU_GEMM");
-    return !(choice && std::strcmp(choice, "rill") == 0);
+    if (!choice || choice[0] == '\0' || std::strcmp(choice, "auto") == 0) return true;
+    if (std::strcmp(choice, "rill") == 0) return false;
+    const rill_host_services* host = host_services();
+    if (host && host->log) {
+      host->log(RILL_LOG_WARNING, "cpu",
+                ("RILL_CPU_GEMM: expected 'rill' or 'auto', got '" + std::string(choice) + "'; using auto").c_str());
+    }
+    return true;
   }();
   return use;
 }
