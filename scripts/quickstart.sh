@@ -46,5 +46,6 @@ configure_and_build "$build"
 configure_and_build "$build-asan" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRILL_SANITIZE=address,undefined \
   -DRILL_BACKEND_CUDA=OFF -DRILL_BUILD_EXAMPLES=OFF
 (cd "$build-asan" && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+  LSAN_OPTIONS=suppressions=$root/tests/sanitizers/lsan.supp \
   UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --output-on-failure -j "$jobs" -LE no-sanitize)

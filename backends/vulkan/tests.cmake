@@ -16,19 +16,13 @@ add_test(NAME vulkan_backend COMMAND vulkan_backend_test)
 add_test(NAME vulkan_backend_validation COMMAND vulkan_backend_test)
 set_tests_properties(vulkan_backend vulkan_backend_validation PROPERTIES LABELS "vulkan" SKIP_RETURN_CODE 77)
 
-# Under the sanitizers (scripts/quickstart.sh test): lavapipe's JIT-compiled
-# shaders leak small blocks that LeakSanitizer cannot attribute, hence the
-# suppressions. The validation layer leaks too and is unloaded before the leak
-# report, so its stacks cannot be matched at all: the validation runs keep
-# AddressSanitizer's error checks but not its leak check (the plain runs cover
-# the same plugin code with it).
-set(RILL_VULKAN_LSAN "LSAN_OPTIONS=suppressions=${CMAKE_CURRENT_LIST_DIR}/lsan_lavapipe.supp")
+# Under the sanitizers (scripts/quickstart.sh test, which applies
+# tests/sanitizers/lsan.supp to the whole suite): the validation layer leaks and
+# is unloaded before the leak report, so its stacks cannot be matched at all.
+# The validation runs keep AddressSanitizer's error checks but not its leak
+# check; the plain runs cover the same plugin code with it.
 set(RILL_VULKAN_VALIDATION_ENV "RILL_VULKAN_VALIDATION=1;ASAN_OPTIONS=detect_leaks=0:abort_on_error=1")
-set_tests_properties(vulkan_backend PROPERTIES ENVIRONMENT "${RILL_VULKAN_LSAN}")
 set_tests_properties(vulkan_backend_validation PROPERTIES ENVIRONMENT "${RILL_VULKAN_VALIDATION_ENV}")
-if(TEST conformance_vulkan)
-  set_property(TEST conformance_vulkan APPEND PROPERTY ENVIRONMENT "${RILL_VULKAN_LSAN}")
-endif()
 
 # The cross-backend conformance suite on Vulkan once more under the validation
 # layer (with synchronization validation): any message fails an op there.
