@@ -219,7 +219,8 @@ RILL_API rill_status rill_context_synchronize(rill_context* ctx);
 RILL_API rill_status rill_tensor_create(rill_context* ctx, rill_dtype dtype, int32_t ndim, const int64_t* shape,
                                         rill_tensor** out_tensor);
 
-/* Releases a tensor (after work that uses it has finished). NULL is a no-op. */
+/* Releases a tensor. Safe while queued ops still use it: its memory is
+   released only after they finish (which may wait for them). NULL is a no-op. */
 RILL_API void rill_tensor_destroy(rill_tensor* tensor);
 
 /* Copies bytes raw bytes, already in the tensor's dtype, into the tensor.

@@ -191,7 +191,8 @@ typedef struct rill_backend {
 
   /* Buffers. bytes >= 1. write/read/copy are ordered with the context's ops:
      a write happens after ops submitted before it; a read waits for them and
-     returns the data. */
+     returns the data. buffer_free may be called while submitted ops still use
+     the buffer: the backend releases the memory only after they finish. */
   rill_status (*buffer_alloc)(rill_backend_context* ctx, uint64_t bytes, rill_backend_buffer** out_buffer);
   void (*buffer_free)(rill_backend_context* ctx, rill_backend_buffer* buffer);
   rill_status (*buffer_write)(rill_backend_context* ctx, rill_backend_buffer* buffer, uint64_t offset,
