@@ -8,15 +8,14 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <functional>
 #include <memory>
 #include <random>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "cli_options.h"
 #include "commands.h"
 #include "rill.hpp"
 
@@ -42,15 +41,6 @@ void print_help(std::FILE* to) {
                "  --config FILE   TOML config (see rill.h); not together with --backend\n");
 }
 
-bool read_text(const char* path, std::string& out) {
-  std::ifstream file(path, std::ios::binary);
-  if (!file) return false;
-  std::ostringstream text;
-  text << file.rdbuf();
-  out = text.str();
-  return !file.bad();
-}
-
 // s as the inside of a JSON string.
 std::string json_escape(const char* s) {
   std::string out;
@@ -69,8 +59,6 @@ std::string json_escape(const char* s) {
   }
   return out;
 }
-
-double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -253,60 +241,40 @@ std::vector<GemmResult> bench_gemm(rill::Context& ctx, rill_dtype dtype, int rep
 }  // namespace
 
 int bench_main(int argc, char** argv) {
-  const char* config_path = nullptr;
-  const char* backend = nullptr;
+  RuntimeOptions runtime;
   std::vector<rill_dtype> dtypes = {RILL_DTYPE_F32};
   bool json = false;
   int repeat = 10;
   for (int i = 1; i < argc; ++i) {
     const bool has_value = i + 1 < argc;
-    if (std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-h") == 0) {
+    if (is_help_option(argv[i])) {
       print_help(stdout);
       return 0;
     } else if (std::strcmp(argv[i], "--json") == 0) {
       json = true;
-    } else if (std::strcmp(argv[i], "--config") == 0 && has_value) {
-      config_path = argv[++i];
-    } else if (std::strcmp(argv[i], "--backend") == 0 && has_value) {
-      backend = argv[++i];
+    } else if (runtime.take(argc, argv, i)) {
+      continue;
     } else if (std::strcmp(argv[i], "--dtype") == 0 && has_value) {
-      const std::string d = argv[++i];
-      if (d == "f32") {
-        dtypes = {RILL_DTYPE_F32};
-      } else if (d == "f16") {
-        dtypes = {RILL_DTYPE_F16};
-      } else if (d == "bf16") {
-        dtypes = {RILL_DTYPE_BF16};
-      } else if (d == "all") {
+      const char* name = argv[++i];
+      rill_dtype dtype = RILL_DTYPE_F32;
+      if (std::strcmp(name, "all") == 0) {
         dtypes = {RILL_DTYPE_F32, RILL_DTYPE_F16, RILL_DTYPE_BF16};
+      } else if (parse_dtype_name(name, dtype)) {
+        dtypes = {dtype};
       } else {
-        std::fprintf(stderr, "rill bench: --dtype: expected f32, f16, bf16 or all, got '%s'\n", d.c_str());
+        std::fprintf(stderr, "rill bench: --dtype: expected f32, f16, bf16 or all, got '%s'\n", name);
         return 2;
       }
     } else if (std::strcmp(argv[i], "--repeat") == 0 && has_value) {
-      char* end = nullptr;
-      const long n = std::strtol(argv[++i], &end, 10);
-      if (*end != '\0' || n < 1 || n > 1000) {
-        std::fprintf(stderr, "rill bench: --repeat: expected an integer from 1 to 1000, got '%s'\n", argv[i]);
-        return 2;
-      }
-      repeat = static_cast<int>(n);
+      if (!parse_int_option("bench", "--repeat", argv[++i], 1, 1000, repeat)) return 2;
     } else {
       std::fprintf(stderr, "rill bench: unexpected argument '%s'\n", argv[i]);
       print_help(stderr);
       return 2;
     }
   }
-  if (config_path && backend) {
-    std::fprintf(stderr, "rill bench: give --config or --backend, not both (set [runtime] backend in the file)\n");
-    return 2;
-  }
   std::string config;
-  if (config_path && !read_text(config_path, config)) {
-    std::fprintf(stderr, "rill bench: cannot read config file '%s'\n", config_path);
-    return 1;
-  }
-  if (backend) config = std::string("[runtime]\nbackend = \"") + backend + "\"\n";
+  if (const int code = runtime.config_text("bench", config)) return code;
 
   try {
     rill::Context ctx(config);

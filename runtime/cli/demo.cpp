@@ -7,15 +7,13 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <memory>
 #include <random>
-#include <sstream>
 #include <string>
 #include <vector>
 
+#include "cli_options.h"
 #include "commands.h"
 #include "rill.hpp"
 
@@ -45,15 +43,6 @@ void print_help(std::FILE* to) {
                static_cast<long long>(kTokens), static_cast<long long>(kHidden), static_cast<long long>(kHidden),
                static_cast<long long>(kHidden), static_cast<long long>(kHidden),
                static_cast<long long>(kIntermediate), static_cast<long long>(kHidden));
-}
-
-bool read_text(const char* path, std::string& out) {
-  std::ifstream file(path, std::ios::binary);
-  if (!file) return false;
-  std::ostringstream text;
-  text << file.rdbuf();
-  out = text.str();
-  return !file.bad();
 }
 
 std::vector<float> random_values(std::mt19937& rng, size_t count, float scale) {
@@ -138,42 +127,25 @@ double checksum(const std::vector<float>& values) {
 }  // namespace
 
 int demo_main(int argc, char** argv) {
-  const char* config_path = nullptr;
-  const char* backend = nullptr;
+  RuntimeOptions runtime;
   int layers = 4;
   for (int i = 1; i < argc; ++i) {
     const bool has_value = i + 1 < argc;
-    if (std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-h") == 0) {
+    if (is_help_option(argv[i])) {
       print_help(stdout);
       return 0;
-    } else if (std::strcmp(argv[i], "--config") == 0 && has_value) {
-      config_path = argv[++i];
-    } else if (std::strcmp(argv[i], "--backend") == 0 && has_value) {
-      backend = argv[++i];
+    } else if (runtime.take(argc, argv, i)) {
+      continue;
     } else if (std::strcmp(argv[i], "--layers") == 0 && has_value) {
-      char* end = nullptr;
-      const long n = std::strtol(argv[++i], &end, 10);
-      if (*end != '\0' || n < 1 || n > 64) {
-        std::fprintf(stderr, "rill demo: --layers: expected an integer from 1 to 64, got '%s'\n", argv[i]);
-        return 2;
-      }
-      layers = static_cast<int>(n);
+      if (!parse_int_option("demo", "--layers", argv[++i], 1, 64, layers)) return 2;
     } else {
       std::fprintf(stderr, "rill demo: unexpected argument '%s'\n", argv[i]);
       print_help(stderr);
       return 2;
     }
   }
-  if (config_path && backend) {
-    std::fprintf(stderr, "rill demo: give --config or --backend, not both (set [runtime] backend in the file)\n");
-    return 2;
-  }
   std::string config;
-  if (config_path && !read_text(config_path, config)) {
-    std::fprintf(stderr, "rill demo: cannot read config file '%s'\n", config_path);
-    return 1;
-  }
-  if (backend) config = std::string("[runtime]\nbackend = \"") + backend + "\"\n";
+  if (const int code = runtime.config_text("demo", config)) return code;
 
   try {
     rill::Context ctx(config);

@@ -2,11 +2,10 @@
 // availability (and the reason when unavailable) and the devices it found.
 #include <cstdio>
 #include <cstring>
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
+#include "cli_options.h"
 #include "commands.h"
 #include "rill.h"
 
@@ -21,27 +20,17 @@ void print_help(std::FILE* to) {
                "  --config FILE   TOML config whose [runtime] plugin_dir is searched for plugins\n");
 }
 
-bool read_text(const char* path, std::string& out) {
-  std::ifstream file(path, std::ios::binary);
-  if (!file) return false;
-  std::ostringstream text;
-  text << file.rdbuf();
-  if (file.bad()) return false;
-  out = text.str();
-  return true;
-}
-
 }  // namespace
 
 int info_main(int argc, char** argv) {
-  const char* config_path = nullptr;
+  RuntimeOptions runtime;  // only --config: info has no backend to choose
   for (int i = 1; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-h") == 0) {
+    if (is_help_option(argv[i])) {
       print_help(stdout);
       return 0;
     }
     if (std::strcmp(argv[i], "--config") == 0 && i + 1 < argc) {
-      config_path = argv[++i];
+      runtime.config_path = argv[++i];
       continue;
     }
     std::fprintf(stderr, "rill info: unexpected argument '%s'\n", argv[i]);
@@ -49,10 +38,7 @@ int info_main(int argc, char** argv) {
     return 2;
   }
   std::string config;
-  if (config_path != nullptr && !read_text(config_path, config)) {
-    std::fprintf(stderr, "rill info: cannot read config file '%s'\n", config_path);
-    return 1;
-  }
+  if (const int code = runtime.config_text("info", config)) return code;
   size_t required = 0;
   rill_status status = rill_info_report(config.c_str(), nullptr, 0, &required);
   std::vector<char> report;
@@ -62,7 +48,7 @@ int info_main(int argc, char** argv) {
   }
   if (status != RILL_OK) {
     // The library knows the config only as text: name the file it came from.
-    if (config_path != nullptr) std::fprintf(stderr, "rill info: in %s:\n", config_path);
+    if (runtime.config_path != nullptr) std::fprintf(stderr, "rill info: in %s:\n", runtime.config_path);
     std::fprintf(stderr, "rill info: %s (%s)\n", rill_last_error(), rill_status_string(status));
     return 1;
   }

@@ -9,13 +9,11 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
+#include "cli_options.h"
 #include "commands.h"
 #include "rill.h"
 
@@ -42,15 +40,6 @@ void print_help(std::FILE* to) {
                "  --dtype NAME    storage dtype (default f32)\n"
                "  --ops           the op-level demo instead (rill demo --ops --help)\n",
                static_cast<long long>(kPrefill), static_cast<long long>(kDecode), static_cast<long long>(kTokens));
-}
-
-bool read_text(const char* path, std::string& out) {
-  std::ifstream file(path, std::ios::binary);
-  if (!file) return false;
-  std::ostringstream text;
-  text << file.rdbuf();
-  out = text.str();
-  return !file.bad();
 }
 
 // A small, fast generator (splitmix64) so that ~15M weights per layer take
@@ -148,10 +137,6 @@ void run_span(rill_context* ctx, rill_model* model, rill_kv_cache* cache, rill_d
   check(status, "forward");
 }
 
-double seconds_since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
-
 double nmse_limit(rill_dtype dtype) {
   // Two implementations that each round every intermediate to the storage
   // dtype: f32 differs only in summation order.
@@ -172,37 +157,21 @@ int model_demo_main(int argc, char** argv) {
       return demo_main(static_cast<int>(rest.size()), rest.data());
     }
   }
-  const char* config_path = nullptr;
-  const char* backend = nullptr;
+  RuntimeOptions runtime;
   int layers = 4;
   rill_dtype dtype = RILL_DTYPE_F32;
   for (int i = 1; i < argc; ++i) {
     const bool has_value = i + 1 < argc;
-    if (std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-h") == 0) {
+    if (is_help_option(argv[i])) {
       print_help(stdout);
       return 0;
-    } else if (std::strcmp(argv[i], "--config") == 0 && has_value) {
-      config_path = argv[++i];
-    } else if (std::strcmp(argv[i], "--backend") == 0 && has_value) {
-      backend = argv[++i];
+    } else if (runtime.take(argc, argv, i)) {
+      continue;
     } else if (std::strcmp(argv[i], "--layers") == 0 && has_value) {
-      char* end = nullptr;
-      const long n = std::strtol(argv[++i], &end, 10);
-      if (*end != '\0' || n < 1 || n > 24) {
-        std::fprintf(stderr, "rill demo: --layers: expected 1 to 24, got '%s'\n", argv[i]);
-        return 2;
-      }
-      layers = static_cast<int>(n);
+      if (!parse_int_option("demo", "--layers", argv[++i], 1, 24, layers)) return 2;
     } else if (std::strcmp(argv[i], "--dtype") == 0 && has_value) {
-      const std::string name = argv[++i];
-      if (name == "f32")
-        dtype = RILL_DTYPE_F32;
-      else if (name == "f16")
-        dtype = RILL_DTYPE_F16;
-      else if (name == "bf16")
-        dtype = RILL_DTYPE_BF16;
-      else {
-        std::fprintf(stderr, "rill demo: --dtype: expected f32, f16 or bf16, got '%s'\n", name.c_str());
+      if (!parse_dtype_name(argv[++i], dtype)) {
+        std::fprintf(stderr, "rill demo: --dtype: expected f32, f16 or bf16, got '%s'\n", argv[i]);
         return 2;
       }
     } else {
@@ -211,16 +180,8 @@ int model_demo_main(int argc, char** argv) {
       return 2;
     }
   }
-  if (config_path != nullptr && backend != nullptr) {
-    std::fprintf(stderr, "rill demo: give --config or --backend, not both (set [runtime] backend in the file)\n");
-    return 2;
-  }
   std::string config;
-  if (config_path != nullptr && !read_text(config_path, config)) {
-    std::fprintf(stderr, "rill demo: cannot read config file '%s'\n", config_path);
-    return 1;
-  }
-  if (backend != nullptr) config = std::string("[runtime]\nbackend = \"") + backend + "\"\n";
+  if (const int code = runtime.config_text("demo", config)) return code;
 
   rill_context* ctx = nullptr;
   rill_context* cpu = nullptr;

@@ -8,11 +8,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "cli_options.h"
 #include "commands.h"
 #include "io/npy.h"
 #include "rill.h"
@@ -29,16 +29,6 @@ void print_help(std::FILE* to) {
                "[runtime] table or --backend, and writes the stack's output Y [B, T, D] as float32.\n"
                "  --decode-from N   tokens [0, N) run as one prefill, every later token as a decode\n"
                "                    step against the KV cache (0 <= N <= T); Y matches the plain run\n");
-}
-
-bool read_text(const std::string& path, std::string& out) {
-  std::ifstream file(path, std::ios::binary);
-  if (!file) return false;
-  std::ostringstream text;
-  text << file.rdbuf();
-  if (file.bad()) return false;
-  out = text.str();
-  return true;
 }
 
 int fail(const std::string& message) {
@@ -97,10 +87,6 @@ struct Handles {
   }
 };
 
-double seconds_since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
-
 }  // namespace
 
 int run_main(int argc, char** argv) {
@@ -108,7 +94,7 @@ int run_main(int argc, char** argv) {
   long decode_from = -1;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
-    if (arg == "--help" || arg == "-h") {
+    if (is_help_option(argv[i])) {
       print_help(stdout);
       return 0;
     }

@@ -1,0 +1,97 @@
+#include "cli_options.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+namespace rill_cli {
+
+bool is_help_option(const char* arg) { return std::strcmp(arg, "--help") == 0 || std::strcmp(arg, "-h") == 0; }
+
+bool parse_int_option(const char* command, const char* option, const char* value, int min, int max, int& out) {
+  char* end = nullptr;
+  const long n = std::strtol(value, &end, 10);
+  if (end == value || *end != '\0' || n < min || n > max) {
+    std::fprintf(stderr, "rill %s: %s: expected an integer from %d to %d, got '%s'\n", command, option, min, max,
+                 value);
+    return false;
+  }
+  out = static_cast<int>(n);
+  return true;
+}
+
+bool parse_dtype_name(const char* name, rill_dtype& out) {
+  for (rill_dtype dtype : {RILL_DTYPE_F32, RILL_DTYPE_F16, RILL_DTYPE_BF16}) {
+    if (std::strcmp(name, rill_dtype_name(dtype)) == 0) {
+      out = dtype;
+      return true;
+    }
+  }
+  return false;
+}
+
+bool read_text(const std::string& path, std::string& out) {
+  std::ifstream file(path, std::ios::binary);
+  if (!file) return false;
+  std::ostringstream text;
+  text << file.rdbuf();
+  if (file.bad()) return false;
+  out = text.str();
+  return true;
+}
+
+namespace {
+
+// Backend names go into TOML text between quotes: only names that need no
+// escaping, which every backend and plugin name is.
+bool is_plain_backend_name(const char* name) {
+  if (*name == '\0') return false;
+  for (; *name; ++name) {
+    const char c = *name;
+    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_')) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+bool RuntimeOptions::take(int argc, char** argv, int& i) {
+  if (i + 1 >= argc) return false;
+  const char** target = std::strcmp(argv[i], "--config") == 0    ? &config_path
+                        : std::strcmp(argv[i], "--backend") == 0 ? &backend
+                                                                 : nullptr;
+  if (target == nullptr) return false;
+  *target = argv[++i];
+  return true;
+}
+
+int RuntimeOptions::config_text(const char* command, std::string& config) const {
+  if (config_path != nullptr && backend != nullptr) {
+    std::fprintf(stderr, "rill %s: give --config or --backend, not both (set [runtime] backend in the file)\n",
+                 command);
+    return 2;
+  }
+  config.clear();
+  if (config_path != nullptr && !read_text(config_path, config)) {
+    std::fprintf(stderr, "rill %s: cannot read config file '%s'\n", command, config_path);
+    return 1;
+  }
+  if (backend != nullptr) {
+    if (!is_plain_backend_name(backend)) {
+      std::fprintf(stderr,
+                   "rill %s: --backend: expected auto, cpu, cuda, vulkan or a plugin name of [a-z0-9_], got '%s'\n",
+                   command, backend);
+      return 2;
+    }
+    config = std::string("[runtime]\nbackend = \"") + backend + "\"\n";
+  }
+  return 0;
+}
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+}  // namespace rill_cli

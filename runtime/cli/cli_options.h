@@ -1,0 +1,45 @@
+// Pieces the `rill` subcommands share: option parsing with the messages and
+// exit codes every command uses (2 for a bad command line, 1 for a file it
+// cannot read), the runtime config from --config / --backend, and timing.
+#pragma once
+
+#include <chrono>
+#include <string>
+
+#include "rill.h"
+
+namespace rill_cli {
+
+// True for --help and -h.
+bool is_help_option(const char* arg);
+
+// value as an integer from min to max. Otherwise prints
+// "rill COMMAND: OPTION: expected an integer from MIN to MAX, got 'VALUE'" and
+// returns false (the caller exits with 2).
+bool parse_int_option(const char* command, const char* option, const char* value, int min, int max, int& out);
+
+// f32, f16 or bf16 as a dtype; false for anything else.
+bool parse_dtype_name(const char* name, rill_dtype& out);
+
+// The whole file as text; false when it cannot be read.
+bool read_text(const std::string& path, std::string& out);
+
+// The --config FILE and --backend NAME options of a command.
+struct RuntimeOptions {
+  const char* config_path = nullptr;
+  const char* backend = nullptr;
+
+  // Takes argv[i] and its value (advancing i) when it is one of the two
+  // options with a value after it; false otherwise.
+  bool take(int argc, char** argv, int& i);
+
+  // The runtime config text: the file's text, a [runtime] table naming the
+  // backend, or empty (the library's defaults). Returns 0, or after a message
+  // naming the command the exit code: 2 for both options or a backend name
+  // that is not [a-z0-9_]+, 1 for a file that cannot be read.
+  int config_text(const char* command, std::string& config) const;
+};
+
+double seconds_since(std::chrono::steady_clock::time_point start);
+
+}  // namespace rill_cli
