@@ -184,6 +184,32 @@ namespace Rill
         protected override void Destroy(IntPtr raw) { Native.rill_kv_cache_destroy(raw); }
     }
 
+    /// <summary>What Tensor, Model and KvCache share: their handle, and Dispose()
+    /// that destroys the object at once on the calling thread.</summary>
+    public abstract class ChildObject<THandle> : IDisposable where THandle : ChildHandle
+    {
+        internal readonly THandle Handle;
+
+        internal ChildObject(THandle handle) { Handle = handle; }
+
+        public THandle SafeHandle { get { return Handle; } }
+
+        public void Dispose()
+        {
+            Handle.Explicit = true;
+            Handle.Dispose();
+        }
+
+        /// <summary>The handle, after checking this object and its context are open
+        /// (Context.Live destroys what finalizers queued).</summary>
+        internal THandle Live(Context context)
+        {
+            if (Handle.IsClosing) throw new ObjectDisposedException(GetType().FullName);
+            context.Live();
+            return Handle;
+        }
+    }
+
     // ----------------------------------------------------------------- library
 
     /// <summary>Library-wide calls of rill.h.</summary>
@@ -371,12 +397,11 @@ namespace Rill
     // ------------------------------------------------------------------ tensor
 
     /// <summary>A row-major contiguous array of 1 to 4 dims in one context (rill_tensor).</summary>
-    public sealed class Tensor : IDisposable
+    public sealed class Tensor : ChildObject<TensorHandle>
     {
-        internal readonly TensorHandle Handle;
         public Context Context { get; private set; }
 
-        internal Tensor(Context context, TensorHandle handle) { Context = context; Handle = handle; }
+        internal Tensor(Context context, TensorHandle handle) : base(handle) { Context = context; }
 
         internal static TensorHandle Req(Tensor t, string name)
         {
@@ -393,7 +418,6 @@ namespace Rill
             return t.Handle.DangerousGetHandle();
         }
 
-        public TensorHandle SafeHandle { get { return Handle; } }
         public DType DType { get { return Native.rill_tensor_dtype(Req(this, "tensor")); } }
         public int NDim { get { return Native.rill_tensor_ndim(Req(this, "tensor")); } }
         public long Dim(int index) { return Native.rill_tensor_dim(Req(this, "tensor"), index); }
@@ -407,12 +431,6 @@ namespace Rill
                 for (int i = 0; i < shape.Length; ++i) shape[i] = Dim(i);
                 return shape;
             }
-        }
-
-        public void Dispose()
-        {
-            Handle.Explicit = true;
-            Handle.Dispose();
         }
 
         /// <summary>Float values, converted to the tensor's dtype; values.Length must equal NumEl.</summary>
@@ -460,27 +478,13 @@ namespace Rill
     // ------------------------------------------------------------------- model
 
     /// <summary>A decoder stack with its weights (rill_model).</summary>
-    public sealed class Model : IDisposable
+    public sealed class Model : ChildObject<ModelHandle>
     {
-        internal readonly ModelHandle Handle;
         public Context Context { get; private set; }
 
-        internal Model(Context context, ModelHandle handle) { Context = context; Handle = handle; }
+        internal Model(Context context, ModelHandle handle) : base(handle) { Context = context; }
 
-        public ModelHandle SafeHandle { get { return Handle; } }
-
-        ModelHandle Live()
-        {
-            if (Handle.IsClosing) throw new ObjectDisposedException("Rill.Model");
-            Context.Live();
-            return Handle;
-        }
-
-        public void Dispose()
-        {
-            Handle.Explicit = true;
-            Handle.Dispose();
-        }
+        ModelHandle Live() { return Live(Context); }
 
         /// <summary>Sets one weight (a Hugging Face name, see rill.h) from f32 values of its shape.</summary>
         public void SetWeight(string name, long[] shape, float[] values)
@@ -537,21 +541,13 @@ namespace Rill
     }
 
     /// <summary>Cached keys and values of a model's layers for a batch of sequences.</summary>
-    public sealed class KvCache : IDisposable
+    public sealed class KvCache : ChildObject<KvCacheHandle>
     {
-        internal readonly KvCacheHandle Handle;
         public Model Model { get; private set; }
 
-        internal KvCache(Model model, KvCacheHandle handle) { Model = model; Handle = handle; }
+        internal KvCache(Model model, KvCacheHandle handle) : base(handle) { Model = model; }
 
-        public KvCacheHandle SafeHandle { get { return Handle; } }
-
-        KvCacheHandle Live()
-        {
-            if (Handle.IsClosing) throw new ObjectDisposedException("Rill.KvCache");
-            Model.Context.Live();
-            return Handle;
-        }
+        KvCacheHandle Live() { return Live(Model.Context); }
 
         /// <summary>Tokens cached for a sequence.</summary>
         public int Length(int sequence)
@@ -562,11 +558,5 @@ namespace Rill
         }
 
         public void SetLength(int sequence, int length) { Errors.Check(Native.rill_kv_cache_set_length(Live(), sequence, length)); }
-
-        public void Dispose()
-        {
-            Handle.Explicit = true;
-            Handle.Dispose();
-        }
     }
 }

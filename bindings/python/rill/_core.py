@@ -61,6 +61,19 @@ def as_dtype(value, argument="dtype"):
     raise DtypeError("{}: expected 'f32', 'f16', 'bf16' or a rill.DType, got {!r}".format(argument, value))
 
 
+def inferred_dtype(arr, convert_hint):
+    """The DType of a numpy array given without a dtype: float32 and float16
+    arrays only. convert_hint: the dtype= values the error suggests."""
+    if arr.dtype == np.float32:
+        return DType.F32
+    if arr.dtype == np.float16:
+        return DType.F16
+    if arr.dtype == np.uint16:
+        raise DtypeError("array: a uint16 array is ambiguous; pass dtype='bf16' if it holds bfloat16 bits")
+    raise DtypeError("array: expected float32 or float16 (or pass {} to convert), got {}".format(
+        convert_hint, arr.dtype))
+
+
 def storage_numpy_dtype(dtype):
     """The numpy dtype that holds a rill dtype's bits (uint16 for bf16)."""
     return _STORAGE[as_dtype(dtype)]
@@ -199,16 +212,53 @@ def info_report(config=None):
 # Context
 # --------------------------------------------------------------------------
 
-def _destroy_tensor(library, ctx_handle, handle):
-    # Work queued on a GPU backend may still read or write the tensor.
+def destroy_after_sync(library, destroy_name, ctx_handle, handle):
+    """Destroys a tensor, model or KV cache with librill's function destroy_name."""
+    # Work queued on a GPU backend may still read or write the object.
     library.rill_context_synchronize(ctx_handle)
-    library.rill_tensor_destroy(handle)
+    getattr(library, destroy_name)(handle)
 
 
-class Context:
+class Owned:
+    """What every wrapper of a C object shares: the raw handle while open,
+    close() (which closes the wrapper's _children first) and use in a with
+    block. A subclass sets _argument and _class_name, which name it in the
+    error for a closed handle ("tensor: this rill.Tensor is closed"), and
+    _handle and _finalizer (a weakref.finalize that destroys the object)."""
+
+    _children = ()  # wrappers closed before this one (a WeakSet where there are any)
+
+    @property
+    def handle(self):
+        """The raw C pointer (an int) for calls through rill.lib()."""
+        if not self._finalizer.alive:
+            raise InvalidArgumentError("{}: this {} is closed".format(self._argument, self._class_name))
+        return self._handle
+
+    @property
+    def closed(self):
+        return not self._finalizer.alive
+
+    def close(self):
+        """Closes what is still open in this object (a context's tensors and
+        models, a model's KV caches), then the object itself."""
+        for child in list(self._children):
+            child.close()
+        self._finalizer()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+class Context(Owned):
     """One backend device and its queue (rill_context). Use as a context
     manager or call close(); otherwise it is released when collected.
     config: TOML text (see rill.h) or None for the defaults."""
+
+    _argument, _class_name = "context", "rill.Context"
 
     def __init__(self, config=None):
         encoded = _config_bytes(config)
@@ -229,29 +279,6 @@ class Context:
         self._handle = handle
         self._children = weakref.WeakSet()  # tensors and models, closed before the context
         self._finalizer = weakref.finalize(self, lib().rill_context_destroy, handle)
-
-    @property
-    def handle(self):
-        """The raw rill_context* (an int) for calls through rill.lib()."""
-        if not self._finalizer.alive:
-            raise InvalidArgumentError("context: this rill.Context is closed")
-        return self._handle
-
-    @property
-    def closed(self):
-        return not self._finalizer.alive
-
-    def close(self):
-        """Releases the tensors and models still open in this context, then the context."""
-        for child in list(self._children):
-            child.close()
-        self._finalizer()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
 
     def __repr__(self):
         if self.closed:
@@ -290,18 +317,7 @@ class Context:
         float16 arrays f16; other arrays need dtype. dtype 'bf16' takes a
         uint16 array of bfloat16 bits as is, or converts float values."""
         arr = np.asarray(array)
-        if dtype is None:
-            if arr.dtype == np.float32:
-                kind = DType.F32
-            elif arr.dtype == np.float16:
-                kind = DType.F16
-            elif arr.dtype == np.uint16:
-                raise DtypeError("array: a uint16 array is ambiguous; pass dtype='bf16' if it holds bfloat16 bits")
-            else:
-                raise DtypeError("array: expected float32 or float16 (or pass dtype='f32', 'f16' or 'bf16' "
-                                 "to convert), got {}".format(arr.dtype))
-        else:
-            kind = as_dtype(dtype)
+        kind = inferred_dtype(arr, "dtype='f32', 'f16' or 'bf16'") if dtype is None else as_dtype(dtype)
         t = self.empty(arr.shape, kind)
         t.write(arr)
         return t
@@ -440,10 +456,12 @@ class Context:
 # Tensor
 # --------------------------------------------------------------------------
 
-class Tensor:
+class Tensor(Owned):
     """A row-major contiguous array of 1 to 4 dims in one context
     (rill_tensor). Create with Context.empty or Context.tensor. Keeps its
     context alive; released by close(), a with block, or when collected."""
+
+    _argument, _class_name = "tensor", "rill.Tensor"
 
     def __init__(self):
         raise TypeError("create tensors with Context.empty(shape, dtype) or Context.tensor(array)")
@@ -456,29 +474,10 @@ class Tensor:
         library = lib()
         self._shape = tuple(int(library.rill_tensor_dim(handle, i)) for i in range(library.rill_tensor_ndim(handle)))
         self._dtype = DType(library.rill_tensor_dtype(handle))
-        self._finalizer = weakref.finalize(self, _destroy_tensor, library, context._handle, handle)
+        self._finalizer = weakref.finalize(self, destroy_after_sync, library, "rill_tensor_destroy", context._handle,
+                                           handle)
         context._children.add(self)
         return self
-
-    @property
-    def handle(self):
-        """The raw rill_tensor* (an int) for calls through rill.lib()."""
-        if not self._finalizer.alive:
-            raise InvalidArgumentError("tensor: this rill.Tensor is closed")
-        return self._handle
-
-    @property
-    def closed(self):
-        return not self._finalizer.alive
-
-    def close(self):
-        self._finalizer()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
 
     def __repr__(self):
         state = " closed" if self.closed else ""

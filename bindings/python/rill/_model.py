@@ -7,7 +7,7 @@ import weakref
 
 import numpy as np
 
-from ._core import Context, DType, as_dtype, f32_to_bf16, int32_array
+from ._core import Context, DType, Owned, as_dtype, destroy_after_sync, f32_to_bf16, inferred_dtype, int32_array
 from ._library import ModelDesc, c_int32_p, check, lib
 from .errors import DtypeError, InvalidArgumentError
 
@@ -52,13 +52,7 @@ def _weight_array(array, dtype):
     uint16 bf16 bits with dtype='bf16', other floats with an explicit dtype."""
     arr = np.asarray(array)
     if dtype is None:
-        if arr.dtype == np.float32:
-            return np.ascontiguousarray(arr), DType.F32
-        if arr.dtype == np.float16:
-            return np.ascontiguousarray(arr), DType.F16
-        if arr.dtype == np.uint16:
-            raise DtypeError("array: a uint16 array is ambiguous; pass dtype='bf16' if it holds bfloat16 bits")
-        raise DtypeError("array: expected float32 or float16 (or pass dtype= to convert), got {}".format(arr.dtype))
+        return np.ascontiguousarray(arr), inferred_dtype(arr, "dtype=")
     kind = as_dtype(dtype)
     if kind == DType.BF16:
         if arr.dtype == np.uint16:
@@ -71,10 +65,12 @@ def _weight_array(array, dtype):
     return np.ascontiguousarray(arr, dtype=np.float32 if kind == DType.F32 else np.float16), kind
 
 
-class Model:
+class Model(Owned):
     """A decoder stack with its weights in one context (rill_model). Keeps its
     context alive; released by close(), a with block, or when collected.
     Its KV caches are closed with it."""
+
+    _argument, _class_name = "model", "rill.Model"
 
     def __init__(self, context, desc):
         if not isinstance(context, Context):
@@ -85,35 +81,15 @@ class Model:
         check(lib().rill_model_create(context.handle, ctypes.byref(desc), ctypes.byref(handle)))
         self._context = context
         self._handle = handle.value
-        self._caches = weakref.WeakSet()
+        self._children = weakref.WeakSet()  # its KV caches
         self.desc = ModelDesc.from_buffer_copy(desc)
-        self._finalizer = weakref.finalize(self, _destroy_model, lib(), context._handle, handle.value)
+        self._finalizer = weakref.finalize(self, destroy_after_sync, lib(), "rill_model_destroy", context._handle,
+                                           handle.value)
         context._children.add(self)
-
-    @property
-    def handle(self):
-        if not self._finalizer.alive:
-            raise InvalidArgumentError("model: this rill.Model is closed")
-        return self._handle
 
     @property
     def context(self):
         return self._context
-
-    @property
-    def closed(self):
-        return not self._finalizer.alive
-
-    def close(self):
-        for cache in list(self._caches):
-            cache.close()
-        self._finalizer()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
 
     def set_weight(self, name, array, dtype=None):
         """Sets one weight (a Hugging Face name, see rill.h) from an array of
@@ -158,19 +134,11 @@ class Model:
         return hidden
 
 
-def _destroy_model(library, ctx_handle, handle):
-    library.rill_context_synchronize(ctx_handle)
-    library.rill_model_destroy(handle)
-
-
-def _destroy_cache(library, ctx_handle, handle):
-    library.rill_context_synchronize(ctx_handle)
-    library.rill_kv_cache_destroy(handle)
-
-
-class KVCache:
+class KVCache(Owned):
     """Cached keys and values of every layer of a model (rill_kv_cache).
     Keeps its model alive."""
+
+    _argument, _class_name = "cache", "rill.KVCache"
 
     def __init__(self, model, batch, capacity):
         if not isinstance(model, Model):
@@ -182,27 +150,9 @@ class KVCache:
         self._handle = handle.value
         self.batch = int(batch)
         self.capacity = int(capacity)
-        self._finalizer = weakref.finalize(self, _destroy_cache, lib(), model._context._handle, handle.value)
-        model._caches.add(self)
-
-    @property
-    def handle(self):
-        if not self._finalizer.alive:
-            raise InvalidArgumentError("cache: this rill.KVCache is closed")
-        return self._handle
-
-    @property
-    def closed(self):
-        return not self._finalizer.alive
-
-    def close(self):
-        self._finalizer()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
+        self._finalizer = weakref.finalize(self, destroy_after_sync, lib(), "rill_kv_cache_destroy",
+                                           model._context._handle, handle.value)
+        model._children.add(self)
 
     def length(self, sequence):
         """Tokens cached for a sequence."""
