@@ -6,15 +6,10 @@
 
 #include "cpu_convert.h"
 #include "cpu_internal.h"
+#include "cpu_kernels.h"
 
 namespace rill::cpu {
 namespace {
-
-// Widens n storage elements starting at element `first` to f32.
-template <rill_dtype DT>
-void load_row(const void* base, int64_t first, int64_t n, float* dst) {
-  for (int64_t i = 0; i < n; ++i) dst[i] = load_scalar<DT>(base, first + i);
-}
 
 // Dot product with independent accumulators so that the compiler can keep
 // several vector lanes busy without reassociating (no -ffast-math).
@@ -69,9 +64,44 @@ void rope_typed(rill_backend_context* ctx, const rill_backend_tensor* x, const i
 
 // ---- Attention -----------------------------------------------------------
 
-// One work item is (sequence b, KV head, query t): the group of query heads
-// sharing that KV head is handled together so each key and value row is
-// widened to f32 once per item rather than once per query head.
+// Keys per chunk when one query row's keys are split across work items.
+constexpr int64_t kKeyChunk = 256;
+// Key chunking is used only when there are fewer query rows (sequence x query
+// x query head) than this: otherwise the rows alone keep every thread busy.
+// Both constants depend on nothing but the shapes, so the summation order,
+// and hence the result, does not change with the thread count.
+constexpr int64_t kRowsWithoutChunking = 64;
+
+// Widens n storage elements starting at element `first` to f32 with the
+// backend's vectorized converter (f32 rows are used in place by the callers).
+template <rill_dtype DT>
+void widen_row(const void* base, int64_t first, int64_t n, float* dst) {
+  const char* src = static_cast<const char*>(base) + first * static_cast<int64_t>(sizeof(uint16_t));
+  kernels().to_f32(DT, src, dst, n);
+}
+
+template <rill_dtype DT>
+const float* row_f32(const void* base, int64_t first, int64_t n, float* scratch) {
+  if constexpr (DT == RILL_DTYPE_F32) {
+    return static_cast<const float*>(base) + first;
+  } else {
+    widen_row<DT>(base, first, n, scratch);
+    return scratch;
+  }
+}
+
+// One chunk's softmax state: the running max of its scores, the sum of
+// exp(score - max), and the exp-weighted sum of its value rows.
+struct ChunkPartial {
+  float max_score;
+  float sum;
+  float* acc;  // [head_dim]
+};
+
+// One work item is (sequence b, query t, query head h, key chunk c). Query
+// heads are independent (head h reads KV head h / group), so decode with a
+// single sequence and token still has q_heads items; long caches with few
+// rows are further split into key chunks, merged afterwards in chunk order.
 template <rill_dtype DT>
 void attention_typed(rill_backend_context* ctx, const rill_backend_tensor* q, const rill_backend_tensor* k,
                      const rill_backend_tensor* v, const int32_t* kv_lengths, float scale,
@@ -84,73 +114,101 @@ void attention_typed(rill_backend_context* ctx, const rill_backend_tensor* q, co
   const void* v_data = tensor_data(v);
   void* out_data = tensor_data(out);
 
-  const unsigned threads = ctx->pool.size();
-  // Per thread: the group's queries, their scores over every slot, their
-  // accumulators, and one widened key/value row.
-  const int64_t per_thread = group * head_dim + group * slots + group * head_dim + head_dim;
-  std::vector<float> scratch(static_cast<size_t>(per_thread) * threads);
+  const int64_t rows = batch * queries * q_heads;
+  const bool chunked = rows < kRowsWithoutChunking && slots > kKeyChunk;
+  const int64_t chunk_len = chunked ? kKeyChunk : slots;
+  const int64_t chunks = chunked ? (slots + kKeyChunk - 1) / kKeyChunk : 1;
 
-  const int64_t items = batch * kv_heads * queries;
-  ctx->pool.parallel_for(items, 1, [&](int64_t begin, int64_t end, unsigned thread) {
+  // Per thread: the scaled query, the chunk's scores, the accumulator and one
+  // widened key/value row.
+  const unsigned threads = ctx->pool.size();
+  const int64_t per_thread = head_dim + chunk_len + head_dim + head_dim;
+  std::vector<float> scratch(static_cast<size_t>(per_thread) * threads);
+  // Chunked only: per (row, chunk) the max, the sum and head_dim weighted values.
+  const int64_t partial_stride = head_dim + 2;
+  std::vector<float> partials(chunked ? static_cast<size_t>(rows * chunks * partial_stride) : 0);
+
+  // Query row `row` = (b, t, h) in q/out order; its visible key count.
+  auto visible_keys = [&](int64_t row) {
+    const int64_t t = (row / q_heads) % queries;
+    const int64_t b = row / (q_heads * queries);
+    return static_cast<int64_t>(kv_lengths[b]) - queries + t + 1;  // attends to slots 0..position
+  };
+
+  ctx->pool.parallel_for(rows * chunks, 1, [&](int64_t begin, int64_t end, unsigned thread) {
     float* qf = scratch.data() + static_cast<size_t>(per_thread) * thread;
-    float* scores = qf + group * head_dim;
-    float* acc = scores + group * slots;
-    float* row = acc + group * head_dim;
+    float* scores = qf + head_dim;
+    float* acc = scores + chunk_len;
+    float* widened = acc + head_dim;
     for (int64_t item = begin; item < end; ++item) {
-      const int64_t t = item % queries;
-      const int64_t kvh = (item / queries) % kv_heads;
-      const int64_t b = item / (queries * kv_heads);
-      const int64_t position = kv_lengths[b] - queries + t;  // attends to slots 0..position
-      const int64_t visible = position + 1;
-      for (int64_t g = 0; g < group; ++g) {
-        const int64_t h = kvh * group + g;
-        load_row<DT>(q_data, ((b * queries + t) * q_heads + h) * head_dim, head_dim, qf + g * head_dim);
-        for (int64_t d = 0; d < head_dim; ++d) qf[g * head_dim + d] *= scale;
-      }
-      for (int64_t j = 0; j < visible; ++j) {
-        const int64_t k_row = ((b * slots + j) * kv_heads + kvh) * head_dim;
-        const float* kr;
-        if constexpr (DT == RILL_DTYPE_F32) {
-          kr = static_cast<const float*>(k_data) + k_row;
-        } else {
-          load_row<DT>(k_data, k_row, head_dim, row);
-          kr = row;
+      const int64_t c = item % chunks;
+      const int64_t row = item / chunks;
+      const int64_t h = row % q_heads;
+      const int64_t b = row / (q_heads * queries);
+      const int64_t kvh = h / group;
+      const int64_t visible = visible_keys(row);
+      const int64_t first = c * chunk_len;
+      const int64_t last = std::min(visible, first + chunk_len);
+      float* partial = chunked ? partials.data() + (row * chunks + c) * partial_stride : nullptr;
+      if (first >= last) {  // a chunk past this row's visible keys contributes nothing
+        if (partial != nullptr) {
+          partial[0] = -INFINITY;
+          partial[1] = 0.0f;
         }
-        for (int64_t g = 0; g < group; ++g) scores[g * slots + j] = dot(qf + g * head_dim, kr, head_dim);
+        continue;
       }
-      // Softmax per query head, in f32, max-subtracted.
-      for (int64_t g = 0; g < group; ++g) {
-        float* s = scores + g * slots;
-        const float max_score = *std::max_element(s, s + visible);
-        float sum = 0.0f;
-        for (int64_t j = 0; j < visible; ++j) {
-          s[j] = std::exp(s[j] - max_score);
-          sum += s[j];
-        }
+      const float* qr = row_f32<DT>(q_data, row * head_dim, head_dim, widened);
+      for (int64_t d = 0; d < head_dim; ++d) qf[d] = qr[d] * scale;
+      float max_score = -INFINITY;
+      for (int64_t j = first; j < last; ++j) {
+        const float* kr = row_f32<DT>(k_data, ((b * slots + j) * kv_heads + kvh) * head_dim, head_dim, widened);
+        const float s = dot(qf, kr, head_dim);
+        scores[j - first] = s;
+        max_score = std::max(max_score, s);
+      }
+      // Softmax in f32, max-subtracted; normalized once at the end.
+      float sum = 0.0f;
+      std::fill(acc, acc + head_dim, 0.0f);
+      for (int64_t j = first; j < last; ++j) {
+        const float p = std::exp(scores[j - first] - max_score);
+        sum += p;
+        const float* vr = row_f32<DT>(v_data, ((b * slots + j) * kv_heads + kvh) * head_dim, head_dim, widened);
+        for (int64_t d = 0; d < head_dim; ++d) acc[d] += p * vr[d];
+      }
+      if (chunked) {
+        partial[0] = max_score;
+        partial[1] = sum;
+        std::copy(acc, acc + head_dim, partial + 2);
+      } else {
         const float inv_sum = 1.0f / sum;
-        for (int64_t j = 0; j < visible; ++j) s[j] *= inv_sum;
+        for (int64_t d = 0; d < head_dim; ++d) store_scalar<DT>(out_data, row * head_dim + d, acc[d] * inv_sum);
       }
-      std::fill(acc, acc + group * head_dim, 0.0f);
-      for (int64_t j = 0; j < visible; ++j) {
-        const int64_t v_row = ((b * slots + j) * kv_heads + kvh) * head_dim;
-        const float* vr;
-        if constexpr (DT == RILL_DTYPE_F32) {
-          vr = static_cast<const float*>(v_data) + v_row;
-        } else {
-          load_row<DT>(v_data, v_row, head_dim, row);
-          vr = row;
-        }
-        for (int64_t g = 0; g < group; ++g) {
-          const float p = scores[g * slots + j];
-          float* a = acc + g * head_dim;
-          for (int64_t d = 0; d < head_dim; ++d) a[d] += p * vr[d];
-        }
+    }
+  });
+  if (!chunked) return;
+
+  // Merge each row's chunks in chunk order: rescale every chunk to the row's
+  // global max so that no exp overflows and the weights stay exact ratios.
+  ctx->pool.parallel_for(rows, 1, [&](int64_t begin, int64_t end, unsigned thread) {
+    float* acc = scratch.data() + static_cast<size_t>(per_thread) * thread;
+    for (int64_t row = begin; row < end; ++row) {
+      const float* first_partial = partials.data() + row * chunks * partial_stride;
+      float max_score = -INFINITY;
+      for (int64_t c = 0; c < chunks; ++c) {
+        const float* p = first_partial + c * partial_stride;
+        if (p[1] > 0.0f) max_score = std::max(max_score, p[0]);
       }
-      for (int64_t g = 0; g < group; ++g) {
-        const int64_t h = kvh * group + g;
-        const int64_t out_row = ((b * queries + t) * q_heads + h) * head_dim;
-        for (int64_t d = 0; d < head_dim; ++d) store_scalar<DT>(out_data, out_row + d, acc[g * head_dim + d]);
+      float sum = 0.0f;
+      std::fill(acc, acc + head_dim, 0.0f);
+      for (int64_t c = 0; c < chunks; ++c) {
+        const float* p = first_partial + c * partial_stride;
+        if (!(p[1] > 0.0f)) continue;
+        const float weight = std::exp(p[0] - max_score);
+        sum += p[1] * weight;
+        for (int64_t d = 0; d < head_dim; ++d) acc[d] += p[2 + d] * weight;
       }
+      const float inv_sum = 1.0f / sum;
+      for (int64_t d = 0; d < head_dim; ++d) store_scalar<DT>(out_data, row * head_dim + d, acc[d] * inv_sum);
     }
   });
 }
