@@ -9,9 +9,26 @@
  * handles a row: one warp for short rows, up to a whole block for long ones,
  * several teams per block when rows are short. Each thread owns the packs
  * lane, lane + team_size, ... of its row, so loads are coalesced; a pack is 16
- * bytes (8 halves or 4 floats) when every pointer is 16-byte aligned and D is
- * a multiple of the pack, else one element. Sums go through warp shuffles,
- * then, for teams wider than a warp, through one shared slot per warp.
+ * bytes (8 halves or 4 floats) when D is a multiple of that, else one element.
+ * Sums go through warp shuffles, then, for teams wider than a warp, through
+ * one shared slot per warp.
+ *
+ * Fused add+norm must equal residual_add followed by the plain norm bit for
+ * bit, so nothing that differs between those calls may change the arithmetic:
+ *  - The pack width and the launch shape (hence which thread sums which
+ *    elements, and in what order) depend only on D, the row count and the
+ *    device, never on pointer alignment. Alignment only picks how a pack is
+ *    moved: one 16-byte access per operand when that operand is 16-byte
+ *    aligned, else element by element (views carry byte offsets, so the gain
+ *    of a fused call may be misaligned while the plain norm's operands are not).
+ *  - One device function, residual_update, computes an element's new residual
+ *    for residual_add_kernel and for the fused path of norm_kernel.
+ *  - Every multiply-add is written with explicit round-to-nearest intrinsics
+ *    (__fmul_rn, __fadd_rn, __fmaf_rn). nvcc contracts a*b+c into an FMA by
+ *    default (--fmad=true), and whether it does so for a given expression
+ *    depends on the surrounding code after inlining, which differs between
+ *    kernels and template instances; the intrinsics are never contracted or
+ *    reassociated, so the operations are the ones written here.
  *
  * The row is read once: the values a thread loads (or, fused, the rounded new
  * residual it computes) are parked in shared memory in the storage dtype
@@ -54,29 +71,54 @@ struct alignas(sizeof(T) * VEC) Pack {
   T v[VEC];
 };
 
+/* Pack pack_index of base: one access when base is 16-byte aligned (wide),
+   else VEC element accesses. Either way the same values arrive. */
 template <typename T, int VEC>
-__device__ __forceinline__ Pack<T, VEC> load_pack(const T* base, int64_t pack_index) {
+__device__ __forceinline__ Pack<T, VEC> load_pack(const T* base, int64_t pack_index, bool wide) {
+  if constexpr (VEC > 1) {
+    if (!wide) {
+      Pack<T, VEC> p;
+#pragma unroll
+      for (int j = 0; j < VEC; ++j) p.v[j] = base[pack_index * VEC + j];
+      return p;
+    }
+  }
   return reinterpret_cast<const Pack<T, VEC>*>(base)[pack_index];
 }
 template <typename T, int VEC>
-__device__ __forceinline__ void store_pack(T* base, int64_t pack_index, const Pack<T, VEC>& p) {
+__device__ __forceinline__ void store_pack(T* base, int64_t pack_index, const Pack<T, VEC>& p, bool wide) {
+  if constexpr (VEC > 1) {
+    if (!wide) {
+#pragma unroll
+      for (int j = 0; j < VEC; ++j) base[pack_index * VEC + j] = p.v[j];
+      return;
+    }
+  }
   reinterpret_cast<Pack<T, VEC>*>(base)[pack_index] = p;
 }
 template <typename T, int VEC>
-__device__ __forceinline__ Pack<T, VEC> load_pack_or(const T* base, int64_t pack_index, float fallback) {
-  if (base) return load_pack<T, VEC>(base, pack_index);
+__device__ __forceinline__ Pack<T, VEC> load_pack_or(const T* base, int64_t pack_index, bool wide, float fallback) {
+  if (base) return load_pack<T, VEC>(base, pack_index, wide);
   Pack<T, VEC> p;
 #pragma unroll
   for (int j = 0; j < VEC; ++j) p.v[j] = from_f32<T>(fallback);
   return p;
 }
 
-/* residual_scale*residual + update_scale*(gain*update), each product and the
-   sum rounded separately so that the result does not depend on FMA use. */
-__device__ __forceinline__ float residual_update(float residual, float update, float gain, float residual_scale,
-                                                 float update_scale) {
-  return __fadd_rn(__fmul_rn(residual_scale, residual), __fmul_rn(update_scale, __fmul_rn(gain, update)));
+/* The new residual of one element, rounded to the storage dtype:
+   residual_scale*residual + update_scale*(gain*update), each product and the
+   sum rounded separately (as the CPU backend does). The only place this
+   arithmetic is written: residual_add_kernel and the fused norm call it. */
+template <typename T>
+__device__ __forceinline__ T residual_update(T residual, T update, T gain, float residual_scale, float update_scale) {
+  const float scaled_update = __fmul_rn(update_scale, __fmul_rn(to_f32(gain), to_f32(update)));
+  return from_f32<T>(__fadd_rn(__fmul_rn(residual_scale, to_f32(residual)), scaled_update));
 }
+
+/* Which operands may be moved 16 bytes at a time (16-byte aligned). */
+struct WideOperands {
+  bool in, residual, gain, weight, bias, out;
+};
 
 template <typename T>
 struct NormArgs {
@@ -94,6 +136,7 @@ struct NormArgs {
   bool fused;
   bool layer;        /* LayerNorm rather than RMSNorm */
   bool row_in_smem;  /* park rows in shared memory, else re-read them */
+  WideOperands wide;
   int team_size;     /* threads per row, a multiple of 32 */
   int rows_per_block;
 };
@@ -102,7 +145,8 @@ struct NormArgs {
 constexpr int kPartialBytes = 32 * sizeof(float);
 
 /* Sum of v over the calling thread's team. Every thread of the block calls it
-   (threads of rows past the end pass 0), so the barriers are uniform. */
+   (threads of rows past the end pass 0), so the barriers are uniform. The
+   order of the additions depends only on the team size. */
 __device__ __forceinline__ float team_sum(float v, float* partial, int team, int warps_per_team) {
 #pragma unroll
   for (int offset = 16; offset > 0; offset >>= 1) v += __shfl_xor_sync(0xffffffffu, v, offset);
@@ -135,27 +179,28 @@ __global__ void __launch_bounds__(1024) norm_kernel(NormArgs<T> a) {
     T* residual_row = a.fused ? a.residual + row_offset : nullptr;
     const T* parked = a.row_in_smem ? parked_rows + static_cast<int64_t>(team) * a.d
                                     : (a.fused ? residual_row : in_row);
+    // Shared memory is 16-byte aligned and so is every parked row when VEC > 1.
+    const bool parked_wide = a.row_in_smem || (a.fused ? a.wide.residual : a.wide.in);
 
     // Pass 1: load (fused: update the residual), park, and sum.
     float sum = 0.0f;
     if (active) {
       for (int p = lane; p < packs; p += a.team_size) {
-        Pack<T, VEC> vals = load_pack<T, VEC>(in_row, p);
+        Pack<T, VEC> vals = load_pack<T, VEC>(in_row, p, a.wide.in);
         if (a.fused) {
-          const Pack<T, VEC> r = load_pack<T, VEC>(residual_row, p);
-          const Pack<T, VEC> g = load_pack_or<T, VEC>(a.gain, p, 1.0f);
+          const Pack<T, VEC> r = load_pack<T, VEC>(residual_row, p, a.wide.residual);
+          const Pack<T, VEC> g = load_pack_or<T, VEC>(a.gain, p, a.wide.gain, 1.0f);
 #pragma unroll
           for (int j = 0; j < VEC; ++j) {
-            vals.v[j] = from_f32<T>(residual_update(to_f32(r.v[j]), to_f32(vals.v[j]), to_f32(g.v[j]),
-                                                    a.residual_scale, a.update_scale));
+            vals.v[j] = residual_update(r.v[j], vals.v[j], g.v[j], a.residual_scale, a.update_scale);
           }
-          store_pack<T, VEC>(residual_row, p, vals);
+          store_pack<T, VEC>(residual_row, p, vals, a.wide.residual);
         }
-        if (a.row_in_smem) store_pack<T, VEC>(const_cast<T*>(parked), p, vals);
+        if (a.row_in_smem) store_pack<T, VEC>(const_cast<T*>(parked), p, vals, true);
 #pragma unroll
         for (int j = 0; j < VEC; ++j) {
           const float v = to_f32(vals.v[j]);
-          sum += a.layer ? v : v * v;
+          sum = a.layer ? __fadd_rn(sum, v) : __fmaf_rn(v, v, sum);
         }
       }
     }
@@ -165,37 +210,37 @@ __global__ void __launch_bounds__(1024) norm_kernel(NormArgs<T> a) {
     float inv_std;
     if (a.layer) {
       // Biased variance around the mean, in a second pass for accuracy.
-      mean = total * inv_d;
+      mean = __fmul_rn(total, inv_d);
       float squares = 0.0f;
       if (active) {
         for (int p = lane; p < packs; p += a.team_size) {
-          const Pack<T, VEC> vals = load_pack<T, VEC>(parked, p);
+          const Pack<T, VEC> vals = load_pack<T, VEC>(parked, p, parked_wide);
 #pragma unroll
           for (int j = 0; j < VEC; ++j) {
-            const float diff = to_f32(vals.v[j]) - mean;
-            squares += diff * diff;
+            const float diff = __fsub_rn(to_f32(vals.v[j]), mean);
+            squares = __fmaf_rn(diff, diff, squares);
           }
         }
       }
-      inv_std = rsqrtf(team_sum(squares, partial, team, warps_per_team) * inv_d + a.eps);
+      inv_std = rsqrtf(__fmaf_rn(team_sum(squares, partial, team, warps_per_team), inv_d, a.eps));
     } else {
-      inv_std = rsqrtf(total * inv_d + a.eps);
+      inv_std = rsqrtf(__fmaf_rn(total, inv_d, a.eps));
     }
 
     // Pass 2: normalize from the parked row.
     if (active) {
       T* out_row = a.out + row_offset;
       for (int p = lane; p < packs; p += a.team_size) {
-        const Pack<T, VEC> vals = load_pack<T, VEC>(parked, p);
-        const Pack<T, VEC> w = load_pack_or<T, VEC>(a.weight, p, 1.0f);
-        const Pack<T, VEC> b = load_pack_or<T, VEC>(a.bias, p, 0.0f);
+        const Pack<T, VEC> vals = load_pack<T, VEC>(parked, p, parked_wide);
+        const Pack<T, VEC> w = load_pack_or<T, VEC>(a.weight, p, a.wide.weight, 1.0f);
+        const Pack<T, VEC> b = load_pack_or<T, VEC>(a.bias, p, a.wide.bias, 0.0f);
         Pack<T, VEC> y;
 #pragma unroll
         for (int j = 0; j < VEC; ++j) {
-          const float normalized = (to_f32(vals.v[j]) - mean) * inv_std;
-          y.v[j] = from_f32<T>(normalized * to_f32(w.v[j]) + to_f32(b.v[j]));
+          const float normalized = __fmul_rn(__fsub_rn(to_f32(vals.v[j]), mean), inv_std);
+          y.v[j] = from_f32<T>(__fmaf_rn(normalized, to_f32(w.v[j]), to_f32(b.v[j])));
         }
-        store_pack<T, VEC>(out_row, p, y);
+        store_pack<T, VEC>(out_row, p, y, a.wide.out);
       }
     }
   }
@@ -203,19 +248,17 @@ __global__ void __launch_bounds__(1024) norm_kernel(NormArgs<T> a) {
 
 template <typename T, int VEC>
 __global__ void residual_add_kernel(T* residual, const T* update, const T* gain, int64_t total_packs,
-                                    int64_t packs_per_row, float residual_scale, float update_scale) {
+                                    int64_t packs_per_row, float residual_scale, float update_scale,
+                                    WideOperands wide) {
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t p = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; p < total_packs; p += stride) {
-    const Pack<T, VEC> r = load_pack<T, VEC>(residual, p);
-    const Pack<T, VEC> u = load_pack<T, VEC>(update, p);
-    const Pack<T, VEC> g = load_pack_or<T, VEC>(gain, p % packs_per_row, 1.0f);
+    const Pack<T, VEC> r = load_pack<T, VEC>(residual, p, wide.residual);
+    const Pack<T, VEC> u = load_pack<T, VEC>(update, p, wide.in);
+    const Pack<T, VEC> g = load_pack_or<T, VEC>(gain, p % packs_per_row, wide.gain, 1.0f);
     Pack<T, VEC> y;
 #pragma unroll
-    for (int j = 0; j < VEC; ++j) {
-      y.v[j] = from_f32<T>(
-          residual_update(to_f32(r.v[j]), to_f32(u.v[j]), to_f32(g.v[j]), residual_scale, update_scale));
-    }
-    store_pack<T, VEC>(residual, p, y);
+    for (int j = 0; j < VEC; ++j) y.v[j] = residual_update(r.v[j], u.v[j], g.v[j], residual_scale, update_scale);
+    store_pack<T, VEC>(residual, p, y, wide.residual);
   }
 }
 
@@ -226,23 +269,24 @@ __global__ void residual_add_kernel(T* residual, const T* update, const T* gain,
 template <typename T>
 constexpr int kWideVec = 16 / static_cast<int>(sizeof(T));
 
+/* Whether an operand can be moved in 16-byte accesses. With D a multiple of
+   the pack, an aligned base makes every row aligned. Views carry byte offsets,
+   so this is decided per call and per operand; it never changes arithmetic. */
 bool aligned16(const void* p) { return p == nullptr || reinterpret_cast<uintptr_t>(p) % 16 == 0; }
 
-/* Whether 16-byte packs can be used: D a multiple of the pack (so every row
-   starts aligned) and every pointer aligned. Views carry byte offsets, so
-   this is decided per call. */
+/* Packs of 16 bytes when D is a multiple of that. A function of D alone, so
+   that residual_add, the plain norms and the fused norms of one D split rows
+   into packs, and so threads and sums, the same way whatever the alignment. */
 template <typename T>
-bool can_use_wide_packs(int64_t d, std::initializer_list<const void*> pointers) {
-  if (d % kWideVec<T> != 0) return false;
-  for (const void* p : pointers) {
-    if (!aligned16(p)) return false;
-  }
-  return true;
+bool d_allows_wide_packs(int64_t d) {
+  return d % kWideVec<T> == 0;
 }
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-/* Picks the team size, rows per block and grid for a norm launch. Few rows
+/* Picks the team size, rows per block and grid for a norm launch from D, the
+   row count and the device only, so the plain and the fused norm of the same
+   rows get the same teams and so the same reduction order. Few rows
    (decode) spread each row over up to 1024 threads and give each block as few
    rows as possible, so that the work reaches as many SMs as there are rows;
    many rows use teams of at most 256 threads, each handling several packs, so
@@ -277,7 +321,9 @@ rill_status launch_norm(rill_backend_context* ctx, NormArgs<T> a) {
 
 template <typename T>
 rill_status run_norm(rill_backend_context* ctx, NormArgs<T> a) {
-  if (can_use_wide_packs<T>(a.d, {a.in, a.residual, a.gain, a.weight, a.bias, a.out})) {
+  a.wide = WideOperands{aligned16(a.in),     aligned16(a.residual), aligned16(a.gain),
+                        aligned16(a.weight), aligned16(a.bias),     aligned16(a.out)};
+  if (d_allows_wide_packs<T>(a.d)) {
     return launch_norm<T, kWideVec<T>>(ctx, a);
   }
   return launch_norm<T, 1>(ctx, a);
@@ -288,17 +334,18 @@ rill_status run_residual_add(rill_backend_context* ctx, T* residual, const T* up
                              int64_t d, float residual_scale, float update_scale) {
   constexpr int kThreads = 256;
   const int64_t max_blocks = static_cast<int64_t>(ctx->sm_count) * 16;
-  if (can_use_wide_packs<T>(d, {residual, update, gain})) {
+  const WideOperands wide{aligned16(update), aligned16(residual), aligned16(gain), false, false, false};
+  if (d_allows_wide_packs<T>(d)) {
     constexpr int V = kWideVec<T>;
     const int64_t total = rows * d / V;
     const dim3 grid(static_cast<unsigned>(std::min(ceil_div(total, kThreads), max_blocks)));
-    residual_add_kernel<T, V>
-        <<<grid, kThreads, 0, ctx->stream>>>(residual, update, gain, total, d / V, residual_scale, update_scale);
+    residual_add_kernel<T, V><<<grid, kThreads, 0, ctx->stream>>>(residual, update, gain, total, d / V,
+                                                                  residual_scale, update_scale, wide);
   } else {
     const int64_t total = rows * d;
     const dim3 grid(static_cast<unsigned>(std::min(ceil_div(total, kThreads), max_blocks)));
     residual_add_kernel<T, 1>
-        <<<grid, kThreads, 0, ctx->stream>>>(residual, update, gain, total, d, residual_scale, update_scale);
+        <<<grid, kThreads, 0, ctx->stream>>>(residual, update, gain, total, d, residual_scale, update_scale, wide);
   }
   return rill_cuda_check(cudaGetLastError(), "residual_add kernel launch");
 }
