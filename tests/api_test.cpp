@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "rill.h"
+#include "test_helpers.h"
 
 // Under AddressSanitizer a huge allocation aborts by default; these tests need
 // it to fail the ordinary way, returning NULL, to reach RILL_ERROR_OUT_OF_MEMORY.
@@ -27,35 +28,12 @@ extern "C" const char* __asan_default_options() { return "allocator_may_return_n
 
 namespace {
 
-const char* const kCpuConfig = "[runtime]\nbackend = \"cpu\"\n";
+using Context = rill_test::ScopedContext;
+using rill_test::expect_failure;
+using rill_test::kCpuConfig;
+
 const float kNaN = std::numeric_limits<float>::quiet_NaN();
 const float kInf = std::numeric_limits<float>::infinity();
-
-// Checks that the last call failed with status and that its message holds every part.
-void expect_failure(rill_status got, rill_status expected, std::initializer_list<const char*> parts) {
-  CHECK_MESSAGE(got == expected, "got ", rill_status_string(got), ", expected ", rill_status_string(expected),
-                "; message: ", rill_last_error());
-  const std::string message = rill_last_error();
-  for (const char* part : parts) {
-    // std::string: doctest would print a bare const char* as an address.
-    CHECK_MESSAGE(message.find(part) != std::string::npos, "'", std::string(part), "' missing from: ", message);
-  }
-}
-
-struct Context {
-  rill_context* ctx = nullptr;
-  explicit Context(const char* config = kCpuConfig) { REQUIRE(rill_context_create(config, &ctx) == RILL_OK); }
-  ~Context() { rill_context_destroy(ctx); }
-  Context(const Context&) = delete;
-  Context& operator=(const Context&) = delete;
-
-  rill_tensor* tensor(std::initializer_list<int64_t> shape, rill_dtype dtype = RILL_DTYPE_F32) {
-    std::vector<int64_t> dims(shape);
-    rill_tensor* t = nullptr;
-    REQUIRE(rill_tensor_create(ctx, dtype, static_cast<int32_t>(dims.size()), dims.data(), &t) == RILL_OK);
-    return t;
-  }
-};
 
 }  // namespace
 

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <initializer_list>
 #include <string>
 #include <unistd.h>
 
@@ -44,6 +45,18 @@ void expect_config_error(const std::string& text, const std::string& key, const 
   CHECK_MESSAGE(message.find(where) != std::string::npos, "position ", where, " missing from: ", message);
 }
 
+// A config that must be refused: the text, the key the message names and the
+// text whose position it gives.
+struct ConfigError {
+  const char* text;
+  const char* key;
+  const char* at;
+};
+
+void expect_config_errors(std::initializer_list<ConfigError> cases) {
+  for (const ConfigError& c : cases) expect_config_error(c.text, c.key, c.at);
+}
+
 std::string create_backend(const char* text) {
   rill_context* ctx = nullptr;
   const rill_status status = rill_context_create(text, &ctx);
@@ -80,40 +93,46 @@ TEST_CASE("every documented key is accepted") {
 }
 
 TEST_CASE("unknown keys and tables") {
-  expect_config_error("bogus = 1\n", "bogus", "bogus");
-  expect_config_error("[runtime]\nbackend = \"cpu\"\nbakend = \"cpu\"\n", "runtime.bakend", "bakend");
-  expect_config_error("[runtime]\nbackend = \"cpu\"\n\n[backend.tpu]\ncores = 4\n", "backend.tpu", "tpu");
-  expect_config_error("[backend.cpu]\nthreads = 2\nthread_count = 2\n", "backend.cpu.thread_count", "thread_count");
-  expect_config_error("[backend.cuda]\nstream = 1\n", "backend.cuda.stream", "stream");
-  expect_config_error("[backend.vulkan]\n  validation = true\n", "backend.vulkan.validation", "validation");
+  expect_config_errors({
+      {"bogus = 1\n", "bogus", "bogus"},
+      {"[runtime]\nbackend = \"cpu\"\nbakend = \"cpu\"\n", "runtime.bakend", "bakend"},
+      {"[runtime]\nbackend = \"cpu\"\n\n[backend.tpu]\ncores = 4\n", "backend.tpu", "tpu"},
+      {"[backend.cpu]\nthreads = 2\nthread_count = 2\n", "backend.cpu.thread_count", "thread_count"},
+      {"[backend.cuda]\nstream = 1\n", "backend.cuda.stream", "stream"},
+      {"[backend.vulkan]\n  validation = true\n", "backend.vulkan.validation", "validation"},
+  });
 }
 
 TEST_CASE("wrong types") {
-  expect_config_error("runtime = 3\n", "runtime", "3");
-  expect_config_error("[runtime]\nbackend = 1\n", "runtime.backend", "1");
-  expect_config_error("[runtime]\nprefer = \"cpu\"\n", "runtime.prefer", "\"cpu\"");
-  expect_config_error("[runtime]\nprefer = [\"cpu\", 2]\n", "runtime.prefer", "2");
-  expect_config_error("[runtime]\nplugin_dir = false\n", "runtime.plugin_dir", "false");
-  expect_config_error("backend = \"cpu\"\n", "backend", "\"cpu\"");
-  expect_config_error("[backend.cpu]\nthreads = \"four\"\n", "backend.cpu.threads", "\"four\"");
-  expect_config_error("[backend.cpu]\nthreads = 1.5\n", "backend.cpu.threads", "1.5");
-  expect_config_error("[backend.cuda]\ndevice = \"H200\"\n", "backend.cuda.device", "\"H200\"");
-  expect_config_error("[backend.cuda]\ntf32 = 1\n", "backend.cuda.tf32", "1");
-  expect_config_error("[backend.vulkan]\ndevice = [0]\n", "backend.vulkan.device", "[0]");
+  expect_config_errors({
+      {"runtime = 3\n", "runtime", "3"},
+      {"[runtime]\nbackend = 1\n", "runtime.backend", "1"},
+      {"[runtime]\nprefer = \"cpu\"\n", "runtime.prefer", "\"cpu\""},
+      {"[runtime]\nprefer = [\"cpu\", 2]\n", "runtime.prefer", "2"},
+      {"[runtime]\nplugin_dir = false\n", "runtime.plugin_dir", "false"},
+      {"backend = \"cpu\"\n", "backend", "\"cpu\""},
+      {"[backend.cpu]\nthreads = \"four\"\n", "backend.cpu.threads", "\"four\""},
+      {"[backend.cpu]\nthreads = 1.5\n", "backend.cpu.threads", "1.5"},
+      {"[backend.cuda]\ndevice = \"H200\"\n", "backend.cuda.device", "\"H200\""},
+      {"[backend.cuda]\ntf32 = 1\n", "backend.cuda.tf32", "1"},
+      {"[backend.vulkan]\ndevice = [0]\n", "backend.vulkan.device", "[0]"},
+  });
 }
 
 TEST_CASE("bad values") {
-  expect_config_error("[runtime]\nbackend = \"Vulkan\"\n", "runtime.backend", "\"Vulkan\"");
-  expect_config_error("[runtime]\nbackend = \"\"\n", "runtime.backend", "\"\"");
-  expect_config_error("[runtime]\nbackend = \"../evil\"\n", "runtime.backend", "\"../evil\"");
-  expect_config_error("[runtime]\nprefer = []\n", "runtime.prefer", "[]");
-  expect_config_error("[runtime]\nprefer = [\"cpu\", \"auto\"]\n", "runtime.prefer", "\"auto\"");
-  expect_config_error("[runtime]\nprefer = [\"cpu\", \"cuda\", \"cpu\"]\n", "runtime.prefer", "\"cpu\"]");
-  expect_config_error("[runtime]\nplugin_dir = \"\"\n", "runtime.plugin_dir", "\"\"");
-  expect_config_error("[backend.cpu]\nthreads = -1\n", "backend.cpu.threads", "-1");
-  expect_config_error("[backend.cpu]\nthreads = 100000000\n", "backend.cpu.threads", "100000000");
-  expect_config_error("[backend.cuda]\ndevice = -2\n", "backend.cuda.device", "-2");
-  expect_config_error("[backend.vulkan]\ndevice = \"\"\n", "backend.vulkan.device", "\"\"");
+  expect_config_errors({
+      {"[runtime]\nbackend = \"Vulkan\"\n", "runtime.backend", "\"Vulkan\""},
+      {"[runtime]\nbackend = \"\"\n", "runtime.backend", "\"\""},
+      {"[runtime]\nbackend = \"../evil\"\n", "runtime.backend", "\"../evil\""},
+      {"[runtime]\nprefer = []\n", "runtime.prefer", "[]"},
+      {"[runtime]\nprefer = [\"cpu\", \"auto\"]\n", "runtime.prefer", "\"auto\""},
+      {"[runtime]\nprefer = [\"cpu\", \"cuda\", \"cpu\"]\n", "runtime.prefer", "\"cpu\"]"},
+      {"[runtime]\nplugin_dir = \"\"\n", "runtime.plugin_dir", "\"\""},
+      {"[backend.cpu]\nthreads = -1\n", "backend.cpu.threads", "-1"},
+      {"[backend.cpu]\nthreads = 100000000\n", "backend.cpu.threads", "100000000"},
+      {"[backend.cuda]\ndevice = -2\n", "backend.cuda.device", "-2"},
+      {"[backend.vulkan]\ndevice = \"\"\n", "backend.vulkan.device", "\"\""},
+  });
 }
 
 TEST_CASE("syntax errors carry line:column") {

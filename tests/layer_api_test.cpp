@@ -11,25 +11,16 @@
 #include <vector>
 
 #include "rill.h"
+#include "test_helpers.h"
 
 namespace {
 
-void expect_failure(rill_status got, rill_status expected, std::initializer_list<const char*> parts) {
-  CHECK_MESSAGE(got == expected, "got ", rill_status_string(got), ", expected ", rill_status_string(expected),
-                "; message: ", rill_last_error());
-  const std::string message = rill_last_error();
-  for (const char* part : parts)
-    CHECK_MESSAGE(message.find(part) != std::string::npos, "'", std::string(part), "' missing from: ", message);
-}
+using rill_test::expect_failure;
 
 rill_model_desc small_desc() {
-  rill_model_desc d;
-  rill_model_desc_init(&d);
-  d.num_layers = 2;
-  d.hidden_size = 16;
-  d.num_heads = 4;
+  rill_model_desc d = rill_test::model_desc(/*num_layers=*/2, /*hidden_size=*/16, /*num_heads=*/4,
+                                            /*intermediate_size=*/24);
   d.num_kv_heads = 2;
-  d.intermediate_size = 24;
   d.qkv_bias = 1;
   return d;
 }
@@ -131,8 +122,8 @@ void check_close(const std::vector<float>& a, const std::vector<float>& b) {
 }  // namespace
 
 TEST_CASE("model descriptors: every field checked, with its name") {
-  rill_context* ctx = nullptr;
-  REQUIRE(rill_context_create("[runtime]\nbackend = \"cpu\"\n", &ctx) == RILL_OK);
+  rill_test::ScopedContext context;
+  rill_context* ctx = context.ctx;
   rill_model* model = nullptr;
   struct Bad {
     void (*edit)(rill_model_desc&);
@@ -174,7 +165,6 @@ TEST_CASE("model descriptors: every field checked, with its name") {
   expect_failure(rill_model_create(ctx, nullptr, &model), RILL_ERROR_INVALID_ARGUMENT, {"desc"});
   rill_model_desc d = small_desc();
   expect_failure(rill_model_create(nullptr, &d, &model), RILL_ERROR_INVALID_ARGUMENT, {"ctx"});
-  rill_context_destroy(ctx);
 }
 
 TEST_CASE("the [model] TOML table") {

@@ -6,6 +6,7 @@
 #include <cstddef>
 
 #include "rill.h"
+#include "test_helpers.h"
 
 static_assert(offsetof(rill_model_desc, struct_size) == 0);
 static_assert(offsetof(rill_model_desc, dtype) == 4);
@@ -38,22 +39,16 @@ static_assert(RILL_MLP_SILU_GLU == 0 && RILL_MLP_GELU_GLU == 1 && RILL_MLP_GELU 
               RILL_MLP_RELU == 4);
 
 TEST_CASE("an older, shorter descriptor gets the defaults for the fields it lacks") {
-  rill_context* ctx = nullptr;
-  REQUIRE(rill_context_create("[runtime]\nbackend = \"cpu\"\n", &ctx) == RILL_OK);
-  rill_model_desc d;
-  rill_model_desc_init(&d);
-  d.num_layers = 1;
-  d.hidden_size = 8;
-  d.num_heads = 2;
-  d.intermediate_size = 8;
+  rill_test::ScopedContext context;
+  rill_model_desc d = rill_test::model_desc(/*num_layers=*/1, /*hidden_size=*/8, /*num_heads=*/2,
+                                            /*intermediate_size=*/8);
   d.layer_scale = 1;  // beyond the size given below: must be ignored
   d.struct_size = offsetof(rill_model_desc, layer_scale);
   rill_model* model = nullptr;
-  REQUIRE_MESSAGE(rill_model_create(ctx, &d, &model) == RILL_OK, rill_last_error());
+  REQUIRE_MESSAGE(rill_model_create(context.ctx, &d, &model) == RILL_OK, rill_last_error());
   const int64_t shape[1] = {8};
   const float ones[8] = {1, 1, 1, 1, 1, 1, 1, 1};
   CHECK(rill_model_set_weight(model, "model.layers.0.mlp_gain", RILL_DTYPE_F32, 1, shape, ones, sizeof ones) ==
         RILL_ERROR_INVALID_ARGUMENT);
   rill_model_destroy(model);
-  rill_context_destroy(ctx);
 }

@@ -14,16 +14,11 @@
 
 #include "reference.h"
 #include "rill.h"
+#include "test_helpers.h"
 
 namespace {
 
-void expect_failure(rill_status got, rill_status expected, std::initializer_list<const char*> parts) {
-  CHECK_MESSAGE(got == expected, "got ", rill_status_string(got), ", expected ", rill_status_string(expected),
-                "; message: ", rill_last_error());
-  const std::string message = rill_last_error();
-  for (const char* part : parts)
-    CHECK_MESSAGE(message.find(part) != std::string::npos, "'", std::string(part), "' missing from: ", message);
-}
+using rill_test::expect_failure;
 
 // Skips the whole test program (exit 77) when the backend cannot be had or
 // lacks the op, so that a missing backend is never reported as passing.
@@ -60,8 +55,7 @@ struct Context {
 
   // A tensor filled with values (rounded to dtype on the way in).
   rill_tensor* tensor(std::vector<int64_t> shape, rill_dtype dtype, const std::vector<float>& values) {
-    rill_tensor* t = nullptr;
-    REQUIRE(rill_tensor_create(ctx, dtype, static_cast<int32_t>(shape.size()), shape.data(), &t) == RILL_OK);
+    rill_tensor* t = rill_test::create_tensor(ctx, shape, dtype);
     tensors.push_back(t);
     if (!values.empty()) REQUIRE(rill_tensor_write_f32(t, values.data(), values.size()) == RILL_OK);
     return t;

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "rill.h"
+#include "test_helpers.h"
 
 // Under AddressSanitizer a huge allocation aborts by default; these tests need
 // it to fail the ordinary way, returning NULL, to reach RILL_ERROR_OUT_OF_MEMORY.
@@ -19,6 +20,8 @@ extern "C" const char* __asan_default_options() { return "allocator_may_return_n
 
 namespace {
 
+using rill_test::expect_failure;
+
 std::string config_for(const std::string& backend, const std::string& plugin_dir = RILL_FAKE_PLUGIN_DIR) {
   std::string text = "[runtime]\nbackend = \"" + backend + "\"\n";
   if (!plugin_dir.empty()) text += "plugin_dir = \"" + plugin_dir + "\"\n";
@@ -26,7 +29,7 @@ std::string config_for(const std::string& backend, const std::string& plugin_dir
 }
 
 // Creating a context on backend must fail as unavailable with every part in the message.
-void expect_unavailable(const std::string& backend, std::initializer_list<const char*> parts) {
+void expect_unavailable(const std::string& backend, std::initializer_list<std::string> parts) {
   CAPTURE(backend);
   rill_context* ctx = nullptr;
   const rill_status status = rill_context_create(config_for(backend).c_str(), &ctx);
@@ -34,27 +37,12 @@ void expect_unavailable(const std::string& backend, std::initializer_list<const 
   CHECK(ctx == nullptr);
   const std::string message = rill_last_error();
   CHECK_MESSAGE(message.find("backend '" + backend + "' is unavailable") != std::string::npos, message);
-  for (const char* part : parts) {
-    // std::string: doctest would print a bare const char* as an address.
-    CHECK_MESSAGE(message.find(part) != std::string::npos, "'", std::string(part), "' missing from: ", message);
-  }
+  rill_test::expect_message_has(message, parts);
 }
 
-struct FakeContext {
-  rill_context* ctx = nullptr;
-  explicit FakeContext(const std::string& config = config_for("fakehost")) {
-    const rill_status status = rill_context_create(config.c_str(), &ctx);
-    REQUIRE_MESSAGE(status == RILL_OK, rill_last_error());
-  }
-  ~FakeContext() { rill_context_destroy(ctx); }
-  FakeContext(const FakeContext&) = delete;
-  FakeContext& operator=(const FakeContext&) = delete;
-  rill_tensor* tensor(std::initializer_list<int64_t> shape, rill_dtype dtype = RILL_DTYPE_F32) {
-    std::vector<int64_t> dims(shape);
-    rill_tensor* t = nullptr;
-    REQUIRE(rill_tensor_create(ctx, dtype, static_cast<int32_t>(dims.size()), dims.data(), &t) == RILL_OK);
-    return t;
-  }
+// A context on a fake plugin (fakehost by default).
+struct FakeContext : rill_test::ScopedContext {
+  explicit FakeContext(const std::string& config = config_for("fakehost")) : ScopedContext(config) {}
 };
 
 }  // namespace
@@ -141,27 +129,26 @@ TEST_CASE("absent ops are RILL_ERROR_UNSUPPORTED; failing ops RILL_ERROR_BACKEND
   rill_tensor* out = context.tensor({2, 4});
   rill_tensor* h = context.tensor({2, 4}, RILL_DTYPE_F16);
   rill_tensor* h2 = context.tensor({2, 4}, RILL_DTYPE_F16);
-  auto expect = [](rill_status got, rill_status expected, const char* part) {
-    CHECK_MESSAGE(got == expected, rill_status_string(got), ": ", rill_last_error());
-    CHECK_MESSAGE(std::string(rill_last_error()).find(part) != std::string::npos, rill_last_error());
-  };
   // layer_norm and the fused ops are NULL in the plugin's table.
-  expect(rill_layer_norm(ctx, x, nullptr, nullptr, 1e-5f, out), RILL_ERROR_UNSUPPORTED,
-         "rill_layer_norm: the fakehost backend does not implement layer_norm");
-  expect(rill_fused_add_rms_norm(ctx, x, r, nullptr, nullptr, 1e-6f, 1, 1), RILL_ERROR_UNSUPPORTED, "fused_add_rms_norm");
-  expect(rill_fused_add_layer_norm(ctx, x, r, nullptr, nullptr, nullptr, 1e-6f, 1, 1), RILL_ERROR_UNSUPPORTED,
-         "fused_add_layer_norm");
+  expect_failure(rill_layer_norm(ctx, x, nullptr, nullptr, 1e-5f, out), RILL_ERROR_UNSUPPORTED,
+                 {"rill_layer_norm: the fakehost backend does not implement layer_norm"});
+  expect_failure(rill_fused_add_rms_norm(ctx, x, r, nullptr, nullptr, 1e-6f, 1, 1), RILL_ERROR_UNSUPPORTED,
+                 {"fused_add_rms_norm"});
+  expect_failure(rill_fused_add_layer_norm(ctx, x, r, nullptr, nullptr, nullptr, 1e-6f, 1, 1), RILL_ERROR_UNSUPPORTED,
+                 {"fused_add_layer_norm"});
   // gemm lies beyond the table's struct_size; calling it would abort the test.
-  expect(rill_gemm(ctx, x, w, nullptr, 1, 0, out), RILL_ERROR_UNSUPPORTED, "does not implement gemm");
+  expect_failure(rill_gemm(ctx, x, w, nullptr, 1, 0, out), RILL_ERROR_UNSUPPORTED, {"does not implement gemm"});
   // rms_norm fails at run time with the plugin's message.
-  expect(rill_rms_norm(ctx, x, nullptr, 1e-6f, out), RILL_ERROR_BACKEND,
-         "rill_rms_norm: fakehost backend: fake: simulated device loss");
+  expect_failure(rill_rms_norm(ctx, x, nullptr, 1e-6f, out), RILL_ERROR_BACKEND,
+                 {"rill_rms_norm: fakehost backend: fake: simulated device loss"});
   // residual_add exists but refuses f16: the plugin's status and message come through.
-  expect(rill_residual_add(ctx, h, h2, nullptr, 1, 1), RILL_ERROR_UNSUPPORTED, "fake: residual_add supports f32 only");
+  expect_failure(rill_residual_add(ctx, h, h2, nullptr, 1, 1), RILL_ERROR_UNSUPPORTED,
+                 {"fake: residual_add supports f32 only"});
   // A tensor larger than memory: the plugin's allocation fails.
   const int64_t absurd[2] = {int64_t{1} << 30, int64_t{1} << 30};
   rill_tensor* none = nullptr;
-  expect(rill_tensor_create(ctx, RILL_DTYPE_F32, 2, absurd, &none), RILL_ERROR_OUT_OF_MEMORY, "fakehost backend");
+  expect_failure(rill_tensor_create(ctx, RILL_DTYPE_F32, 2, absurd, &none), RILL_ERROR_OUT_OF_MEMORY,
+                 {"fakehost backend"});
   CHECK(none == nullptr);
   for (rill_tensor* t : {x, r, w, out, h, h2}) rill_tensor_destroy(t);
 }

@@ -167,6 +167,22 @@ const rill_dtype kDtypes[] = {RILL_DTYPE_F32, RILL_DTYPE_F16, RILL_DTYPE_BF16};
 // nullptr: the device's default (subgroups where available); "1": shared memory.
 const char* const kReductions[] = {nullptr, "1"};
 
+// Runs body(context, dtype) for every dtype on a fresh context per reduction
+// path, both named in the failure messages.
+template <typename Body>
+void for_each_reduction_and_dtype(Body body) {
+  for (const char* reduction : kReductions) {
+    const std::string path = reduction ? "shared memory" : "default";
+    CAPTURE(path);
+    Context c(reduction);
+    for (rill_dtype dtype : kDtypes) {
+      const std::string dtype_label = dtype_name(dtype);
+      CAPTURE(dtype_label);
+      body(c, dtype);
+    }
+  }
+}
+
 // Reference norm of one row (already in f32 storage precision), in double.
 std::vector<double> norm_reference(const std::vector<float>& row, const std::vector<float>* weight,
                                    const std::vector<float>* bias, double eps, bool layer) {
@@ -180,6 +196,19 @@ std::vector<double> norm_reference(const std::vector<float>& row, const std::vec
   std::vector<double> out(d);
   for (size_t i = 0; i < d; ++i) {
     out[i] = (row[i] - mean) * scale * (weight ? (*weight)[i] : 1.0) + (bias ? (*bias)[i] : 0.0);
+  }
+  return out;
+}
+
+// norm_reference of each row of values, a row-major matrix of rows of cols.
+std::vector<double> norm_reference_rows(const std::vector<float>& values, int64_t cols,
+                                        const std::vector<float>* weight, const std::vector<float>* bias, double eps,
+                                        bool layer) {
+  std::vector<double> out;
+  out.reserve(values.size());
+  for (auto first = values.begin(); first != values.end(); first += cols) {
+    std::vector<double> row = norm_reference(std::vector<float>(first, first + cols), weight, bias, eps, layer);
+    out.insert(out.end(), row.begin(), row.end());
   }
   return out;
 }
@@ -238,7 +267,7 @@ TEST_CASE("a device is chosen by index or by a substring of its name") {
 TEST_CASE("residual_add matches the reference for every dtype, with and without gain, at offsets") {
   for (rill_dtype dtype : kDtypes) {
     const std::string dtype_label = dtype_name(dtype);
-      CAPTURE(dtype_label);
+    CAPTURE(dtype_label);
     Context c;
     const int64_t rows = 7, cols = 333;
     for (bool with_gain : {false, true}) {
@@ -259,146 +288,110 @@ TEST_CASE("residual_add matches the reference for every dtype, with and without 
 }
 
 TEST_CASE("rms_norm and layer_norm match the reference for any D, both reduction paths") {
-  for (const char* reduction : kReductions) {
-    const std::string path = reduction ? "shared memory" : "default";
-    CAPTURE(path);
-    Context c(reduction);
-    for (rill_dtype dtype : kDtypes) {
-      const std::string dtype_label = dtype_name(dtype);
-      CAPTURE(dtype_label);
-      // Row lengths below, at and far above one workgroup's reach, odd tails.
-      for (int64_t cols : {1, 7, 256, 1000, 4099}) {
-        CAPTURE(cols);
-        const int64_t rows = 5;
-        auto x = round_to(random_values(rows * cols, 10, -2.0f, 3.0f), dtype);
-        auto w = round_to(random_values(cols, 11, 0.5f, 1.5f), dtype);
-        auto b = round_to(random_values(cols, 12), dtype);
-        for (bool layer : {false, true}) {
-          CAPTURE(layer);
-          rill_backend_tensor tx = c.tensor(x, dtype, rows, cols, 4);
-          rill_backend_tensor tw = c.tensor(w, dtype, 0, cols);
-          rill_backend_tensor tb = c.tensor(b, dtype, 0, cols);
-          rill_backend_tensor tout = c.tensor(std::vector<float>(x.size(), 0.0f), dtype, rows, cols, 2);
-          const float eps = 1e-5f;
-          rill_status status = layer ? ops().layer_norm(c.ctx, &tx, &tw, &tb, eps, &tout)
-                                     : ops().rms_norm(c.ctx, &tx, &tw, eps, &tout);
-          REQUIRE_MESSAGE(status == RILL_OK, g_last_error);
-          std::vector<double> want;
-          for (int64_t r = 0; r < rows; ++r) {
-            std::vector<float> row(x.begin() + r * cols, x.begin() + (r + 1) * cols);
-            auto out = norm_reference(row, &w, layer ? &b : nullptr, eps, layer);
-            want.insert(want.end(), out.begin(), out.end());
-          }
-          CHECK(nmse(c.read(tout), want) < threshold(dtype));
-          // In place (out aliases x), without weight.
-          status = layer ? ops().layer_norm(c.ctx, &tx, nullptr, nullptr, eps, &tx)
-                         : ops().rms_norm(c.ctx, &tx, nullptr, eps, &tx);
-          REQUIRE(status == RILL_OK);
-          want.clear();
-          for (int64_t r = 0; r < rows; ++r) {
-            std::vector<float> row(x.begin() + r * cols, x.begin() + (r + 1) * cols);
-            auto out = norm_reference(row, nullptr, nullptr, eps, layer);
-            want.insert(want.end(), out.begin(), out.end());
-          }
-          if (cols > 1 || !layer) CHECK(nmse(c.read(tx), want) < threshold(dtype));
-        }
+  for_each_reduction_and_dtype([&](Context& c, rill_dtype dtype) {
+    // Row lengths below, at and far above one workgroup's reach, odd tails.
+    for (int64_t cols : {1, 7, 256, 1000, 4099}) {
+      CAPTURE(cols);
+      const int64_t rows = 5;
+      auto x = round_to(random_values(rows * cols, 10, -2.0f, 3.0f), dtype);
+      auto w = round_to(random_values(cols, 11, 0.5f, 1.5f), dtype);
+      auto b = round_to(random_values(cols, 12), dtype);
+      for (bool layer : {false, true}) {
+        CAPTURE(layer);
+        rill_backend_tensor tx = c.tensor(x, dtype, rows, cols, 4);
+        rill_backend_tensor tw = c.tensor(w, dtype, 0, cols);
+        rill_backend_tensor tb = c.tensor(b, dtype, 0, cols);
+        rill_backend_tensor tout = c.tensor(std::vector<float>(x.size(), 0.0f), dtype, rows, cols, 2);
+        const float eps = 1e-5f;
+        rill_status status = layer ? ops().layer_norm(c.ctx, &tx, &tw, &tb, eps, &tout)
+                                   : ops().rms_norm(c.ctx, &tx, &tw, eps, &tout);
+        REQUIRE_MESSAGE(status == RILL_OK, g_last_error);
+        std::vector<double> want = norm_reference_rows(x, cols, &w, layer ? &b : nullptr, eps, layer);
+        CHECK(nmse(c.read(tout), want) < threshold(dtype));
+        // In place (out aliases x), without weight.
+        status = layer ? ops().layer_norm(c.ctx, &tx, nullptr, nullptr, eps, &tx)
+                       : ops().rms_norm(c.ctx, &tx, nullptr, eps, &tx);
+        REQUIRE(status == RILL_OK);
+        want = norm_reference_rows(x, cols, nullptr, nullptr, eps, layer);
+        if (cols > 1 || !layer) CHECK(nmse(c.read(tx), want) < threshold(dtype));
       }
     }
-  }
+  });
 }
 
 TEST_CASE("fused add+norm equals residual_add followed by the norm of the rounded residual") {
-  for (const char* reduction : kReductions) {
-    const std::string path = reduction ? "shared memory" : "default";
-    CAPTURE(path);
-    Context c(reduction);
-    for (rill_dtype dtype : kDtypes) {
-      const std::string dtype_label = dtype_name(dtype);
-      CAPTURE(dtype_label);
-      for (int64_t cols : {3, 512, 2050}) {
-        for (bool layer : {false, true}) {
-          CAPTURE(cols);
-          CAPTURE(layer);
-          const int64_t rows = 4;
-          auto x = round_to(random_values(rows * cols, 20), dtype);
-          auto res = round_to(random_values(rows * cols, 21, -3.0f, 3.0f), dtype);
-          auto gain = round_to(random_values(cols, 22, 0.5f, 1.5f), dtype);
-          auto w = round_to(random_values(cols, 23, 0.5f, 1.5f), dtype);
-          auto b = round_to(random_values(cols, 24), dtype);
-          rill_backend_tensor tx = c.tensor(x, dtype, rows, cols, 8);
-          rill_backend_tensor tr = c.tensor(res, dtype, rows, cols, 14);
-          rill_backend_tensor tg = c.tensor(gain, dtype, 0, cols);
-          rill_backend_tensor tw = c.tensor(w, dtype, 0, cols);
-          rill_backend_tensor tb = c.tensor(b, dtype, 0, cols);
-          const float eps = 1e-6f, rs = 0.5f, us = 2.0f;
-          rill_status status = layer ? ops().fused_add_layer_norm(c.ctx, &tx, &tr, &tg, &tw, &tb, eps, rs, us)
-                                     : ops().fused_add_rms_norm(c.ctx, &tx, &tr, &tg, &tw, eps, rs, us);
-          REQUIRE_MESSAGE(status == RILL_OK, g_last_error);
+  for_each_reduction_and_dtype([&](Context& c, rill_dtype dtype) {
+    for (int64_t cols : {3, 512, 2050}) {
+      for (bool layer : {false, true}) {
+        CAPTURE(cols);
+        CAPTURE(layer);
+        const int64_t rows = 4;
+        auto x = round_to(random_values(rows * cols, 20), dtype);
+        auto res = round_to(random_values(rows * cols, 21, -3.0f, 3.0f), dtype);
+        auto gain = round_to(random_values(cols, 22, 0.5f, 1.5f), dtype);
+        auto w = round_to(random_values(cols, 23, 0.5f, 1.5f), dtype);
+        auto b = round_to(random_values(cols, 24), dtype);
+        rill_backend_tensor tx = c.tensor(x, dtype, rows, cols, 8);
+        rill_backend_tensor tr = c.tensor(res, dtype, rows, cols, 14);
+        rill_backend_tensor tg = c.tensor(gain, dtype, 0, cols);
+        rill_backend_tensor tw = c.tensor(w, dtype, 0, cols);
+        rill_backend_tensor tb = c.tensor(b, dtype, 0, cols);
+        const float eps = 1e-6f, rs = 0.5f, us = 2.0f;
+        rill_status status = layer ? ops().fused_add_layer_norm(c.ctx, &tx, &tr, &tg, &tw, &tb, eps, rs, us)
+                                   : ops().fused_add_rms_norm(c.ctx, &tx, &tr, &tg, &tw, eps, rs, us);
+        REQUIRE_MESSAGE(status == RILL_OK, g_last_error);
 
-          std::vector<float> summed(res.size());
-          for (size_t i = 0; i < res.size(); ++i) summed[i] = rs * res[i] + us * (gain[i % cols] * x[i]);
-          std::vector<float> rounded = round_to(summed, dtype);
-          std::vector<double> want_residual(rounded.begin(), rounded.end());
-          std::vector<double> want_x;
-          for (int64_t r = 0; r < rows; ++r) {
-            std::vector<float> row(rounded.begin() + r * cols, rounded.begin() + (r + 1) * cols);
-            auto out = norm_reference(row, &w, layer ? &b : nullptr, eps, layer);
-            want_x.insert(want_x.end(), out.begin(), out.end());
-          }
-          CHECK(nmse(c.read(tr), want_residual) < threshold(dtype));
-          CHECK(nmse(c.read(tx), want_x) < threshold(dtype));
-        }
+        std::vector<float> summed(res.size());
+        for (size_t i = 0; i < res.size(); ++i) summed[i] = rs * res[i] + us * (gain[i % cols] * x[i]);
+        std::vector<float> rounded = round_to(summed, dtype);
+        std::vector<double> want_residual(rounded.begin(), rounded.end());
+        std::vector<double> want_x = norm_reference_rows(rounded, cols, &w, layer ? &b : nullptr, eps, layer);
+        CHECK(nmse(c.read(tr), want_residual) < threshold(dtype));
+        CHECK(nmse(c.read(tx), want_x) < threshold(dtype));
       }
     }
-  }
+  });
 }
 
 TEST_CASE("gemm matches the reference: decode and tiled paths, bias, alpha, beta, edges") {
-  for (const char* reduction : kReductions) {
-    const std::string path = reduction ? "shared memory" : "default";
-    CAPTURE(path);
-    Context c(reduction);
-    for (rill_dtype dtype : kDtypes) {
-      const std::string dtype_label = dtype_name(dtype);
-      CAPTURE(dtype_label);
-      struct Shape {
-        int64_t rows, n, k;
-      };
-      for (Shape s : {Shape{1, 37, 300}, Shape{8, 64, 64}, Shape{9, 70, 33}, Shape{130, 129, 100}}) {
-        for (bool accumulate : {false, true}) {
-          CAPTURE(s.rows);
-          CAPTURE(s.n);
-          CAPTURE(s.k);
-          CAPTURE(accumulate);
-          auto a = round_to(random_values(s.rows * s.k, 30), dtype);
-          auto w = round_to(random_values(s.n * s.k, 31), dtype);
-          auto bias = round_to(random_values(s.n, 32), dtype);
-          // With beta == 0 the prior contents must not be read: NaNs there
-          // would otherwise poison the result.
-          std::vector<float> prior = accumulate ? round_to(random_values(s.rows * s.n, 33), dtype)
-                                                : std::vector<float>(s.rows * s.n, NAN);
-          rill_backend_tensor ta = c.tensor(a, dtype, s.rows, s.k, 2);
-          rill_backend_tensor tw = c.tensor(w, dtype, s.n, s.k, 6);
-          rill_backend_tensor tb = c.tensor(bias, dtype, 0, s.n);
-          rill_backend_tensor tout = c.tensor(prior, dtype, s.rows, s.n, 10);
-          const float alpha = 0.5f, beta = accumulate ? -1.5f : 0.0f;
-          REQUIRE_MESSAGE(ops().gemm(c.ctx, &ta, &tw, accumulate ? &tb : nullptr, alpha, beta, &tout) == RILL_OK,
-                          g_last_error);
-          std::vector<double> want(s.rows * s.n);
-          for (int64_t r = 0; r < s.rows; ++r) {
-            for (int64_t n = 0; n < s.n; ++n) {
-              double dot = 0;
-              for (int64_t k = 0; k < s.k; ++k) dot += double(a[r * s.k + k]) * w[n * s.k + k];
-              double v = alpha * dot;
-              if (accumulate) v += beta * prior[r * s.n + n] + bias[n];
-              want[r * s.n + n] = v;
-            }
+  for_each_reduction_and_dtype([&](Context& c, rill_dtype dtype) {
+    struct Shape {
+      int64_t rows, n, k;
+    };
+    for (Shape s : {Shape{1, 37, 300}, Shape{8, 64, 64}, Shape{9, 70, 33}, Shape{130, 129, 100}}) {
+      for (bool accumulate : {false, true}) {
+        CAPTURE(s.rows);
+        CAPTURE(s.n);
+        CAPTURE(s.k);
+        CAPTURE(accumulate);
+        auto a = round_to(random_values(s.rows * s.k, 30), dtype);
+        auto w = round_to(random_values(s.n * s.k, 31), dtype);
+        auto bias = round_to(random_values(s.n, 32), dtype);
+        // With beta == 0 the prior contents must not be read: NaNs there
+        // would otherwise poison the result.
+        std::vector<float> prior = accumulate ? round_to(random_values(s.rows * s.n, 33), dtype)
+                                              : std::vector<float>(s.rows * s.n, NAN);
+        rill_backend_tensor ta = c.tensor(a, dtype, s.rows, s.k, 2);
+        rill_backend_tensor tw = c.tensor(w, dtype, s.n, s.k, 6);
+        rill_backend_tensor tb = c.tensor(bias, dtype, 0, s.n);
+        rill_backend_tensor tout = c.tensor(prior, dtype, s.rows, s.n, 10);
+        const float alpha = 0.5f, beta = accumulate ? -1.5f : 0.0f;
+        REQUIRE_MESSAGE(ops().gemm(c.ctx, &ta, &tw, accumulate ? &tb : nullptr, alpha, beta, &tout) == RILL_OK,
+                        g_last_error);
+        std::vector<double> want(s.rows * s.n);
+        for (int64_t r = 0; r < s.rows; ++r) {
+          for (int64_t n = 0; n < s.n; ++n) {
+            double dot = 0;
+            for (int64_t k = 0; k < s.k; ++k) dot += double(a[r * s.k + k]) * w[n * s.k + k];
+            double v = alpha * dot;
+            if (accumulate) v += beta * prior[r * s.n + n] + bias[n];
+            want[r * s.n + n] = v;
           }
-          CHECK(nmse(c.read(tout), want) < threshold(dtype));
         }
+        CHECK(nmse(c.read(tout), want) < threshold(dtype));
       }
     }
-  }
+  });
 }
 
 // A 4-dim tensor view with the given shape at offset_elements into a new buffer.
@@ -415,64 +408,57 @@ static rill_backend_tensor tensor4(Context& c, const std::vector<float>& values,
 TEST_CASE("attention over several key tiles and wide heads matches the reference (prefill and decode)") {
   const rill_backend_ops& o = ops();
   REQUIRE(o.struct_size >= offsetof(rill_backend_ops, activation) + sizeof(o.activation));
-  for (const char* reduction : kReductions) {
-    const std::string path = reduction ? "shared memory" : "default";
-    CAPTURE(path);
-    Context c(reduction);
-    for (rill_dtype dtype : kDtypes) {
-      const std::string dtype_label = dtype_name(dtype);
-      CAPTURE(dtype_label);
-      // head_dim 160 needs two dims per invocation; 300 slots are three tiles.
-      const int64_t batch = 2, q_heads = 4, kv_heads = 2, head_dim = 160, slots = 300;
-      struct Case {
-        int64_t queries;
-        std::vector<int32_t> lengths;
-      };
-      for (const Case& cs : {Case{1, {300, 131}}, Case{129, {129, 200}}}) {
-        CAPTURE(cs.queries);
-        auto q = round_to(random_values(batch * cs.queries * q_heads * head_dim, 50, -2.0f, 2.0f), dtype);
-        auto k = round_to(random_values(batch * slots * kv_heads * head_dim, 51, -2.0f, 2.0f), dtype);
-        auto v = round_to(random_values(batch * slots * kv_heads * head_dim, 52), dtype);
-        rill_backend_tensor tq = tensor4(c, q, dtype, {batch, cs.queries, q_heads, head_dim}, 3);
-        rill_backend_tensor tk = tensor4(c, k, dtype, {batch, slots, kv_heads, head_dim}, 5);
-        rill_backend_tensor tv = tensor4(c, v, dtype, {batch, slots, kv_heads, head_dim});
-        rill_backend_tensor tout = tensor4(c, std::vector<float>(q.size(), 0.0f), dtype,
-                                           {batch, cs.queries, q_heads, head_dim}, 1);
-        const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
-        REQUIRE_MESSAGE(o.attention(c.ctx, &tq, &tk, &tv, cs.lengths.data(), scale, &tout) == RILL_OK, g_last_error);
+  for_each_reduction_and_dtype([&](Context& c, rill_dtype dtype) {
+    // head_dim 160 needs two dims per invocation; 300 slots are three tiles.
+    const int64_t batch = 2, q_heads = 4, kv_heads = 2, head_dim = 160, slots = 300;
+    struct Case {
+      int64_t queries;
+      std::vector<int32_t> lengths;
+    };
+    for (const Case& cs : {Case{1, {300, 131}}, Case{129, {129, 200}}}) {
+      CAPTURE(cs.queries);
+      auto q = round_to(random_values(batch * cs.queries * q_heads * head_dim, 50, -2.0f, 2.0f), dtype);
+      auto k = round_to(random_values(batch * slots * kv_heads * head_dim, 51, -2.0f, 2.0f), dtype);
+      auto v = round_to(random_values(batch * slots * kv_heads * head_dim, 52), dtype);
+      rill_backend_tensor tq = tensor4(c, q, dtype, {batch, cs.queries, q_heads, head_dim}, 3);
+      rill_backend_tensor tk = tensor4(c, k, dtype, {batch, slots, kv_heads, head_dim}, 5);
+      rill_backend_tensor tv = tensor4(c, v, dtype, {batch, slots, kv_heads, head_dim});
+      rill_backend_tensor tout = tensor4(c, std::vector<float>(q.size(), 0.0f), dtype,
+                                         {batch, cs.queries, q_heads, head_dim}, 1);
+      const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
+      REQUIRE_MESSAGE(o.attention(c.ctx, &tq, &tk, &tv, cs.lengths.data(), scale, &tout) == RILL_OK, g_last_error);
 
-        std::vector<double> want(q.size());
-        const int64_t group = q_heads / kv_heads;
-        for (int64_t b = 0; b < batch; ++b) {
-          for (int64_t t = 0; t < cs.queries; ++t) {
-            for (int64_t h = 0; h < q_heads; ++h) {
-              const int64_t visible = cs.lengths[b] - cs.queries + t + 1, kvh = h / group;
-              const float* qr = &q[((b * cs.queries + t) * q_heads + h) * head_dim];
-              std::vector<double> logits(visible);
-              double top = -INFINITY;
+      std::vector<double> want(q.size());
+      const int64_t group = q_heads / kv_heads;
+      for (int64_t b = 0; b < batch; ++b) {
+        for (int64_t t = 0; t < cs.queries; ++t) {
+          for (int64_t h = 0; h < q_heads; ++h) {
+            const int64_t visible = cs.lengths[b] - cs.queries + t + 1, kvh = h / group;
+            const float* qr = &q[((b * cs.queries + t) * q_heads + h) * head_dim];
+            std::vector<double> logits(visible);
+            double top = -INFINITY;
+            for (int64_t j = 0; j < visible; ++j) {
+              const float* kr = &k[((b * slots + j) * kv_heads + kvh) * head_dim];
+              double dot = 0;
+              for (int64_t d = 0; d < head_dim; ++d) dot += double(qr[d]) * kr[d];
+              logits[j] = dot * scale;
+              top = std::max(top, logits[j]);
+            }
+            double sum = 0;
+            for (double& l : logits) sum += (l = std::exp(l - top));
+            for (int64_t d = 0; d < head_dim; ++d) {
+              double acc = 0;
               for (int64_t j = 0; j < visible; ++j) {
-                const float* kr = &k[((b * slots + j) * kv_heads + kvh) * head_dim];
-                double dot = 0;
-                for (int64_t d = 0; d < head_dim; ++d) dot += double(qr[d]) * kr[d];
-                logits[j] = dot * scale;
-                top = std::max(top, logits[j]);
+                acc += logits[j] / sum * v[((b * slots + j) * kv_heads + kvh) * head_dim + d];
               }
-              double sum = 0;
-              for (double& l : logits) sum += (l = std::exp(l - top));
-              for (int64_t d = 0; d < head_dim; ++d) {
-                double acc = 0;
-                for (int64_t j = 0; j < visible; ++j) {
-                  acc += logits[j] / sum * v[((b * slots + j) * kv_heads + kvh) * head_dim + d];
-                }
-                want[((b * cs.queries + t) * q_heads + h) * head_dim + d] = acc;
-              }
+              want[((b * cs.queries + t) * q_heads + h) * head_dim + d] = acc;
             }
           }
         }
-        CHECK(nmse(c.read(tout), want) < threshold(dtype));
       }
+      CHECK(nmse(c.read(tout), want) < threshold(dtype));
     }
-  }
+  });
 }
 
 TEST_CASE("attention with a head_dim beyond the kernel's reach is unsupported, with a message") {

@@ -1,0 +1,72 @@
+// Checks and factories shared by the tests of the C API (rill.h): a failed
+// call's status and message, tensors that must be created, and model
+// descriptors with the usual sizes set.
+#pragma once
+
+#include <doctest/doctest.h>
+
+#include <cstdint>
+#include <initializer_list>
+#include <string>
+#include <vector>
+
+#include "rill.h"
+
+namespace rill_test {
+
+inline const char* const kCpuConfig = "[runtime]\nbackend = \"cpu\"\n";
+
+// Checks that message holds every part. Parts are std::string so that a
+// missing one is printed as text: doctest prints a bare const char* as an address.
+inline void expect_message_has(const std::string& message, std::initializer_list<std::string> parts) {
+  for (const std::string& part : parts) {
+    CHECK_MESSAGE(message.find(part) != std::string::npos, "'", part, "' missing from: ", message);
+  }
+}
+
+// Checks that the last call failed with status expected and that its message
+// (rill_last_error) holds every part.
+inline void expect_failure(rill_status got, rill_status expected, std::initializer_list<std::string> parts) {
+  CHECK_MESSAGE(got == expected, "got ", rill_status_string(got), ", expected ", rill_status_string(expected),
+                "; message: ", rill_last_error());
+  expect_message_has(rill_last_error(), parts);
+}
+
+// A tensor of the given shape and dtype on ctx; creating it must succeed.
+inline rill_tensor* create_tensor(rill_context* ctx, const std::vector<int64_t>& shape,
+                                  rill_dtype dtype = RILL_DTYPE_F32) {
+  rill_tensor* t = nullptr;
+  REQUIRE_MESSAGE(rill_tensor_create(ctx, dtype, static_cast<int32_t>(shape.size()), shape.data(), &t) == RILL_OK,
+                  rill_last_error());
+  return t;
+}
+
+// A context created from config (which must succeed), destroyed with this object.
+struct ScopedContext {
+  rill_context* ctx = nullptr;
+  explicit ScopedContext(const std::string& config = kCpuConfig) {
+    REQUIRE_MESSAGE(rill_context_create(config.c_str(), &ctx) == RILL_OK, rill_last_error());
+  }
+  ~ScopedContext() { rill_context_destroy(ctx); }
+  ScopedContext(const ScopedContext&) = delete;
+  ScopedContext& operator=(const ScopedContext&) = delete;
+
+  // A new tensor on this context; the caller destroys it.
+  rill_tensor* tensor(std::initializer_list<int64_t> shape, rill_dtype dtype = RILL_DTYPE_F32) {
+    return create_tensor(ctx, shape, dtype);
+  }
+};
+
+// A descriptor with rill_model_desc_init's defaults and these sizes.
+inline rill_model_desc model_desc(int32_t num_layers, int32_t hidden_size, int32_t num_heads,
+                                  int32_t intermediate_size) {
+  rill_model_desc d;
+  rill_model_desc_init(&d);
+  d.num_layers = num_layers;
+  d.hidden_size = hidden_size;
+  d.num_heads = num_heads;
+  d.intermediate_size = intermediate_size;
+  return d;
+}
+
+}  // namespace rill_test
