@@ -7,7 +7,6 @@
 // Without a usable CUDA device the test reports skipped (77).
 #define DOCTEST_CONFIG_IMPLEMENT
 #include <doctest/doctest.h>
-#include <dlfcn.h>
 
 #include <cstdio>
 #include <cstring>
@@ -15,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "direct_plugin.h"
 #include "rill_backend.h"
 
 namespace {
@@ -183,33 +183,9 @@ TEST_CASE("fused add+norm equals residual_add then the norm bit for bit, with op
 }
 
 int main(int argc, char** argv) {
-  const char* path = RILL_CUDA_PLUGIN;
-  void* library = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-  if (library == nullptr) {
-    std::printf("skipped: cannot load %s: %s\n", path, dlerror());
-    return 77;
-  }
-  auto negotiate = reinterpret_cast<rill_plugin_negotiate_fn>(dlsym(library, RILL_PLUGIN_NEGOTIATE_SYMBOL));
-  auto init = reinterpret_cast<rill_plugin_init_fn>(dlsym(library, RILL_PLUGIN_INIT_SYMBOL));
-  if (negotiate == nullptr || init == nullptr) {
-    std::printf("the plugin lacks its entry points\n");
-    return 1;
-  }
-  const uint32_t version = negotiate(RILL_BACKEND_ABI_MIN_VERSION, RILL_BACKEND_ABI_VERSION);
-  if (version == 0 || init(version, &g_host, &g_backend) != RILL_OK) {
-    std::printf("the plugin refused interface versions %u..%u: %s\n", RILL_BACKEND_ABI_MIN_VERSION,
-                RILL_BACKEND_ABI_VERSION, g_last_error.c_str());
-    return 1;
-  }
-  uint32_t count = 0;
-  const rill_status status = g_backend->device_count(&count);
-  if (status == RILL_ERROR_BACKEND_UNAVAILABLE || (status == RILL_OK && count == 0)) {
-    std::printf("skipped: no CUDA device (%s)\n", g_last_error.c_str());
-    return 77;
-  }
-  if (status != RILL_OK) {
-    std::printf("device_count failed: %s\n", g_last_error.c_str());
-    return 1;
+  if (const int loaded = load_plugin_with_device(RILL_CUDA_PLUGIN, "CUDA", &g_host, g_last_error, &g_backend);
+      loaded != 0) {
+    return loaded;
   }
   // A device the build has no kernels for fails context creation as unavailable.
   rill_backend_context_options options{};

@@ -9,7 +9,6 @@
 // then also fails if any validation message was logged.
 #define DOCTEST_CONFIG_IMPLEMENT
 #include <doctest/doctest.h>
-#include <dlfcn.h>
 
 #include <algorithm>
 #include <cmath>
@@ -22,6 +21,7 @@
 #include <vector>
 
 #include "cpu_convert.h"
+#include "direct_plugin.h"
 #include "rill_backend.h"
 
 namespace {
@@ -611,33 +611,9 @@ TEST_CASE("errors map to statuses and leave the context usable") {
 }
 
 int main(int argc, char** argv) {
-  const char* path = RILL_VULKAN_PLUGIN;
-  void* library = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-  if (library == nullptr) {
-    std::printf("skipped: cannot load %s: %s\n", path, dlerror());
-    return 77;
-  }
-  auto negotiate = reinterpret_cast<rill_plugin_negotiate_fn>(dlsym(library, RILL_PLUGIN_NEGOTIATE_SYMBOL));
-  auto init = reinterpret_cast<rill_plugin_init_fn>(dlsym(library, RILL_PLUGIN_INIT_SYMBOL));
-  if (negotiate == nullptr || init == nullptr) {
-    std::printf("the plugin lacks its entry points\n");
-    return 1;
-  }
-  uint32_t version = negotiate(RILL_BACKEND_ABI_MIN_VERSION, RILL_BACKEND_ABI_VERSION);
-  if (version == 0 || init(version, &g_host, &g_backend) != RILL_OK) {
-    std::printf("the plugin refused interface versions %u..%u: %s\n", RILL_BACKEND_ABI_MIN_VERSION,
-                RILL_BACKEND_ABI_VERSION, g_last_error.c_str());
-    return 1;
-  }
-  uint32_t count = 0;
-  rill_status status = g_backend->device_count(&count);
-  if (status == RILL_ERROR_BACKEND_UNAVAILABLE || (status == RILL_OK && count == 0)) {
-    std::printf("skipped: no Vulkan device (%s)\n", g_last_error.c_str());
-    return 77;
-  }
-  if (status != RILL_OK) {
-    std::printf("device_count failed: %s\n", g_last_error.c_str());
-    return 1;
+  if (const int loaded = load_plugin_with_device(RILL_VULKAN_PLUGIN, "Vulkan", &g_host, g_last_error, &g_backend);
+      loaded != 0) {
+    return loaded;
   }
   const char* validation = std::getenv("RILL_VULKAN_VALIDATION");
   if (validation != nullptr && std::strcmp(validation, "1") == 0) {

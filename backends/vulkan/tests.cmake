@@ -7,7 +7,8 @@ if(NOT TARGET rill_backend_vulkan)
 endif()
 
 add_executable(vulkan_backend_test ${PROJECT_SOURCE_DIR}/tests/vulkan_backend_test.cpp)
-target_include_directories(vulkan_backend_test PRIVATE ${PROJECT_SOURCE_DIR}/include ${PROJECT_SOURCE_DIR}/backends/cpu)
+target_include_directories(vulkan_backend_test PRIVATE ${PROJECT_SOURCE_DIR}/include ${PROJECT_SOURCE_DIR}/backends/cpu
+                           ${PROJECT_SOURCE_DIR}/tests/support)
 target_compile_definitions(vulkan_backend_test PRIVATE RILL_VULKAN_PLUGIN="$<TARGET_FILE:rill_backend_vulkan>")
 target_link_libraries(vulkan_backend_test PRIVATE doctest::doctest rill_warnings ${CMAKE_DL_LIBS})
 add_dependencies(vulkan_backend_test rill_backend_vulkan)
