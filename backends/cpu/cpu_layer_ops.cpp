@@ -141,11 +141,14 @@ void attention_typed(rill_backend_context* ctx, const rill_backend_tensor* q, co
     float* acc = scores + chunk_len;
     float* widened = acc + head_dim;
     for (int64_t item = begin; item < end; ++item) {
-      const int64_t c = item % chunks;
-      const int64_t row = item / chunks;
-      const int64_t h = row % q_heads;
-      const int64_t b = row / (q_heads * queries);
-      const int64_t kvh = h / group;
+      // Items run in (b, t, KV head, chunk, head within the group) order so
+      // that the heads sharing a chunk of keys and values read it while hot.
+      const int64_t g = item % group;
+      const int64_t c = (item / group) % chunks;
+      const int64_t kvh = (item / (group * chunks)) % kv_heads;
+      const int64_t bt = item / (group * chunks * kv_heads);  // b * queries + t
+      const int64_t b = bt / queries;
+      const int64_t row = bt * q_heads + kvh * group + g;
       const int64_t visible = visible_keys(row);
       const int64_t first = c * chunk_len;
       const int64_t last = std::min(visible, first + chunk_len);
