@@ -1,5 +1,7 @@
 #include "npy.h"
 
+#include <sys/stat.h>
+
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -70,6 +72,13 @@ bool parse_header(const std::string& header, NpyArray& out, std::string& problem
 bool read_npy_f32(const std::string& path, NpyArray& out, std::string& error) {
   File file(std::fopen(path.c_str(), "rb"));
   if (!file) return error = path + ": cannot open: " + std::strerror(errno), false;
+  // The file's size bounds the header and the data, so that a hostile header
+  // cannot make us allocate what the file does not hold.
+  struct stat info {};
+  if (::fstat(::fileno(file.get()), &info) != 0 || !S_ISREG(info.st_mode)) {
+    return error = path + ": not a regular file", false;
+  }
+  const uint64_t file_bytes = static_cast<uint64_t>(info.st_size);
   unsigned char preamble[10];
   if (std::fread(preamble, 1, 8, file.get()) != 8 || std::memcmp(preamble, kMagic, kMagicBytes) != 0) {
     return error = path + ": not a .npy file (no \\x93NUMPY magic)", false;
@@ -87,6 +96,12 @@ bool read_npy_f32(const std::string& path, NpyArray& out, std::string& error) {
   } else {
     return error = path + ": unsupported .npy version " + std::to_string(major), false;
   }
+  const uint64_t preamble_bytes = major == 1 ? 10 : 12;
+  if (header_bytes > file_bytes - preamble_bytes) {
+    return error = path + ": truncated: the .npy header claims " + std::to_string(header_bytes) +
+                   " bytes but the file holds " + std::to_string(file_bytes - preamble_bytes) + " after the preamble",
+           false;
+  }
   std::string header(header_bytes, '\0');
   if (std::fread(header.data(), 1, header_bytes, file.get()) != header_bytes) {
     return error = path + ": truncated .npy header", false;
@@ -98,6 +113,12 @@ bool read_npy_f32(const std::string& path, NpyArray& out, std::string& error) {
   for (int64_t d : result.shape) {
     if (d != 0 && count > UINT64_MAX / 4 / static_cast<uint64_t>(d)) return error = path + ": shape overflows", false;
     count *= static_cast<uint64_t>(d);
+  }
+  const uint64_t data_bytes = file_bytes - preamble_bytes - header_bytes;
+  if (count > data_bytes / sizeof(float)) {
+    return error = path + ": truncated: the shape needs " + std::to_string(count) + " float32 values but the file holds " +
+                   std::to_string(data_bytes) + " bytes of data",
+           false;
   }
   result.data.resize(static_cast<size_t>(count));
   if (std::fread(result.data.data(), sizeof(float), result.data.size(), file.get()) != result.data.size()) {

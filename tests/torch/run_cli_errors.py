@@ -91,6 +91,13 @@ def main():
         np.save(path("x_f64.npy"), np.zeros((1, 3, 8)))
         np.save(path("x_rank2.npy"), np.zeros((3, 8), np.float32))
         np.save(path("x_wrong_d.npy"), np.zeros((1, 3, 6), np.float32))
+        # Headers whose shape or header length claim far more than the file holds.
+        header = b"{'descr': '<f4', 'fortran_order': False, 'shape': (1, 4000000000000, 8), }"
+        header += b" " * (-(10 + len(header) + 1) % 64) + b"\n"
+        with open(path("x_huge_shape.npy"), "wb") as f:
+            f.write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header)) + header)
+        with open(path("x_huge_header.npy"), "wb") as f:
+            f.write(b"\x93NUMPY\x02\x00" + struct.pack("<I", 0xFFFFFFF0) + header)
         with open(path("bad_heads.toml"), "w") as f:
             f.write(CONFIG.replace("num_kv_heads = 1", "num_kv_heads = 3"))
         with open(path("unknown_key.toml"), "w") as f:
@@ -118,6 +125,10 @@ def main():
             ("npy of float64", with_arg("--input", path("x_f64.npy")), ["x_f64.npy", "float32"]),
             ("npy of rank 2", with_arg("--input", path("x_rank2.npy")), ["x_rank2.npy", "[3, 8]"]),
             ("npy of the wrong width", with_arg("--input", path("x_wrong_d.npy")), ["x_wrong_d.npy", "hidden_size"]),
+            ("npy shape past the file's end", with_arg("--input", path("x_huge_shape.npy")),
+             ["x_huge_shape.npy", "truncated"]),
+            ("npy header past the file's end", with_arg("--input", path("x_huge_header.npy")),
+             ["x_huge_header.npy", "truncated"]),
             ("kv heads not dividing", with_arg("--config", path("bad_heads.toml")),
              ["bad_heads.toml:8:", "num_kv_heads"]),
             ("unknown model key", with_arg("--config", path("unknown_key.toml")),
