@@ -98,11 +98,18 @@ void convert_to_f32(rill_dtype dtype, const void* src, float* dst, size_t count)
     std::memcpy(dst, src, count * sizeof(float));
     return;
   }
-  const auto* in = static_cast<const uint16_t*>(src);
+  // src may be unaligned (a tensor of a memory-mapped safetensors file sits
+  // wherever its writer put it), so each value is read with memcpy.
+  const auto* in = static_cast<const unsigned char*>(src);
+  const auto load = [in](size_t i) {
+    uint16_t bits;
+    std::memcpy(&bits, in + i * sizeof(bits), sizeof(bits));
+    return bits;
+  };
   if (dtype == RILL_DTYPE_F16) {
-    for (size_t i = 0; i < count; ++i) dst[i] = f16_to_f32(in[i]);
+    for (size_t i = 0; i < count; ++i) dst[i] = f16_to_f32(load(i));
   } else {
-    for (size_t i = 0; i < count; ++i) dst[i] = bf16_to_f32(in[i]);
+    for (size_t i = 0; i < count; ++i) dst[i] = bf16_to_f32(load(i));
   }
 }
 

@@ -17,7 +17,7 @@ float bf16_to_f32(uint16_t bits);
 
 // Converts count floats to dtype into dst (count * rill_dtype_size(dtype) bytes).
 void convert_from_f32(rill_dtype dtype, const float* src, void* dst, size_t count);
-// Converts count elements of dtype at src into floats.
+// Converts count elements of dtype at src (any alignment) into floats.
 void convert_to_f32(rill_dtype dtype, const void* src, float* dst, size_t count);
 
 }  // namespace rill
