@@ -319,6 +319,18 @@ TEST_CASE("RoPE positions are relative: shifting every position leaves the outpu
   CHECK(difference > 1e-3);
 }
 
+TEST_CASE("attention: more key slots than an int32 kv length can count is refused, not truncated") {
+  // kv_lengths NULL means "S keys", handed to the backend as int32; S = 2^31
+  // (two 4 GiB f16 buffers, never touched) must not wrap to a negative length.
+  rill_test::ScopedContext c;
+  rill_tensor* q = c.tensor({1, 1, 1, 1}, RILL_DTYPE_F16);
+  rill_tensor* out = c.tensor({1, 1, 1, 1}, RILL_DTYPE_F16);
+  rill_tensor* k = c.tensor({1, int64_t{1} << 31, 1, 1}, RILL_DTYPE_F16);
+  rill_tensor* v = c.tensor({1, int64_t{1} << 31, 1, 1}, RILL_DTYPE_F16);
+  expect_failure(rill_attention(c.ctx, q, k, v, nullptr, 0, 1.0f, out), RILL_ERROR_SHAPE, {"k", "2147483648"});
+  for (rill_tensor* t : {q, out, k, v}) rill_tensor_destroy(t);
+}
+
 #ifdef RILL_FAKE_PLUGIN_DIR
 TEST_CASE("a backend without the layer ops: RILL_ERROR_UNSUPPORTED naming backend and op") {
   const std::string config =

@@ -106,6 +106,10 @@ RILL_API rill_status rill_attention(rill_context* ctx, const rill_tensor* q, con
         return check.failure(RILL_ERROR_SHAPE,
                              "k: with kv_lengths NULL, S must be >= T " + text(queries) + ", got S " + text(slots));
       }
+      if (slots > INT32_MAX) {
+        return check.failure(RILL_ERROR_SHAPE, "k: with kv_lengths NULL, S must be at most " + text(INT32_MAX) +
+                                                   " (kv lengths are int32), got S " + text(slots));
+      }
       std::fill(lengths.begin(), lengths.end(), static_cast<int32_t>(slots));
     } else {
       if (kv_length_count != static_cast<size_t>(batch)) {
