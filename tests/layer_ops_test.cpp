@@ -121,15 +121,22 @@ TEST_CASE("rope matches the rotate-half definition, full and partial") {
 
 TEST_CASE("attention: causal GQA prefill and decode with per-sequence lengths") {
   Context c;
-  const int64_t batch = 2, q_heads = 4, kv_heads = 2, head_dim = 8;
+  const int64_t batch = 2;
   struct Shape {
     int64_t queries, slots;
     std::vector<int32_t> lengths;  // empty: NULL
+    int64_t q_heads = 4, kv_heads = 2, head_dim = 8;
   };
-  for (const Shape& s : {Shape{5, 5, {}}, Shape{1, 7, {6, 2}}, Shape{3, 6, {5, 3}}}) {
+  // The last shapes: one KV head for all query heads, a head_dim that is no
+  // multiple of a vector width, and caches longer than one key tile or chunk
+  // (256) with lengths that differ per sequence by more than a chunk.
+  for (const Shape& s : {Shape{5, 5, {}}, Shape{1, 7, {6, 2}}, Shape{3, 6, {5, 3}}, Shape{1, 600, {600, 37}, 3, 1, 37},
+                         Shape{2, 530, {300, 529}, 2, 1, 20}}) {
+    const int64_t q_heads = s.q_heads, kv_heads = s.kv_heads, head_dim = s.head_dim;
     for (rill_dtype dtype : kDtypes) {
       CAPTURE(rill_dtype_name(dtype));
       CAPTURE(s.queries);
+      CAPTURE(s.slots);
       rill_tensor* q = c.tensor({batch, s.queries, q_heads, head_dim}, dtype,
                                 random_values(batch * s.queries * q_heads * head_dim, 1));
       rill_tensor* k = c.tensor({batch, s.slots, kv_heads, head_dim}, dtype,
