@@ -3,6 +3,7 @@
 // and each way a file can be corrupt, which must be RILL_ERROR_IO naming the
 // file and, where one is at fault, the tensor.
 #include <doctest/doctest.h>
+#include <sys/stat.h>
 
 #include <cstdio>
 #include <cstring>
@@ -230,4 +231,11 @@ TEST_CASE("corrupt files are RILL_ERROR_IO naming the file and tensor") {
   std::fclose(f);
   expect_failure(rill_model_load_safetensors(m.model, long_header.c_str()), RILL_ERROR_IO, {long_header, "truncated"});
   std::remove(long_header.c_str());
+
+  // A named pipe with no writer: refused at once, not waited on for ever.
+  const std::string fifo = temp_path("fifo.safetensors");
+  std::remove(fifo.c_str());
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  expect_failure(rill_model_load_safetensors(m.model, fifo.c_str()), RILL_ERROR_IO, {fifo, "not a regular file"});
+  std::remove(fifo.c_str());
 }

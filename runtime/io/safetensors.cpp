@@ -70,7 +70,9 @@ rill_status SafetensorsFile::open(const std::string& path, const char* function,
   const std::string where = std::string(function) + ": " + path + ": ";
   auto io_error = [&](const std::string& text) { return fail(RILL_ERROR_IO, where + text); };
 
-  FileCloser file{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
+  // O_NONBLOCK: opening a named pipe must not wait for a writer; the check
+  // below refuses anything but a regular file, where the flag changes nothing.
+  FileCloser file{::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK)};
   if (file.fd < 0) return io_error(std::string("cannot open: ") + std::strerror(errno));
   struct stat info {};
   if (::fstat(file.fd, &info) != 0) return io_error(std::string("cannot stat: ") + std::strerror(errno));
