@@ -1,6 +1,8 @@
 #include "npy.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
@@ -70,13 +72,21 @@ bool parse_header(const std::string& header, NpyArray& out, std::string& problem
 }  // namespace
 
 bool read_npy_f32(const std::string& path, NpyArray& out, std::string& error) {
-  File file(std::fopen(path.c_str(), "rb"));
-  if (!file) return error = path + ": cannot open: " + std::strerror(errno), false;
+  // O_NONBLOCK: a named pipe must be refused, not waited on until a writer comes.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) return error = path + ": cannot open: " + std::strerror(errno), false;
   // The file's size bounds the header and the data, so that a hostile header
   // cannot make us allocate what the file does not hold.
   struct stat info {};
-  if (::fstat(::fileno(file.get()), &info) != 0 || !S_ISREG(info.st_mode)) {
+  if (::fstat(fd, &info) != 0 || !S_ISREG(info.st_mode)) {
+    ::close(fd);
     return error = path + ": not a regular file", false;
+  }
+  File file(::fdopen(fd, "rb"));
+  if (!file) {
+    const int reason = errno;
+    ::close(fd);
+    return error = path + ": cannot open: " + std::strerror(reason), false;
   }
   const uint64_t file_bytes = static_cast<uint64_t>(info.st_size);
   unsigned char preamble[10];

@@ -98,6 +98,7 @@ def main():
             f.write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header)) + header)
         with open(path("x_huge_header.npy"), "wb") as f:
             f.write(b"\x93NUMPY\x02\x00" + struct.pack("<I", 0xFFFFFFF0) + header)
+        os.mkfifo(path("x_fifo.npy"))  # no writer: must be refused, not waited on
         with open(path("bad_heads.toml"), "w") as f:
             f.write(CONFIG.replace("num_kv_heads = 1", "num_kv_heads = 3"))
         with open(path("unknown_key.toml"), "w") as f:
@@ -129,6 +130,7 @@ def main():
              ["x_huge_shape.npy", "truncated"]),
             ("npy header past the file's end", with_arg("--input", path("x_huge_header.npy")),
              ["x_huge_header.npy", "truncated"]),
+            ("npy that is a named pipe", with_arg("--input", path("x_fifo.npy")), ["x_fifo.npy", "regular file"]),
             ("kv heads not dividing", with_arg("--config", path("bad_heads.toml")),
              ["bad_heads.toml:8:", "num_kv_heads"]),
             ("unknown model key", with_arg("--config", path("unknown_key.toml")),
@@ -137,7 +139,12 @@ def main():
             ("missing weights file", with_arg("--weights", path("nope.safetensors")), ["nope.safetensors"]),
         ]
         for label, argv, expected in cases:
-            proc = subprocess.run([args.rill, "run", *argv], capture_output=True, text=True)
+            try:
+                proc = subprocess.run([args.rill, "run", *argv], capture_output=True, text=True, timeout=20)
+            except subprocess.TimeoutExpired:
+                print(f"FAIL {label}: no answer within 20 s")
+                failures.append(label)
+                continue
             message = (proc.stdout + proc.stderr).strip()
             absent = [e for e in expected if e not in message]
             ok = proc.returncode != 0 and not absent
