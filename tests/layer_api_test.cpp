@@ -6,6 +6,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <string>
 #include <vector>
@@ -121,6 +122,13 @@ void check_close(const std::vector<float>& a, const std::vector<float>& b) {
 
 }  // namespace
 
+// Stores raw into an enum field byte for byte, the way a C caller can.
+template <class Enum>
+void store_raw(Enum& field, int32_t raw) {
+  static_assert(sizeof(Enum) == sizeof(int32_t), "rill enums are 32-bit");
+  std::memcpy(&field, &raw, sizeof raw);
+}
+
 TEST_CASE("model descriptors: every field checked, with its name") {
   rill_test::ScopedContext context;
   rill_context* ctx = context.ctx;
@@ -149,6 +157,11 @@ TEST_CASE("model descriptors: every field checked, with its name") {
       {[](rill_model_desc& d) { d.norm = static_cast<rill_norm_kind>(7); }, "norm"},
       {[](rill_model_desc& d) { d.norm_placement = static_cast<rill_norm_placement>(9); }, "norm_placement"},
       {[](rill_model_desc& d) { d.activation = static_cast<rill_mlp_activation>(5); }, "activation"},
+      // A C caller may store any 32-bit value, negative ones too; written as
+      // raw bytes, as C would, since a C++ cast to them is undefined.
+      {[](rill_model_desc& d) { store_raw(d.norm, -1); }, "norm"},
+      {[](rill_model_desc& d) { store_raw(d.norm_placement, -2); }, "norm_placement"},
+      {[](rill_model_desc& d) { store_raw(d.activation, -3); }, "activation"},
       {[](rill_model_desc& d) { d.rope_theta = NAN; }, "rope_theta"},
       {[](rill_model_desc& d) { d.residual_scale = 0.0f; }, "residual_scale"},
       {[](rill_model_desc& d) { d.branch_scale = INFINITY; }, "branch_scale"},

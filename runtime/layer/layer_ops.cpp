@@ -138,9 +138,10 @@ RILL_API rill_status rill_activation(rill_context* ctx, rill_act_fn fn_kind, con
   return rill::guarded(fn, [&]() -> rill_status {
     const OpChecks check(fn, ctx);
     RILL_CHECK(check.context());
-    if (fn_kind < RILL_ACT_SILU || fn_kind > RILL_ACT_RELU) {
+    const int32_t kind = rill::enum_value(fn_kind);
+    if (kind < RILL_ACT_SILU || kind > RILL_ACT_RELU) {
       return check.failure(RILL_ERROR_INVALID_ARGUMENT,
-                           "fn: expected RILL_ACT_SILU, _GELU, _GELU_TANH or _RELU, got " + text(fn_kind));
+                           "fn: expected RILL_ACT_SILU, _GELU, _GELU_TANH or _RELU, got " + text(kind));
     }
     RILL_CHECK(check.operand(x, "x"));
     RILL_CHECK(check.optional_operand(up, "up"));

@@ -75,20 +75,23 @@ DescProblem resolve_desc(const rill_model_desc& given, rill_model_desc& resolved
     return problem("head_dim", "num_heads * head_dim: expected at most " + std::to_string(kMaxSize) + ", got " +
                                    std::to_string(static_cast<int64_t>(d.num_heads) * d.head_dim));
   }
-  if (d.norm != RILL_NORM_RMS && d.norm != RILL_NORM_LAYER) {
-    return problem("norm", "norm: expected RILL_NORM_RMS or RILL_NORM_LAYER, got " + std::to_string(d.norm));
+  const int32_t norm = rill::enum_value(d.norm);
+  if (norm != RILL_NORM_RMS && norm != RILL_NORM_LAYER) {
+    return problem("norm", "norm: expected RILL_NORM_RMS or RILL_NORM_LAYER, got " + std::to_string(norm));
   }
   if (!std::isfinite(d.norm_eps) || d.norm_eps < 0) {
     return problem("norm_eps", "norm_eps: expected a finite value >= 0, got " + num(d.norm_eps));
   }
-  if (d.norm_placement < RILL_PLACEMENT_PRE || d.norm_placement > RILL_PLACEMENT_DEEPNORM) {
+  const int32_t placement = rill::enum_value(d.norm_placement);
+  if (placement < RILL_PLACEMENT_PRE || placement > RILL_PLACEMENT_DEEPNORM) {
     return problem("norm_placement",
                    "norm_placement: expected RILL_PLACEMENT_PRE, _POST, _SANDWICH or _DEEPNORM, got " +
-                       std::to_string(d.norm_placement));
+                       std::to_string(placement));
   }
-  if (d.activation < RILL_MLP_SILU_GLU || d.activation > RILL_MLP_RELU) {
+  const int32_t activation = rill::enum_value(d.activation);
+  if (activation < RILL_MLP_SILU_GLU || activation > RILL_MLP_RELU) {
     return problem("activation",
-                   "activation: expected a rill_mlp_activation (0 to 4), got " + std::to_string(d.activation));
+                   "activation: expected a rill_mlp_activation (0 to 4), got " + std::to_string(activation));
   }
   if (!std::isfinite(d.rope_theta) || d.rope_theta < 0) {
     return problem("rope_theta", "rope_theta: expected a finite value >= 0 (0 = no RoPE), got " + num(d.rope_theta));
