@@ -116,7 +116,8 @@ typedef enum rill_log_level {
 } rill_log_level;
 
 /* Receives log messages. message is valid only during the call. May be called
-   from any thread that uses rill; it must be thread-safe. */
+   from any thread that uses rill; it must be thread-safe, and it must not call
+   rill_set_log_callback (the callback runs while the logger is locked). */
 typedef void (*rill_log_fn)(rill_log_level level, const char* message, void* user_data);
 
 /* Routes the library's log messages (backend selection, plugin loading) to fn.
