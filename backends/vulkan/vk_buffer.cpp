@@ -197,23 +197,49 @@ void buffer_free(rill_backend_context* ctx, rill_backend_buffer* buffer) {
   delete buffer;
 }
 
+namespace {
+
+// A piece of a host transfer: its staging memory and the frame recording it.
+struct StagedPiece {
+  Frame* frame = nullptr;
+  unsigned char* mapped = nullptr;  // the piece's bytes in the staging chunk
+};
+
+// Takes staging space for bytes of buffer at offset, tracks the buffer access
+// and records the copy between them: into the buffer when to_buffer, out of it
+// otherwise. The caller fills (writes) or empties (reads) staged->mapped.
+rill_status record_staged_copy(rill_backend_context* ctx, rill_backend_buffer* buffer, uint64_t offset,
+                               uint64_t bytes, bool to_buffer, StagedPiece* staged) {
+  StagingChunk* chunk = nullptr;
+  uint64_t staging_offset = 0;
+  const rill_status status = acquire_staging(ctx, bytes, &staged->frame, &chunk, &staging_offset);
+  if (status != RILL_OK) return status;
+  Access access{buffer->buffer, offset, offset + bytes, to_buffer};
+  track_accesses(ctx, staged->frame, &access, 1);
+  if (to_buffer) {
+    VkBufferCopy region{staging_offset, offset, bytes};
+    vkCmdCopyBuffer(staged->frame->cmd, chunk->buffer, buffer->buffer, 1, &region);
+  } else {
+    VkBufferCopy region{offset, staging_offset, bytes};
+    vkCmdCopyBuffer(staged->frame->cmd, buffer->buffer, chunk->buffer, 1, &region);
+  }
+  staged->mapped = static_cast<unsigned char*>(chunk->mapped) + staging_offset;
+  return RILL_OK;
+}
+
+}  // namespace
+
 rill_status buffer_write(rill_backend_context* ctx, rill_backend_buffer* buffer, uint64_t offset, const void* src,
                          uint64_t bytes) {
   rill_status status = check_usable(ctx);
   if (status != RILL_OK) return status;
   const auto* source = static_cast<const unsigned char*>(src);
   for (uint64_t done = 0; done < bytes;) {
-    uint64_t piece = std::min(bytes - done, kStagingChunkBytes);
-    Frame* frame = nullptr;
-    StagingChunk* chunk = nullptr;
-    uint64_t staging_offset = 0;
-    status = acquire_staging(ctx, piece, &frame, &chunk, &staging_offset);
+    const uint64_t piece = std::min(bytes - done, kStagingChunkBytes);
+    StagedPiece staged;
+    status = record_staged_copy(ctx, buffer, offset + done, piece, true, &staged);
     if (status != RILL_OK) return status;
-    std::memcpy(static_cast<unsigned char*>(chunk->mapped) + staging_offset, source + done, piece);
-    Access access{buffer->buffer, offset + done, offset + done + piece, true};
-    track_accesses(ctx, frame, &access, 1);
-    VkBufferCopy region{staging_offset, offset + done, piece};
-    vkCmdCopyBuffer(frame->cmd, chunk->buffer, buffer->buffer, 1, &region);
+    std::memcpy(staged.mapped, source + done, piece);
     done += piece;
   }
   return RILL_OK;
@@ -225,28 +251,21 @@ rill_status buffer_read(rill_backend_context* ctx, rill_backend_buffer* buffer, 
   if (status != RILL_OK) return status;
   auto* destination = static_cast<unsigned char*>(dst);
   for (uint64_t done = 0; done < bytes;) {
-    uint64_t piece = std::min(bytes - done, kStagingChunkBytes);
-    Frame* frame = nullptr;
-    StagingChunk* chunk = nullptr;
-    uint64_t staging_offset = 0;
-    status = acquire_staging(ctx, piece, &frame, &chunk, &staging_offset);
+    const uint64_t piece = std::min(bytes - done, kStagingChunkBytes);
+    StagedPiece staged;
+    status = record_staged_copy(ctx, buffer, offset + done, piece, false, &staged);
     if (status != RILL_OK) return status;
-    Access access{buffer->buffer, offset + done, offset + done + piece, false};
-    track_accesses(ctx, frame, &access, 1);
-    VkBufferCopy region{offset + done, staging_offset, piece};
-    vkCmdCopyBuffer(frame->cmd, buffer->buffer, chunk->buffer, 1, &region);
     VkMemoryBarrier to_host{};
     to_host.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER;
     to_host.srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT;
     to_host.dstAccessMask = VK_ACCESS_HOST_READ_BIT;
-    vkCmdPipelineBarrier(frame->cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &to_host, 0,
-                         nullptr, 0, nullptr);
+    vkCmdPipelineBarrier(staged.frame->cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_HOST_BIT, 0, 1,
+                         &to_host, 0, nullptr, 0, nullptr);
     /* The chunk belongs to this frame until it is retired, so copy out
        after the wait and before the frame is reused. */
-    unsigned char* mapped = static_cast<unsigned char*>(chunk->mapped) + staging_offset;
     status = finish(ctx);
     if (status != RILL_OK) return status;
-    std::memcpy(destination + done, mapped, piece);
+    std::memcpy(destination + done, staged.mapped, piece);
     done += piece;
   }
   return check_usable(ctx);
