@@ -20,6 +20,14 @@
  *  - Enum values never change; new values are only appended.
  *  - Options structs that may grow begin with uint32_t struct_size; the runtime
  *    reads only the fields that fit inside that size.
+ *  - Determinism: on the CPU backend every result is bitwise identical for any
+ *    [backend.cpu] threads value and from run to run on one machine (same
+ *    binary, same CPU, same environment), so hosts that replay a session or run
+ *    lockstep multiplayer may rely on it. Work is split between threads so that
+ *    no output element's arithmetic depends on how many threads there are. A
+ *    different CPU, instruction-set choice (RILL_CPU_ISA) or OpenBLAS kernel
+ *    (OPENBLAS_CORETYPE) may round differently. GPU backends make no such
+ *    promise.
  */
 #ifndef RILL_H
 #define RILL_H
@@ -154,7 +162,7 @@ RILL_API rill_status rill_info_report(const char* config_toml, char* buf, size_t
        prefer = ["cuda", "vulkan", "cpu"]   # the order "auto" tries
        plugin_dir = "/opt/game/rill"        # optional
        [backend.cpu]
-       threads = 0                          # 0 = all cores
+       threads = 0                          # 0 = all cores; results never depend on it
        [backend.cuda]
        device = 0
        tf32 = false                         # allow TF32 for f32 GEMM

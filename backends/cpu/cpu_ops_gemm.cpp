@@ -4,9 +4,9 @@
 // each weight row once, converting 16-bit weights on the fly, with the output
 // features split across the context's threads.
 // More rows: OpenBLAS sgemm (16-bit operands converted to f32 first), called
-// single-threaded from each of the context's threads on its own slice of the
-// output features, so that only the context's pool runs and OpenBLAS's own
-// threads never compete with it. openblas_set_num_threads(1) is process-wide:
+// single-threaded from the context's threads on fixed tiles of the output
+// features, so that only the context's pool runs, OpenBLAS's own threads never
+// compete with it, and results do not depend on the thread count. openblas_set_num_threads(1) is process-wide:
 // a host that also calls OpenBLAS itself should set its own thread count
 // before its calls. Without OpenBLAS (or with the environment
 // variable RILL_CPU_GEMM=rill, which tests use to cover this path), the
@@ -30,6 +30,16 @@ namespace {
 // Multiply-adds per chunk of work below which splitting across threads costs
 // more than it saves.
 constexpr int64_t kMinMacsPerChunk = 1 << 16;
+
+#if defined(RILL_CPU_HAVE_OPENBLAS)
+// The OpenBLAS path's output-feature tiles: wide enough that repacking the
+// activations for every tile stays cheap, and enough of them to share among
+// up to kBlasTilesMax threads.
+constexpr int64_t kBlasTileMin = 256;
+constexpr int64_t kBlasTilesMax = 16;
+
+int64_t round_up(int64_t value, int64_t multiple) { return (value + multiple - 1) / multiple * multiple; }
+#endif
 
 // The context's scratch of at least `floats` floats, or null when it cannot
 // be allocated.
@@ -146,15 +156,22 @@ rill_status gemm_blas(rill_backend_context* ctx, const rill_backend_tensor* a, c
   }
   prepare_addend(ctx, out, bias, beta, c, rows, n, bias_f32);
 
-  // One slice of output features per thread, a multiple of 16 columns wide so
-  // that OpenBLAS's kernels run on full tiles.
+  // Output features in tiles whose width depends only on the shape, never on
+  // the thread count: OpenBLAS's arithmetic for an element depends on the
+  // width of the call that computes it (its kernels treat full and remainder
+  // columns differently), so a tile is computed by the same call however the
+  // tiles are shared among threads. Tiles are a multiple of 16 columns wide,
+  // at least kBlasTileMin, and at most kBlasTilesMax of them.
   openblas_set_num_threads(1);
-  const int64_t threads = ctx->pool.size();
-  const int64_t slice = std::max<int64_t>(16, (n + threads - 1) / threads + 15) / 16 * 16;
-  ctx->pool.parallel_for(n, slice, [&](int64_t n0, int64_t n1, unsigned) {
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<blasint>(rows), static_cast<blasint>(n1 - n0),
-                static_cast<blasint>(k), alpha, a_ptr, static_cast<blasint>(k), w_ptr + n0 * k,
-                static_cast<blasint>(k), 1.0f, c + n0, static_cast<blasint>(n));
+  const int64_t tile = std::max(kBlasTileMin, round_up((n + kBlasTilesMax - 1) / kBlasTilesMax, 16));
+  const int64_t tiles = (n + tile - 1) / tile;
+  ctx->pool.parallel_for(tiles, 1, [&](int64_t t0, int64_t t1, unsigned) {
+    for (int64_t t = t0; t < t1; ++t) {
+      const int64_t n0 = t * tile, width = std::min(tile, n - n0);
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<blasint>(rows), static_cast<blasint>(width),
+                  static_cast<blasint>(k), alpha, a_ptr, static_cast<blasint>(k), w_ptr + n0 * k,
+                  static_cast<blasint>(k), 1.0f, c + n0, static_cast<blasint>(n));
+    }
   });
 
   if (!f32) {
