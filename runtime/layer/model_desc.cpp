@@ -6,6 +6,7 @@
 #include <string_view>
 #include <tuple>
 
+#include "enum_names.h"
 #include "errors.h"
 #include "model.h"
 #include "toml_checks.h"
@@ -45,7 +46,7 @@ DescProblem resolve_desc(const rill_model_desc& given, rill_model_desc& resolved
   d.struct_size = sizeof d;
 
   if (rill_dtype_size(d.dtype) == 0) {
-    return problem("dtype", "dtype: expected RILL_DTYPE_F32, _F16 or _BF16, got " + std::to_string(d.dtype));
+    return problem("dtype", "dtype: expected RILL_DTYPE_F32, _F16 or _BF16, got " + enum_name(d.dtype));
   }
   for (const auto& [field, value, max] :
        {std::tuple<const char*, int64_t, int64_t>{"num_layers", d.num_layers, kMaxLayers},
@@ -76,7 +77,7 @@ DescProblem resolve_desc(const rill_model_desc& given, rill_model_desc& resolved
   }
   const int32_t norm = rill::enum_value(d.norm);
   if (norm != RILL_NORM_RMS && norm != RILL_NORM_LAYER) {
-    return problem("norm", "norm: expected RILL_NORM_RMS or RILL_NORM_LAYER, got " + std::to_string(norm));
+    return problem("norm", "norm: expected RILL_NORM_RMS or RILL_NORM_LAYER, got " + enum_name(d.norm));
   }
   if (!std::isfinite(d.norm_eps) || d.norm_eps < 0) {
     return problem("norm_eps", "norm_eps: expected a finite value >= 0, got " + num(d.norm_eps));
@@ -85,12 +86,13 @@ DescProblem resolve_desc(const rill_model_desc& given, rill_model_desc& resolved
   if (placement < RILL_PLACEMENT_PRE || placement > RILL_PLACEMENT_DEEPNORM) {
     return problem("norm_placement",
                    "norm_placement: expected RILL_PLACEMENT_PRE, _POST, _SANDWICH or _DEEPNORM, got " +
-                       std::to_string(placement));
+                       enum_name(d.norm_placement));
   }
   const int32_t activation = rill::enum_value(d.activation);
   if (activation < RILL_MLP_SILU_GLU || activation > RILL_MLP_RELU) {
     return problem("activation",
-                   "activation: expected a rill_mlp_activation (0 to 4), got " + std::to_string(activation));
+                   "activation: expected RILL_MLP_SILU_GLU, _GELU_GLU, _GELU, _GELU_TANH or _RELU, got " +
+                       enum_name(d.activation));
   }
   if (!std::isfinite(d.rope_theta) || d.rope_theta < 0) {
     return problem("rope_theta", "rope_theta: expected a finite value >= 0 (0 = no RoPE), got " + num(d.rope_theta));
