@@ -8,22 +8,49 @@
 namespace rill {
 namespace {
 
-constexpr int64_t kMaxThreads = 65536;
-
-// The device a [backend.<name>] table asks for: an index, or (allow_name) a
-// part of a device's name.
-DeviceChoice device(const TomlChecker& check, const toml::node& node, const std::string& key, bool allow_name) {
+// The device a [backend.<name>] table asks for: an index, or a part of a
+// device's name.
+DeviceChoice device(const TomlChecker& check, const toml::node& node, const std::string& key) {
   DeviceChoice choice;
   choice.explicit_choice = true;
+  choice.where = check.where(node);
   if (node.is_integer()) {
     choice.index = check.integer(node, key, 0, INT32_MAX);
     return choice;
   }
-  if (allow_name && node.is_string()) {
+  if (node.is_string()) {
     choice.name = check.nonempty_string(node, key, "a non-empty part of a device name");
     return choice;
   }
-  check.wrong_type(node, key, allow_name ? "an integer index or a device name" : "an integer index");
+  check.wrong_type(node, key, "an integer index or a part of a device name");
+}
+
+// A backend's own key, typed for rill_backend_option.
+BackendOptionValue backend_option(const TomlChecker& check, const toml::key& key, const toml::node& node,
+                                  const std::string& full) {
+  BackendOptionValue option;
+  option.key = std::string(key.str());
+  option.where = check.where(key.source());
+  if (const auto* boolean = node.as_boolean()) {
+    option.type = RILL_BACKEND_OPTION_BOOL;
+    option.int_value = boolean->get() ? 1 : 0;
+  } else if (const auto* integer = node.as_integer()) {
+    option.type = RILL_BACKEND_OPTION_INT;
+    option.int_value = integer->get();
+  } else if (const auto* real = node.as_floating_point()) {
+    option.type = RILL_BACKEND_OPTION_FLOAT;
+    option.float_value = real->get();
+  } else if (const auto* text = node.as_string()) {
+    option.type = RILL_BACKEND_OPTION_STRING;
+    option.string_value = text->get();
+    // The backend receives a C string: a NUL inside would cut it short.
+    if (option.string_value.find('\0') != std::string::npos) {
+      check.error_at(node.source(), "'" + full + "': expected a string without NUL characters");
+    }
+  } else {
+    check.wrong_type(node, full, "a boolean, an integer, a float or a string");
+  }
+  return option;
 }
 
 std::string backend_name(const TomlChecker& check, const toml::node& node, const std::string& key, bool allow_auto) {
@@ -62,30 +89,36 @@ void read_runtime(const TomlChecker& check, const toml::table& runtime, Config& 
   }
 }
 
+// Every [backend.<name>] table, for any backend name: `device` is read here,
+// the other keys are typed and left to the backend to check.
 void read_backends(const TomlChecker& check, const toml::table& backends, Config& config) {
-  check.only_keys(backends, "backend.", {"cpu", "cuda", "vulkan"});
-  if (const toml::table* cpu = check.table_at(backends, "cpu", "backend.cpu")) {
-    check.only_keys(*cpu, "backend.cpu.", {"threads"});
-    if (const toml::node* node = cpu->get("threads")) {
-      config.cpu_threads = static_cast<uint32_t>(check.integer(*node, "backend.cpu.threads", 0, kMaxThreads));
+  for (const auto& [name_key, node] : backends) {
+    const std::string name(name_key.str());
+    const std::string full = "backend." + name;
+    if (!is_backend_identifier(name)) {
+      check.error_at(name_key.source(), "'" + full + "': expected a backend name of [a-z0-9_], got \"" + name + "\"");
     }
-  }
-  if (const toml::table* cuda = check.table_at(backends, "cuda", "backend.cuda")) {
-    check.only_keys(*cuda, "backend.cuda.", {"device", "tf32"});
-    if (const toml::node* node = cuda->get("device")) config.cuda_device = device(check, *node, "backend.cuda.device", false);
-    if (const toml::node* node = cuda->get("tf32")) {
-      config.cuda_tf32 = check.boolean(*node, "backend.cuda.tf32");
-    }
-  }
-  if (const toml::table* vulkan = check.table_at(backends, "vulkan", "backend.vulkan")) {
-    check.only_keys(*vulkan, "backend.vulkan.", {"device"});
-    if (const toml::node* node = vulkan->get("device")) {
-      config.vulkan_device = device(check, *node, "backend.vulkan.device", true);
+    if (!node.is_table()) check.error_at(node.source(), "'" + full + "' must be a table, got " + toml_type_name(node));
+    BackendTable& table = config.backends[name];
+    table.where = check.where(node);
+    for (const auto& [key, value] : *node.as_table()) {
+      const std::string key_full = full + "." + std::string(key.str());
+      if (key.str() == "device") {
+        table.device = device(check, value, key_full);
+      } else {
+        table.options.push_back(backend_option(check, key, value, key_full));
+      }
     }
   }
 }
 
 }  // namespace
+
+const BackendTable& Config::backend_table(const std::string& name) const {
+  static const BackendTable kEmpty;
+  const auto found = backends.find(name);
+  return found != backends.end() ? found->second : kEmpty;
+}
 
 bool is_backend_identifier(const std::string& name) {
   if (name.empty()) return false;

@@ -33,8 +33,10 @@ rill_status parse_toml(std::string_view text, const std::string& source, const c
   return RILL_OK;
 }
 
-std::string TomlChecker::where(const toml::node& node) const {
-  return source_ + ":" + toml_position(node.source());
+std::string TomlChecker::where(const toml::node& node) const { return where(node.source()); }
+
+std::string TomlChecker::where(const toml::source_region& region) const {
+  return source_ + ":" + toml_position(region);
 }
 
 void TomlChecker::error_at(const toml::source_region& region, const std::string& text) const {

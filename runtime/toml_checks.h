@@ -36,8 +36,9 @@ class TomlChecker {
   // source names the text in messages (a file path, or "config").
   explicit TomlChecker(std::string source) : source_(std::move(source)) {}
 
-  // "source:line:column" of node.
+  // "source:line:column" of node, or of region.
   std::string where(const toml::node& node) const;
+  std::string where(const toml::source_region& region) const;
 
   // Throws TomlError "source:line:column: text" for the position of region.
   [[noreturn]] void error_at(const toml::source_region& region, const std::string& text) const;
