@@ -92,16 +92,17 @@ void read_runtime(const TomlChecker& check, const toml::table& runtime, Config& 
 // Every [backend.<name>] table, for any backend name: `device` is read here,
 // the other keys are typed and left to the backend to check.
 void read_backends(const TomlChecker& check, const toml::table& backends, Config& config) {
-  for (const auto& [name_key, node] : backends) {
+  for (const auto& entry : backends) {
+    const toml::key& name_key = entry.first;
     const std::string name(name_key.str());
     const std::string full = "backend." + name;
     if (!is_backend_identifier(name)) {
       check.error_at(name_key.source(), "'" + full + "': expected a backend name of [a-z0-9_], got \"" + name + "\"");
     }
-    if (!node.is_table()) check.error_at(node.source(), "'" + full + "' must be a table, got " + toml_type_name(node));
+    const toml::table* keys = check.table_at(backends, name, full);
     BackendTable& table = config.backends[name];
-    table.where = check.where(node);
-    for (const auto& [key, value] : *node.as_table()) {
+    table.where = check.where(*keys);
+    for (const auto& [key, value] : *keys) {
       const std::string key_full = full + "." + std::string(key.str());
       if (key.str() == "device") {
         table.device = device(check, value, key_full);

@@ -115,6 +115,7 @@ TEST_CASE("wrong types") {
       {"[runtime]\nprefer = [\"cpu\", 2]\n", "runtime.prefer", "2"},
       {"[runtime]\nplugin_dir = false\n", "runtime.plugin_dir", "false"},
       {"backend = \"cpu\"\n", "backend", "\"cpu\""},
+      {"[backend]\ncpu = 3\n", "'backend.cpu' must be a table, got an integer", "3"},
       {"[backend.cpu]\nthreads = \"four\"\n", "backend.cpu: 'threads': expected an integer, got a string", "threads"},
       {"[backend.cpu]\nthreads = 1.5\n", "backend.cpu: 'threads': expected an integer, got a float", "threads"},
       {"[backend.vulkan]\ndevice = [0]\n", "backend.vulkan.device", "[0]"},
