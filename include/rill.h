@@ -167,9 +167,21 @@ RILL_API rill_status rill_info_report(const char* config_toml, char* buf, size_t
        device = 0
        tf32 = false                         # allow TF32 for f32 GEMM
        [backend.vulkan]
-       device = 0                           # an index, or a substring of the device name
+       device = "radeon"                    # an index, or part of the device name
    config_toml NULL or "" gives the defaults shown. Unknown keys, wrong types and
    bad values are RILL_ERROR_CONFIG with the key and its line:column.
+   A [backend.<name>] table may be given for any backend, plugins included.
+   `device` is read by rill for every backend: an index (as `rill info` lists
+   them), or text that picks the first device whose name contains it, ignoring
+   ASCII case. With no `device`, the first device that is not a CPU
+   implementation of a GPU API is used. No such device makes that backend
+   unavailable, with a reason that names what was asked and lists the devices.
+   Every other key belongs to the backend, which checks it: the CPU backend
+   takes `threads` (integer 0 to 65536), CUDA `tf32` (boolean), Vulkan nothing
+   else; a plugin documents its own. Values are booleans, integers, floats or
+   strings. Each backend with a table checks it when the context is created,
+   whichever backend is chosen; the table of a backend whose plugin cannot be
+   loaded cannot be checked and is ignored (a warning is logged).
    Plugins (librill-<name>.so) are searched in plugin_dir, then in each folder of
    the RILL_PLUGIN_PATH environment variable (':'-separated), then in the folder
    holding librill itself.

@@ -23,6 +23,14 @@
  *      attention (causal, GQA/MQA, prefill and decode against a KV cache with
  *      per-sequence lengths), activation (plain and gated). A backend without
  *      one makes the layer API return RILL_ERROR_UNSUPPORTED naming it.
+ *   3  Options that belong to the backend: rill_backend_option, a typed
+ *      key/value list of the config's [backend.<name>] table, reaches the
+ *      backend through rill_backend_context_options (options, option_count)
+ *      and the new (optional) rill_backend member check_options, which
+ *      validates it. The runtime alone matches the config's `device` to a
+ *      device index (by index or name substring, using describe_device) and
+ *      passes the index only. The context options' device_name, threads and
+ *      allow_tf32 are read by version 1-2 backends only.
  */
 #ifndef RILL_BACKEND_H
 #define RILL_BACKEND_H
@@ -34,7 +42,7 @@ extern "C" {
 #endif
 
 /* The newest interface version this header describes. */
-#define RILL_BACKEND_ABI_VERSION 2u
+#define RILL_BACKEND_ABI_VERSION 3u
 /* The oldest interface version the runtime built from this header accepts. */
 #define RILL_BACKEND_ABI_MIN_VERSION 1u
 
@@ -74,14 +82,47 @@ typedef struct rill_backend_tensor {
   int64_t shape[RILL_MAX_DIMS];
 } rill_backend_tensor;
 
-/* Options for a new backend context, translated by the runtime from the config
-   (backends never see TOML). */
+/* What a backend option holds. */
+typedef enum rill_backend_option_type {
+  RILL_BACKEND_OPTION_BOOL = 0,   /* int_value: 0 or 1 */
+  RILL_BACKEND_OPTION_INT = 1,    /* int_value */
+  RILL_BACKEND_OPTION_FLOAT = 2,  /* float_value */
+  RILL_BACKEND_OPTION_STRING = 3, /* string_value: NUL-terminated, never NULL */
+  RILL_BACKEND_OPTION_MAX_ENUM = 0x7FFFFFFF
+} rill_backend_option_type;
+
+/* (version 3) One key of the config's [backend.<name>] table, translated by
+   the runtime (backends never see TOML). key is the name inside the table
+   ("threads"); keys are unique within a list. The runtime handles `device`
+   itself (see device_index) and never passes it; it refuses arrays, tables and
+   dates, and strings holding a NUL. Strings stay valid for the call they are
+   passed to only. */
+typedef struct rill_backend_option {
+  const char* key;
+  rill_backend_option_type type;
+  int64_t int_value;
+  double float_value;
+  const char* string_value;
+} rill_backend_option;
+
+/* Options for a new backend context, translated by the runtime from the config.
+   The runtime passes the struct_size of the version agreed with the backend:
+   offsetof(options) for versions 1-2, sizeof for version 3. */
 typedef struct rill_backend_context_options {
   uint32_t struct_size;
-  int32_t device_index;      /* >= 0: the device with this index; -1: see device_name */
-  const char* device_name;   /* with device_index -1: first device whose name contains this */
-  uint32_t threads;          /* CPU worker threads; 0 = all cores */
-  uint32_t allow_tf32;       /* nonzero: f32 GEMM may use TF32 (CUDA) */
+  /* The device: an index below device_count. The runtime matches the config's
+     `device` (an index, or part of a name) against describe_device and always
+     passes an index here; a backend never matches names itself. (Versions 1-2
+     also allowed -1, meaning device_name; this runtime never passes it.) */
+  int32_t device_index;
+  const char* device_name;   /* versions 1-2 only: NULL */
+  uint32_t threads;          /* versions 1-2 only: the table's `threads`; version 3: 0 */
+  uint32_t allow_tf32;       /* versions 1-2 only: the table's `tf32`; version 3: 0 */
+  /* ---- version 3 ---- */
+  /* The backend's [backend.<name>] keys other than `device`, already accepted
+     by check_options; NULL when option_count is 0. Valid during context_create. */
+  const rill_backend_option* options;
+  uint32_t option_count;
 } rill_backend_context_options;
 
 /* What a device is. */
@@ -180,8 +221,8 @@ typedef struct rill_backend {
   rill_status (*device_count)(uint32_t* out_count);
   rill_status (*describe_device)(uint32_t index, rill_backend_device_info* out_info);
 
-  /* Contexts. context_create picks the device from options and fails with
-     RILL_ERROR_BACKEND_UNAVAILABLE when it cannot be had. context_destroy waits
+  /* Contexts. context_create opens the device options->device_index and fails
+     with RILL_ERROR_BACKEND_UNAVAILABLE when it cannot be had. context_destroy waits
      for pending work. */
   rill_status (*context_create)(const rill_backend_context_options* options, rill_backend_context** out_ctx);
   void (*context_destroy)(rill_backend_context* ctx);
@@ -203,6 +244,19 @@ typedef struct rill_backend {
                              rill_backend_buffer* dst, uint64_t dst_offset, uint64_t bytes);
 
   const rill_backend_ops* ops;
+
+  /* ---- version 3 ---- */
+
+  /* (optional) Checks the backend's own options: the keys of the config's
+     [backend.<name>] table other than `device` (see rill_backend_option).
+     Called before any context is created, possibly with no device present:
+     it must not need one. Returns RILL_OK, or RILL_ERROR_CONFIG with a message
+     through host->fail that names the key and what was expected (an unknown
+     key, a wrong type, a value out of range) and *out_rejected set to the
+     index of that option in options; the runtime adds where the key stands in
+     the config. NULL: the backend takes no options, and the runtime refuses
+     any key but `device`. */
+  rill_status (*check_options)(const rill_backend_option* options, uint32_t count, uint32_t* out_rejected);
 } rill_backend;
 
 /* ------------------------------------------------------------------------- */

@@ -1,5 +1,6 @@
 #include "backend_selection.h"
 
+#include "backend_options.h"
 #include "errors.h"
 #include "host_services.h"
 #include "logging.h"
@@ -7,55 +8,56 @@
 namespace rill {
 namespace {
 
-// What the config says about one backend's context.
-struct BackendOptions {
-  DeviceChoice device;
-  uint32_t threads = 0;
-  bool tf32 = false;
-};
-
-BackendOptions options_for(const Config& config, const std::string& name) {
-  BackendOptions options;
-  if (name == "cpu") options.threads = config.cpu_threads;
-  if (name == "cuda") {
-    options.device = config.cuda_device;
-    options.tf32 = config.cuda_tf32;
-  }
-  if (name == "vulkan") options.device = config.vulkan_device;
-  return options;
-}
-
 std::string quoted(const char* text) { return std::string("'") + text + "'"; }
 
-// Picks the device index the options ask for. Without an explicit choice, the
-// first device that is not a CPU implementation of a GPU API wins (device 0
-// when all are). Returns false with the reason when no device fits.
-bool pick_device(const Backend& backend, const BackendOptions& options, uint32_t& index,
-                 rill_backend_device_info& info, std::string& reason) {
+// True when part occurs in name, ignoring ASCII case ("radeon" finds
+// "AMD Radeon RX 7900").
+bool name_contains(const std::string& name, const std::string& part) {
+  const auto lower = [](unsigned char c) { return static_cast<char>(c >= 'A' && c <= 'Z' ? c + ('a' - 'A') : c); };
+  std::string name_lower, part_lower;
+  for (char c : name) name_lower += lower(static_cast<unsigned char>(c));
+  for (char c : part) part_lower += lower(static_cast<unsigned char>(c));
+  return name_lower.find(part_lower) != std::string::npos;
+}
+
+// "0 'llvmpipe (LLVM 15.0.6, 256 bits)', 1 '...'": what there is to choose from.
+std::string device_list(const std::vector<rill_backend_device_info>& devices) {
+  std::string list;
+  for (size_t i = 0; i < devices.size(); ++i) {
+    list += (list.empty() ? "" : ", ") + std::to_string(i) + " " + quoted(devices[i].name);
+  }
+  return list;
+}
+
+// The runtime's one device matcher: picks the device index that choice asks
+// for, by index or by a part of the name (the first device whose name holds it,
+// in any case). Without an explicit choice, the first device that is not a CPU
+// implementation of a GPU API wins (device 0 when all are). Returns false with
+// the reason, naming what was asked and listing the devices, when none fits.
+bool pick_device(const Backend& backend, const DeviceChoice& choice, uint32_t& index, rill_backend_device_info& info,
+                 std::string& reason) {
   std::vector<rill_backend_device_info> devices;
   if (!describe_devices(backend, devices, reason)) return false;
   if (devices.empty()) {
     reason = "no device found";
     return false;
   }
-  const DeviceChoice& choice = options.device;
   if (!choice.name.empty()) {
-    std::string names;
     for (uint32_t i = 0; i < devices.size(); ++i) {
-      if (std::string(devices[i].name).find(choice.name) != std::string::npos) {
+      if (name_contains(devices[i].name, choice.name)) {
         index = i;
         info = devices[i];
         return true;
       }
-      names += (names.empty() ? "" : ", ") + quoted(devices[i].name);
     }
-    reason = "no device whose name contains '" + choice.name + "' (devices: " + names + ")";
+    reason = "no device whose name contains '" + choice.name + "' (" + choice.where +
+             "); devices: " + device_list(devices);
     return false;
   }
   if (choice.explicit_choice) {
     if (choice.index >= static_cast<int64_t>(devices.size())) {
-      reason = "device " + std::to_string(choice.index) + " asked for, but there are " +
-               std::to_string(devices.size()) + " device(s)";
+      reason = "no device " + std::to_string(choice.index) + " (" + choice.where +
+               "); devices: " + device_list(devices);
       return false;
     }
     index = static_cast<uint32_t>(choice.index);
@@ -79,24 +81,19 @@ bool try_backend(const Config& config, const std::string& name, bool auto_mode, 
                  std::string& reason) {
   const Backend* backend = acquire_backend(name, config.plugin_dir, reason);
   if (backend == nullptr) return false;
-  const BackendOptions options = options_for(config, name);
+  const BackendTable& table = config.backend_table(name);
   uint32_t index = 0;
   rill_backend_device_info info{};
-  if (!pick_device(*backend, options, index, info, reason)) return false;
+  if (!pick_device(*backend, table.device, index, info, reason)) return false;
   if (auto_mode && info.type == RILL_DEVICE_TYPE_CPU_IMPLEMENTATION && name != "cpu") {
     reason = "device " + std::to_string(index) + " " + quoted(info.name) +
              " is a CPU implementation; the cpu backend is faster there";
     return false;
   }
-  rill_backend_context_options context_options{};
-  context_options.struct_size = sizeof(context_options);
-  context_options.device_index = static_cast<int32_t>(index);
-  context_options.device_name = nullptr;
-  context_options.threads = options.threads;
-  context_options.allow_tf32 = options.tf32 ? 1u : 0u;
+  const ContextOptions options(*backend, index, table);
   rill_backend_context* context = nullptr;
   clear_backend_message();
-  const rill_status status = backend->table->context_create(&context_options, &context);
+  const rill_status status = backend->table->context_create(options.get(), &context);
   if (status != RILL_OK || context == nullptr) {
     reason = "cannot create a context on device " + std::to_string(index) + " " + quoted(info.name) + ": " +
              (status == RILL_OK ? std::string("the backend returned no context") : backend_message(status));
@@ -107,6 +104,24 @@ bool try_backend(const Config& config, const std::string& name, bool auto_mode, 
   out.context = context;
   out.device_name = device_name != nullptr ? device_name : info.name;
   return true;
+}
+
+// Every backend the config has a table for checks its own keys, whether or not
+// it is the one chosen, so that a mistake is found on every machine where that
+// backend loads. A backend that cannot be loaded cannot check: that is logged.
+rill_status check_configured_backends(const Config& config, const char* function) {
+  for (const auto& [name, table] : config.backends) {
+    std::string reason;
+    const Backend* backend = acquire_backend(name, config.plugin_dir, reason);
+    if (backend == nullptr) {
+      log_message(RILL_LOG_WARNING, std::string(function) + ": " + table.where + ": the keys of [backend." + name +
+                                        "] are not checked: " + reason);
+      continue;
+    }
+    const rill_status status = check_backend_options(*backend, table, function);
+    if (status != RILL_OK) return status;
+  }
+  return RILL_OK;
 }
 
 }  // namespace
@@ -150,6 +165,8 @@ bool describe_devices(const Backend& backend, std::vector<rill_backend_device_in
 }
 
 rill_status select_backend(const Config& config, const char* function, Selection& out) {
+  const rill_status checked = check_configured_backends(config, function);
+  if (checked != RILL_OK) return checked;
   const bool auto_mode = config.backend == "auto";
   const std::vector<std::string> names = auto_mode ? config.prefer : std::vector<std::string>{config.backend};
   std::string report;

@@ -18,7 +18,9 @@ struct Selection {
   std::string report;  // "name: chosen" / "name: skipped: reason" lines
 };
 
-// Creates the backend context the config asks for. On failure returns
+// Creates the backend context the config asks for. First every backend with a
+// [backend.<name>] table that can be loaded checks its options: a refusal
+// returns RILL_ERROR_CONFIG. On failure to get a backend returns
 // RILL_ERROR_BACKEND_UNAVAILABLE with rill_last_error() naming function and
 // giving every reason.
 rill_status select_backend(const Config& config, const char* function, Selection& out);

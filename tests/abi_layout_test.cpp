@@ -33,7 +33,18 @@ static_assert(offsetof(rill_backend_context_options, device_index) == 4);
 static_assert(offsetof(rill_backend_context_options, device_name) == 8);
 static_assert(offsetof(rill_backend_context_options, threads) == 16);
 static_assert(offsetof(rill_backend_context_options, allow_tf32) == 20);
-static_assert(sizeof(rill_backend_context_options) == 24);
+static_assert(offsetof(rill_backend_context_options, options) == 24);  // version 3
+static_assert(offsetof(rill_backend_context_options, option_count) == 32);
+static_assert(sizeof(rill_backend_context_options) == 40);
+
+// rill_backend_option (version 3)
+static_assert(offsetof(rill_backend_option, key) == 0);
+static_assert(offsetof(rill_backend_option, type) == 8);
+static_assert(offsetof(rill_backend_option, int_value) == 16);
+static_assert(offsetof(rill_backend_option, float_value) == 24);
+static_assert(offsetof(rill_backend_option, string_value) == 32);
+static_assert(sizeof(rill_backend_option) == 40);
+static_assert(sizeof(rill_backend_option_type) == 4);
 
 // rill_backend_device_info
 static_assert(offsetof(rill_backend_device_info, struct_size) == 0);
@@ -76,7 +87,8 @@ static_assert(offsetof(rill_backend, buffer_write) == 80);
 static_assert(offsetof(rill_backend, buffer_read) == 88);
 static_assert(offsetof(rill_backend, buffer_copy) == 96);
 static_assert(offsetof(rill_backend, ops) == 104);
-static_assert(sizeof(rill_backend) == 112);
+static_assert(offsetof(rill_backend, check_options) == 112);  // version 3
+static_assert(sizeof(rill_backend) == 120);
 
 // Enums cross the boundary as 32-bit integers with fixed values.
 static_assert(sizeof(rill_status) == 4 && sizeof(rill_dtype) == 4 && sizeof(rill_device_type) == 4);

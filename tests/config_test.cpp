@@ -1,6 +1,8 @@
 // The TOML config: defaults, every key accepted, and each kind of error
 // (unknown key, wrong type, bad value, syntax) reported as RILL_ERROR_CONFIG
-// with the key and its line:column.
+// with the key and its line:column; the runtime's one device matcher. The keys
+// a backend checks itself are tested here on the CPU backend, on plugins in
+// plugin_loader_test and on each GPU backend in backend_options_test.
 #include <doctest/doctest.h>
 
 #include <cstdio>
@@ -89,6 +91,8 @@ TEST_CASE("every documented key is accepted") {
       "device = \"Radeon\"\n";
   CHECK(create_backend(text) == "cpu");
   CHECK(create_backend("[backend.vulkan]\ndevice = 3\n[runtime]\nbackend = \"cpu\"\n") == "cpu");
+  // `device` may name a device on every backend; it is matched only when that backend is tried.
+  CHECK(create_backend("[runtime]\nbackend = \"cpu\"\n[backend.cuda]\ndevice = \"H200\"\n") == "cpu");
   CHECK(create_backend("runtime.backend = \"auto\"\nruntime.prefer = [\"cpu\"]\n") == "cpu");
 }
 
@@ -96,10 +100,10 @@ TEST_CASE("unknown keys and tables") {
   expect_config_errors({
       {"bogus = 1\n", "bogus", "bogus"},
       {"[runtime]\nbackend = \"cpu\"\nbakend = \"cpu\"\n", "runtime.bakend", "bakend"},
-      {"[runtime]\nbackend = \"cpu\"\n\n[backend.tpu]\ncores = 4\n", "backend.tpu", "tpu"},
-      {"[backend.cpu]\nthreads = 2\nthread_count = 2\n", "backend.cpu.thread_count", "thread_count"},
-      {"[backend.cuda]\nstream = 1\n", "backend.cuda.stream", "stream"},
-      {"[backend.vulkan]\n  validation = true\n", "backend.vulkan.validation", "validation"},
+      {"[backend.cpu]\nthreads = 2\nthread_count = 2\n", "backend.cpu: unknown key 'thread_count'", "thread_count"},
+      {"[runtime]\nbackend = \"cpu\"\n[backend.cpu]\n  device = 0\n  affinity = \"compact\"\n",
+       "backend.cpu: unknown key 'affinity'", "affinity"},
+      {"[backend.Vulkan]\ndevice = 0\n", "backend.Vulkan", "Vulkan"},
   });
 }
 
@@ -111,11 +115,14 @@ TEST_CASE("wrong types") {
       {"[runtime]\nprefer = [\"cpu\", 2]\n", "runtime.prefer", "2"},
       {"[runtime]\nplugin_dir = false\n", "runtime.plugin_dir", "false"},
       {"backend = \"cpu\"\n", "backend", "\"cpu\""},
-      {"[backend.cpu]\nthreads = \"four\"\n", "backend.cpu.threads", "\"four\""},
-      {"[backend.cpu]\nthreads = 1.5\n", "backend.cpu.threads", "1.5"},
-      {"[backend.cuda]\ndevice = \"H200\"\n", "backend.cuda.device", "\"H200\""},
-      {"[backend.cuda]\ntf32 = 1\n", "backend.cuda.tf32", "1"},
+      {"[backend]\ncpu = 3\n", "'backend.cpu' must be a table, got an integer", "3"},
+      {"[backend.cpu]\nthreads = \"four\"\n", "backend.cpu: 'threads': expected an integer, got a string", "threads"},
+      {"[backend.cpu]\nthreads = 1.5\n", "backend.cpu: 'threads': expected an integer, got a float", "threads"},
       {"[backend.vulkan]\ndevice = [0]\n", "backend.vulkan.device", "[0]"},
+      {"[backend.cuda]\ndevice = 1.0\n", "backend.cuda.device", "1.0"},
+      // Backend options are scalars: the runtime refuses the rest for any backend.
+      {"[backend.cpu]\nthreads = [1, 2]\n", "backend.cpu.threads", "[1, 2]"},
+      {"[backend.acme]\nqueues = { compute = 2 }\n", "backend.acme.queues", "{"},
   });
 }
 
@@ -128,8 +135,8 @@ TEST_CASE("bad values") {
       {"[runtime]\nprefer = [\"cpu\", \"auto\"]\n", "runtime.prefer", "\"auto\""},
       {"[runtime]\nprefer = [\"cpu\", \"cuda\", \"cpu\"]\n", "runtime.prefer", "\"cpu\"]"},
       {"[runtime]\nplugin_dir = \"\"\n", "runtime.plugin_dir", "\"\""},
-      {"[backend.cpu]\nthreads = -1\n", "backend.cpu.threads", "-1"},
-      {"[backend.cpu]\nthreads = 100000000\n", "backend.cpu.threads", "100000000"},
+      {"[backend.cpu]\nthreads = -1\n", "backend.cpu: 'threads': expected 0 to 65536, got -1", "threads"},
+      {"[backend.cpu]\nthreads = 100000000\n", "backend.cpu: 'threads': expected 0 to 65536, got 100000000", "threads"},
       {"[backend.cuda]\ndevice = -2\n", "backend.cuda.device", "-2"},
       {"[backend.vulkan]\ndevice = \"\"\n", "backend.vulkan.device", "\"\""},
   });
@@ -175,8 +182,8 @@ TEST_CASE("config files: errors name the file") {
   rill_context* ctx = nullptr;
   CHECK(rill_context_create_from_file(path, &ctx) == RILL_ERROR_CONFIG);
   const std::string message = rill_last_error();
-  CHECK_MESSAGE(message.find(std::string(path) + ":" + position_of(text, "-4")) != std::string::npos, message);
-  CHECK(message.find("backend.cpu.threads") != std::string::npos);
+  CHECK_MESSAGE(message.find(std::string(path) + ":" + position_of(text, "threads")) != std::string::npos, message);
+  CHECK(message.find("backend.cpu: 'threads'") != std::string::npos);
   std::FILE* file = std::fopen(path, "w");
   REQUIRE(file != nullptr);
   std::fputs("[runtime]\nbackend = \"cpu\"\n", file);
@@ -185,4 +192,42 @@ TEST_CASE("config files: errors name the file") {
   CHECK(std::string(rill_context_backend_name(ctx)) == "cpu");
   rill_context_destroy(ctx);
   std::remove(path);
+}
+
+TEST_CASE("[backend.<name>] is accepted for any backend name; one that cannot be loaded is not checked") {
+  CHECK(create_backend("[runtime]\nbackend = \"cpu\"\n\n[backend.tpu]\ncores = 4\n") == "cpu");
+  CHECK(create_backend("[runtime]\nbackend = \"cpu\"\n[backend.acme_npu2]\ndevice = \"npu\"\nfirmware = \"x.bin\"\n") ==
+        "cpu");
+}
+
+TEST_CASE("device: by index or by any part of the name in any case; a miss lists the devices") {
+  // The CPU backend's one device is named "x86-64 CPU, <n> threads, <isa>".
+  CHECK(create_backend("[runtime]\nbackend = \"cpu\"\n[backend.cpu]\ndevice = 0\n") == "cpu");
+  CHECK(create_backend("[runtime]\nbackend = \"cpu\"\n[backend.cpu]\ndevice = \"x86-64\"\n") == "cpu");
+  CHECK(create_backend("[runtime]\nbackend = \"cpu\"\n[backend.cpu]\ndevice = \"X86-64 cpu\"\n") == "cpu");
+  for (const char* device : {"\"radeon\"", "1"}) {
+    const std::string text = std::string("[runtime]\nbackend = \"cpu\"\n[backend.cpu]\ndevice = ") + device + "\n";
+    CAPTURE(text);
+    rill_context* ctx = nullptr;
+    CHECK(rill_context_create(text.c_str(), &ctx) == RILL_ERROR_BACKEND_UNAVAILABLE);
+    CHECK(ctx == nullptr);
+    const std::string message = rill_last_error();
+    const std::string asked = device[0] == '"' ? "no device whose name contains 'radeon'" : "no device 1";
+    CHECK_MESSAGE(message.find(asked + " (config:" + position_of(text, device) + "); devices: 0 'x86-64 CPU") !=
+                      std::string::npos,
+                  message);
+  }
+}
+
+TEST_CASE("the CPU backend reads threads from its table") {
+  for (const char* threads : {"1", "3"}) {
+    const std::string text = std::string("[runtime]\nbackend = \"cpu\"\n[backend.cpu]\nthreads = ") + threads + "\n";
+    rill_context* ctx = nullptr;
+    REQUIRE_MESSAGE(rill_context_create(text.c_str(), &ctx) == RILL_OK, rill_last_error());
+    // The device name counts the context's threads: "x86-64 CPU, 3 threads, AVX2".
+    const std::string expected = std::string(", ") + threads + (threads[0] == '1' ? " thread," : " threads,");
+    CHECK_MESSAGE(std::string(rill_context_device_name(ctx)).find(expected) != std::string::npos,
+                  rill_context_device_name(ctx));
+    rill_context_destroy(ctx);
+  }
 }

@@ -136,6 +136,7 @@ TEST_CASE("model descriptors: every field checked, with its name") {
   struct Bad {
     void (*edit)(rill_model_desc&);
     const char* field;
+    const char* shown = "";  // how the message prints the value, where it matters
   };
   const Bad cases[] = {
       {[](rill_model_desc& d) { d.num_kv_heads = 3; }, "num_kv_heads"},
@@ -154,25 +155,25 @@ TEST_CASE("model descriptors: every field checked, with its name") {
        },
        "rope_dim"},
       {[](rill_model_desc& d) { d.norm_eps = -1.0f; }, "norm_eps"},
-      {[](rill_model_desc& d) { d.norm = static_cast<rill_norm_kind>(7); }, "norm"},
-      {[](rill_model_desc& d) { d.norm_placement = static_cast<rill_norm_placement>(9); }, "norm_placement"},
-      {[](rill_model_desc& d) { d.activation = static_cast<rill_mlp_activation>(5); }, "activation"},
+      {[](rill_model_desc& d) { d.norm = static_cast<rill_norm_kind>(7); }, "norm", "got unknown value 7"},
+      {[](rill_model_desc& d) { d.norm_placement = static_cast<rill_norm_placement>(9); }, "norm_placement", "got unknown value 9"},
+      {[](rill_model_desc& d) { d.activation = static_cast<rill_mlp_activation>(5); }, "activation", "got unknown value 5"},
       // A C caller may store any 32-bit value, negative ones too; written as
       // raw bytes, as C would, since a C++ cast to them is undefined.
-      {[](rill_model_desc& d) { store_raw(d.norm, -1); }, "norm"},
-      {[](rill_model_desc& d) { store_raw(d.norm_placement, -2); }, "norm_placement"},
-      {[](rill_model_desc& d) { store_raw(d.activation, -3); }, "activation"},
+      {[](rill_model_desc& d) { store_raw(d.norm, -1); }, "norm", "got unknown value -1"},
+      {[](rill_model_desc& d) { store_raw(d.norm_placement, -2); }, "norm_placement", "got unknown value -2"},
+      {[](rill_model_desc& d) { store_raw(d.activation, -3); }, "activation", "got unknown value -3"},
       {[](rill_model_desc& d) { d.rope_theta = NAN; }, "rope_theta"},
       {[](rill_model_desc& d) { d.residual_scale = 0.0f; }, "residual_scale"},
       {[](rill_model_desc& d) { d.branch_scale = INFINITY; }, "branch_scale"},
-      {[](rill_model_desc& d) { d.dtype = static_cast<rill_dtype>(3); }, "dtype"},
+      {[](rill_model_desc& d) { d.dtype = static_cast<rill_dtype>(3); }, "dtype", "got unknown value 3"},
       {[](rill_model_desc& d) { d.struct_size = 0; }, "struct_size"},
   };
   for (const Bad& bad : cases) {
     CAPTURE(bad.field);
     rill_model_desc d = small_desc();
     bad.edit(d);
-    expect_failure(rill_model_create(ctx, &d, &model), RILL_ERROR_INVALID_ARGUMENT, {bad.field});
+    expect_failure(rill_model_create(ctx, &d, &model), RILL_ERROR_INVALID_ARGUMENT, {bad.field, bad.shown});
     CHECK(model == nullptr);
   }
   expect_failure(rill_model_create(ctx, nullptr, &model), RILL_ERROR_INVALID_ARGUMENT, {"desc"});
@@ -231,6 +232,10 @@ TEST_CASE("weights: names, shapes and sizes are checked") {
   expect_failure(rill_model_set_weight(f.model, "model.layers.1.self_attn.k_proj.weight", RILL_DTYPE_BF16, 2, shape,
                                        data.data(), 8 * 16 * 4),
                  RILL_ERROR_INVALID_ARGUMENT, {"bytes", "256"});
+  // Passed by value, so within the enum's range: loading -9 as rill_dtype is undefined in C++.
+  expect_failure(rill_model_set_weight(f.model, "model.layers.1.self_attn.k_proj.weight", static_cast<rill_dtype>(9),
+                                       2, shape, data.data(), 8 * 16 * 4),
+                 RILL_ERROR_INVALID_ARGUMENT, {"src_dtype", "got unknown value 9"});
   expect_failure(rill_model_check_weights(f.model), RILL_ERROR_INVALID_ARGUMENT, {"missing weight", "model.layers.0"});
   rill_tensor* h = f.hidden(1, 2, std::vector<float>(32, 1.0f));
   expect_failure(rill_model_forward(f.model, nullptr, h, nullptr, 0), RILL_ERROR_INVALID_ARGUMENT, {"missing weight"});

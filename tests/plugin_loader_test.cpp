@@ -5,6 +5,7 @@
 // fake_plugins/fake_backend.c into RILL_FAKE_PLUGIN_DIR.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <initializer_list>
 #include <string>
@@ -104,6 +105,55 @@ TEST_CASE("a working plugin: found by plugin_dir, runs its op") {
   REQUIRE(rill_tensor_read_f32(r, out.data(), 6) == RILL_OK);
   for (size_t i = 0; i < 6; ++i) CHECK(out[i] == 2.0f * rv[i] + 0.5f * gv[i % 3] * uv[i]);
   for (rill_tensor* t : {r, u, g}) rill_tensor_destroy(t);
+}
+
+TEST_CASE("a version 3 plugin receives the keys of its [backend.<name>] table, typed") {
+  // fakeopts names in its device name the options it received, in the order
+  // received (toml++ keeps a table's keys sorted).
+  FakeContext context(config_for("fakeopts") +
+                      "[backend.fakeopts]\ndevice = 0\nqueue_depth = 4\nlabel = \"left eye\"\nscale = 0.5\n"
+                      "verbose = true\n");
+  CHECK(std::string(rill_context_device_name(context.ctx)) ==
+        "fake host device (label=\"left eye\", queue_depth=4, scale=0.5, verbose=true)");
+}
+
+TEST_CASE("a version 3 plugin's refusal names the key and its line:column, whichever backend is chosen") {
+  struct Refused {
+    const char* table;  // the [backend.fakeopts] keys
+    const char* at;     // the key the position must point at
+    const char* says;   // what the plugin's message must say
+  };
+  for (const Refused& r : {Refused{"queue_depth = 4\ndepth = 2\n", "depth = 2", "unknown key 'depth'"},
+                           Refused{"label = 3\n", "label", "'label': expected a string"},
+                           Refused{"scale = 1\n", "scale", "'scale': expected a float"},
+                           Refused{"verbose = \"yes\"\n", "verbose", "'verbose': expected true or false"},
+                           Refused{"queue_depth = 65\n", "queue_depth", "'queue_depth': expected 1 to 64, got 65"}}) {
+    // The CPU backend is the one chosen: the plugin checks its table all the same.
+    const std::string text = config_for("cpu") + "[backend.fakeopts]\n" + r.table;
+    CAPTURE(text);
+    rill_context* ctx = nullptr;
+    CHECK(rill_context_create(text.c_str(), &ctx) == RILL_ERROR_CONFIG);
+    CHECK(ctx == nullptr);
+    const size_t at = text.find(r.at);
+    const size_t line = 1 + static_cast<size_t>(std::count(text.begin(), text.begin() + at, '\n'));
+    rill_test::expect_message_has(rill_last_error(),
+                                  {"config:" + std::to_string(line) + ":1: backend.fakeopts: fake: " + r.says});
+  }
+}
+
+TEST_CASE("a version 1 plugin: the runtime fills threads and allow_tf32 and refuses other keys") {
+  {
+    FakeContext context(config_for("fakehost") + "[backend.fakehost]\nthreads = 3\ntf32 = true\n");
+    CHECK(std::string(rill_context_device_name(context.ctx)) == "fake host device (threads=3, allow_tf32=1)");
+  }
+  rill_context* ctx = nullptr;
+  const std::string text = config_for("fakehost") + "[backend.fakehost]\nqueue_depth = 4\n";
+  CHECK(rill_context_create(text.c_str(), &ctx) == RILL_ERROR_CONFIG);
+  rill_test::expect_message_has(rill_last_error(), {"config:5:1: backend.fakehost: unknown key 'queue_depth'",
+                                                    "(interface version 1) takes: device, threads, tf32"});
+  const std::string wrong = config_for("fakehost") + "[backend.fakehost]\nthreads = -1\n";
+  CHECK(rill_context_create(wrong.c_str(), &ctx) == RILL_ERROR_CONFIG);
+  rill_test::expect_message_has(rill_last_error(), {"config:5:1: backend.fakehost: 'threads': expected an integer"});
 }
 
 TEST_CASE("found through RILL_PLUGIN_PATH when no plugin_dir is set") {

@@ -42,6 +42,7 @@ const rill_backend kBackend = {
     /* .buffer_read = */ buffer_read,
     /* .buffer_copy = */ buffer_copy,
     /* .ops = */ &kOps,
+    /* .check_options = */ check_options,
 };
 
 }  // namespace

@@ -4,27 +4,36 @@
 #include <new>
 
 #include "cpu_internal.h"
+#include "option_checks.h"
 
 namespace rill::cpu {
 
+namespace {
+
+// Worker threads a context may ask for: far above any machine's cores, low
+// enough that a typo cannot make the pool exhaust the process.
+constexpr int64_t kMaxThreads = 65536;
+
+}  // namespace
+
+rill_status check_options(const rill_backend_option* options, uint32_t count, uint32_t* out_rejected) {
+  const std::string problem = rill_options::check(
+      options, count, {{"threads", RILL_BACKEND_OPTION_INT, 0, kMaxThreads}}, out_rejected);
+  return problem.empty() ? RILL_OK : fail(RILL_ERROR_CONFIG, problem);
+}
+
 rill_status context_create(const rill_backend_context_options* options, rill_backend_context** out_ctx) {
+  if (options->device_index != 0) {
+    return fail(RILL_ERROR_BACKEND_UNAVAILABLE, "cpu: device " + std::to_string(options->device_index) +
+                                                    " does not exist (the CPU backend has one device, 0)");
+  }
   unsigned threads = 0;
-  if (options) {
-    const uint32_t size = options->struct_size;
-    const auto has = [size](size_t field_end) { return size >= field_end; };
-    if (has(offsetof(rill_backend_context_options, device_index) + sizeof options->device_index) &&
-        options->device_index > 0) {
-      return fail(RILL_ERROR_BACKEND_UNAVAILABLE,
-                  "cpu: device " + std::to_string(options->device_index) + " does not exist (the CPU backend has one device, 0)");
+  if (rill_options::has_option_list(options)) {
+    if (const rill_backend_option* t = rill_options::find(options->options, options->option_count, "threads")) {
+      threads = static_cast<unsigned>(t->int_value);
     }
-    if (has(offsetof(rill_backend_context_options, device_name) + sizeof options->device_name) &&
-        options->device_index < 0 && options->device_name && options->device_name[0] != '\0' &&
-        device_name(hardware_threads()).find(options->device_name) == std::string::npos) {
-      return fail(RILL_ERROR_BACKEND_UNAVAILABLE, std::string("cpu: no device whose name contains '") +
-                                                      options->device_name + "' (the device is '" +
-                                                      device_name(hardware_threads()) + "')");
-    }
-    if (has(offsetof(rill_backend_context_options, threads) + sizeof options->threads)) threads = options->threads;
+  } else if (options->struct_size >= offsetof(rill_backend_context_options, threads) + sizeof options->threads) {
+    threads = options->threads;  // a version 1-2 caller
   }
   if (threads == 0) threads = hardware_threads();
   rill_backend_context* ctx = new (std::nothrow) rill_backend_context(threads);

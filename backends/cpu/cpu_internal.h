@@ -62,6 +62,8 @@ rill_status describe_device(uint32_t index, rill_backend_device_info* out_info);
 std::string device_name(unsigned threads);
 
 // cpu_context.cpp
+// Accepts the option `threads` (integer, 0 = all cores).
+rill_status check_options(const rill_backend_option* options, uint32_t count, uint32_t* out_rejected);
 rill_status context_create(const rill_backend_context_options* options, rill_backend_context** out_ctx);
 void context_destroy(rill_backend_context* ctx);
 const char* context_device_name(rill_backend_context* ctx);

@@ -74,6 +74,8 @@ inline std::int64_t rill_cuda_rows(const rill_backend_tensor* t) {
 /* Devices and contexts (cuda_device.cpp). */
 rill_status rill_cuda_device_count(uint32_t* out_count);
 rill_status rill_cuda_describe_device(uint32_t index, rill_backend_device_info* out_info);
+/* Accepts the option `tf32` (bool: f32 GEMMs may use TF32). */
+rill_status rill_cuda_check_options(const rill_backend_option* options, uint32_t count, uint32_t* out_rejected);
 rill_status rill_cuda_context_create(const rill_backend_context_options* options, rill_backend_context** out_ctx);
 void rill_cuda_context_destroy(rill_backend_context* ctx);
 const char* rill_cuda_context_device_name(rill_backend_context* ctx);

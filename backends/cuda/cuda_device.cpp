@@ -1,9 +1,11 @@
 /* CUDA devices and contexts. */
+#include <cstddef>
 #include <cstdio>
 #include <cstring>
 #include <new>
 
 #include "cuda_backend.h"
+#include "option_checks.h"
 
 namespace {
 
@@ -36,32 +38,33 @@ void copy_text(char* dst, std::size_t capacity, const std::string& text) {
   dst[n] = '\0';
 }
 
-/* Chooses the device that options ask for, or fails with the reason. */
+/* Checks the device index the runtime chose (it matches the config's
+   `device`; the plugin never matches names itself). */
 rill_status cuda_choose_device(const rill_backend_context_options* options, int count, int* out_device) {
   if (count == 0) {
     return rill_cuda_fail(RILL_ERROR_BACKEND_UNAVAILABLE,
                           cudaGetErrorString(cudaErrorNoDevice));
   }
   const int32_t index = options ? options->device_index : 0;
-  if (index >= 0) {
-    if (index >= count) {
-      return rill_cuda_fail(RILL_ERROR_BACKEND_UNAVAILABLE, "device index " + std::to_string(index) +
-                                                                " requested, but only " + std::to_string(count) +
-                                                                " CUDA device(s) are present");
-    }
-    *out_device = index;
-    return RILL_OK;
+  if (index < 0 || index >= count) {
+    return rill_cuda_fail(RILL_ERROR_BACKEND_UNAVAILABLE, "cuda: device index: expected 0 to " +
+                                                              std::to_string(count - 1) + ", got " +
+                                                              std::to_string(index));
   }
-  const char* wanted = options->device_name ? options->device_name : "";
-  for (int i = 0; i < count; ++i) {
-    cudaDeviceProp prop{};
-    if (cudaGetDeviceProperties(&prop, i) == cudaSuccess && std::strstr(prop.name, wanted)) {
-      *out_device = i;
-      return RILL_OK;
-    }
+  *out_device = index;
+  return RILL_OK;
+}
+
+/* Whether f32 GEMMs may use TF32: the `tf32` option, or the allow_tf32 field
+   of a version 1-2 caller. */
+bool cuda_allow_tf32(const rill_backend_context_options* options) {
+  if (options == nullptr) return false;
+  if (rill_options::has_option_list(options)) {
+    const rill_backend_option* tf32 = rill_options::find(options->options, options->option_count, "tf32");
+    return tf32 != nullptr && tf32->int_value != 0;
   }
-  return rill_cuda_fail(RILL_ERROR_BACKEND_UNAVAILABLE,
-                        std::string("no CUDA device name contains \"") + wanted + "\"");
+  return options->struct_size >= offsetof(rill_backend_context_options, allow_tf32) + sizeof options->allow_tf32 &&
+         options->allow_tf32 != 0;
 }
 
 /* Releases whatever part of a context exists. */
@@ -114,6 +117,12 @@ rill_status rill_cuda_describe_device(uint32_t index, rill_backend_device_info* 
   return RILL_OK;
 }
 
+rill_status rill_cuda_check_options(const rill_backend_option* options, uint32_t count, uint32_t* out_rejected) {
+  const std::string problem =
+      rill_options::check(options, count, {{"tf32", RILL_BACKEND_OPTION_BOOL}}, out_rejected);
+  return problem.empty() ? RILL_OK : rill_cuda_fail(RILL_ERROR_CONFIG, problem);
+}
+
 rill_status rill_cuda_context_create(const rill_backend_context_options* options, rill_backend_context** out_ctx) {
   int count = 0;
   rill_status status = cuda_device_count_raw(&count);
@@ -135,7 +144,7 @@ rill_status rill_cuda_context_create(const rill_backend_context_options* options
   rill_backend_context* ctx = new (std::nothrow) rill_backend_context();
   if (!ctx) return rill_cuda_fail(RILL_ERROR_OUT_OF_MEMORY, "cuda: context_create: out of host memory");
   ctx->device = device;
-  ctx->allow_tf32 = options && options->allow_tf32 != 0;
+  ctx->allow_tf32 = cuda_allow_tf32(options);
   ctx->sm_count = prop.multiProcessorCount > 0 ? prop.multiProcessorCount : 1;
   ctx->max_shared_bytes = prop.sharedMemPerBlockOptin;
   ctx->device_name = prop.name;

@@ -103,16 +103,19 @@ rill_backend cuda_backend = {
     /* .buffer_read = */ Guarded<rill_cuda_buffer_read>::call,
     /* .buffer_copy = */ Guarded<rill_cuda_buffer_copy>::call,
     /* .ops = */ &cuda_ops,
+    /* .check_options = */ Guarded<rill_cuda_check_options>::call,
 };
 
 rill_status cuda_plugin_init(uint32_t abi_version, const rill_host_services* host, const rill_backend** out_backend) {
   if (!host || !out_backend) return RILL_ERROR_INVALID_ARGUMENT;
   rill_cuda_host = host;
-  if (abi_version != 1u && abi_version != 2u) {
-    return rill_cuda_fail(RILL_ERROR_BACKEND_UNAVAILABLE, "cuda: init: expected backend interface version 1 or 2, given " +
+  if (abi_version < 1u || abi_version > 3u) {
+    return rill_cuda_fail(RILL_ERROR_BACKEND_UNAVAILABLE, "cuda: init: expected backend interface version 1 to 3, given " +
                                                               std::to_string(abi_version));
   }
   cuda_backend.abi_version = abi_version;
+  cuda_backend.struct_size = static_cast<uint32_t>(abi_version < 3u ? offsetof(rill_backend, check_options)
+                                                                      : sizeof(rill_backend));
   cuda_ops.abi_version = abi_version;
   cuda_ops.struct_size = static_cast<uint32_t>(abi_version == 1u ? offsetof(rill_backend_ops, rope)
                                                                   : sizeof(rill_backend_ops));
@@ -122,4 +125,4 @@ rill_status cuda_plugin_init(uint32_t abi_version, const rill_host_services* hos
 
 }  // namespace
 
-RILL_BACKEND_PLUGIN_DEFINE(1u, 2u, cuda_plugin_init)
+RILL_BACKEND_PLUGIN_DEFINE(1u, 3u, cuda_plugin_init)

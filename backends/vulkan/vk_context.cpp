@@ -28,8 +28,8 @@ bool overlaps(const Access& a, const Access& b) {
   return a.buffer == b.buffer && a.begin < b.end && b.begin < a.end;
 }
 
-/* Picks the physical device from the options: an index, or the first device
-   whose name contains device_name. */
+/* Opens the physical device options->device_index. The runtime matches the
+   config's `device` to that index; the plugin never matches names itself. */
 rill_status pick_device(rill_backend_context* ctx, const rill_backend_context_options* options) {
   uint32_t count = 0;
   VkResult result = vkEnumeratePhysicalDevices(ctx->instance, &count, nullptr);
@@ -38,41 +38,14 @@ rill_status pick_device(rill_backend_context* ctx, const rill_backend_context_op
   if (result != VK_SUCCESS && result != VK_INCOMPLETE) return fail_vk(result, "vkEnumeratePhysicalDevices");
   physicals.resize(count);
   if (physicals.empty()) return fail(RILL_ERROR_BACKEND_UNAVAILABLE, "Vulkan: no Vulkan device found");
-
-  /* Only the fields inside the caller's struct_size are read. */
-  const bool has_selection =
-      options != nullptr &&
-      options->struct_size >= offsetof(rill_backend_context_options, device_name) + sizeof(options->device_name);
-  int32_t index = has_selection ? options->device_index : 0;
-  const char* name = has_selection ? options->device_name : nullptr;
-  if (index >= 0) {
-    if (static_cast<uint32_t>(index) >= physicals.size()) {
-      return fail(RILL_ERROR_BACKEND_UNAVAILABLE, "Vulkan: device index " + std::to_string(index) +
-                                                      " was asked for, but there are only " +
-                                                      std::to_string(physicals.size()) + " Vulkan devices");
-    }
-    ctx->physical = physicals[static_cast<size_t>(index)];
-    ctx->caps = query_caps(ctx->physical);
-  } else {
-    if (name == nullptr || name[0] == '\0') {
-      return fail(RILL_ERROR_INVALID_ARGUMENT,
-                  "Vulkan: options.device_index is -1 but options.device_name is empty; expected a name substring");
-    }
-    std::string seen;
-    for (VkPhysicalDevice physical : physicals) {
-      DeviceCaps caps = query_caps(physical);
-      if (caps.name.find(name) != std::string::npos) {
-        ctx->physical = physical;
-        ctx->caps = caps;
-        break;
-      }
-      seen += (seen.empty() ? "\"" : ", \"") + caps.name + "\"";
-    }
-    if (ctx->physical == VK_NULL_HANDLE) {
-      return fail(RILL_ERROR_BACKEND_UNAVAILABLE,
-                  std::string("Vulkan: no device name contains \"") + name + "\"; the devices are " + seen);
-    }
+  const int32_t index = options != nullptr ? options->device_index : 0;
+  if (index < 0 || static_cast<uint32_t>(index) >= physicals.size()) {
+    return fail(RILL_ERROR_BACKEND_UNAVAILABLE, "Vulkan: device index: expected 0 to " +
+                                                    std::to_string(physicals.size() - 1) + ", got " +
+                                                    std::to_string(index));
   }
+  ctx->physical = physicals[static_cast<size_t>(index)];
+  ctx->caps = query_caps(ctx->physical);
   if (ctx->caps.api_version < VK_API_VERSION_1_2) {
     return fail(RILL_ERROR_BACKEND_UNAVAILABLE,
                 "Vulkan: device \"" + ctx->caps.name + "\" supports only Vulkan " +

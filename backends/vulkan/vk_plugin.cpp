@@ -55,6 +55,7 @@ const rill_backend kVulkanBackend = {
       return guarded("buffer_copy", buffer_copy, ctx, src, src_offset, dst, dst_offset, bytes);
     },
     /* .ops = */ &g_ops,
+    /* .check_options = */ nullptr, /* no options of its own: only `device`, which the runtime reads */
 };
 
 rill_status vulkan_plugin_init(uint32_t abi_version, const rill_host_services* host,

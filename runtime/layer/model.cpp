@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "dtype_convert.h"
+#include "enum_names.h"
 #include "errors.h"
 #include "io/safetensors.h"
 
@@ -171,7 +172,7 @@ RILL_API rill_status rill_model_set_weight(rill_model* model, const char* name, 
     rill::layer::Weight& weight = model->weights[static_cast<size_t>(found->second)];
     if (rill_dtype_size(src_dtype) == 0) {
       return rill::fail(RILL_ERROR_INVALID_ARGUMENT,
-                        f + ": src_dtype: expected f32, f16 or bf16, got " + std::to_string(src_dtype));
+                        f + ": src_dtype: expected RILL_DTYPE_F32, _F16 or _BF16, got " + rill::enum_name(src_dtype));
     }
     if (ndim < 1 || ndim > RILL_MAX_DIMS || shape == nullptr) {
       return rill::fail(RILL_ERROR_INVALID_ARGUMENT,

@@ -1,6 +1,4 @@
 // rill_model_desc: defaults, checks of every field, and the [model] TOML table.
-#include <toml++/toml.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -8,8 +6,10 @@
 #include <string_view>
 #include <tuple>
 
+#include "enum_names.h"
 #include "errors.h"
 #include "model.h"
+#include "toml_checks.h"
 
 namespace rill::layer {
 namespace {
@@ -46,7 +46,7 @@ DescProblem resolve_desc(const rill_model_desc& given, rill_model_desc& resolved
   d.struct_size = sizeof d;
 
   if (rill_dtype_size(d.dtype) == 0) {
-    return problem("dtype", "dtype: expected RILL_DTYPE_F32, _F16 or _BF16, got " + std::to_string(d.dtype));
+    return problem("dtype", "dtype: expected RILL_DTYPE_F32, _F16 or _BF16, got " + enum_name(d.dtype));
   }
   for (const auto& [field, value, max] :
        {std::tuple<const char*, int64_t, int64_t>{"num_layers", d.num_layers, kMaxLayers},
@@ -77,7 +77,7 @@ DescProblem resolve_desc(const rill_model_desc& given, rill_model_desc& resolved
   }
   const int32_t norm = rill::enum_value(d.norm);
   if (norm != RILL_NORM_RMS && norm != RILL_NORM_LAYER) {
-    return problem("norm", "norm: expected RILL_NORM_RMS or RILL_NORM_LAYER, got " + std::to_string(norm));
+    return problem("norm", "norm: expected RILL_NORM_RMS or RILL_NORM_LAYER, got " + enum_name(d.norm));
   }
   if (!std::isfinite(d.norm_eps) || d.norm_eps < 0) {
     return problem("norm_eps", "norm_eps: expected a finite value >= 0, got " + num(d.norm_eps));
@@ -86,12 +86,13 @@ DescProblem resolve_desc(const rill_model_desc& given, rill_model_desc& resolved
   if (placement < RILL_PLACEMENT_PRE || placement > RILL_PLACEMENT_DEEPNORM) {
     return problem("norm_placement",
                    "norm_placement: expected RILL_PLACEMENT_PRE, _POST, _SANDWICH or _DEEPNORM, got " +
-                       std::to_string(placement));
+                       enum_name(d.norm_placement));
   }
   const int32_t activation = rill::enum_value(d.activation);
   if (activation < RILL_MLP_SILU_GLU || activation > RILL_MLP_RELU) {
     return problem("activation",
-                   "activation: expected a rill_mlp_activation (0 to 4), got " + std::to_string(activation));
+                   "activation: expected RILL_MLP_SILU_GLU, _GELU_GLU, _GELU, _GELU_TANH or _RELU, got " +
+                       enum_name(d.activation));
   }
   if (!std::isfinite(d.rope_theta) || d.rope_theta < 0) {
     return problem("rope_theta", "rope_theta: expected a finite value >= 0 (0 = no RoPE), got " + num(d.rope_theta));
@@ -113,93 +114,40 @@ DescProblem resolve_desc(const rill_model_desc& given, rill_model_desc& resolved
 
 namespace {
 
-struct TomlError {
-  std::string message;
-};
-
-std::string at(const std::string& source, const toml::node& node) {
-  return source + ":" + std::to_string(node.source().begin.line) + ":" + std::to_string(node.source().begin.column);
-}
-
-class ModelTable {
+// Reads keys of the [model] table through the checker; an absent key leaves
+// its output untouched (the default).
+class ModelReader {
  public:
-  ModelTable(const std::string& source, const toml::table& table) : source_(source), table_(table) {}
-
-  [[noreturn]] void error(const toml::node& node, const std::string& text) const {
-    throw TomlError{at(source_, node) + ": " + text};
-  }
+  ModelReader(const TomlChecker& check, const toml::table& table) : check_(check), table_(table) {}
 
   void integer(const char* key, int32_t& out) const {
-    const toml::node* node = table_.get(key);
-    if (node == nullptr) return;
-    const auto* value = node->as_integer();
-    if (value == nullptr) error(*node, "'model." + std::string(key) + "': expected an integer");
-    if (value->get() < 0 || value->get() > INT32_MAX) {
-      error(*node, "'model." + std::string(key) + "': expected 0 to " + std::to_string(INT32_MAX) + ", got " +
-                       std::to_string(value->get()));
+    if (const toml::node* node = table_.get(key)) {
+      out = static_cast<int32_t>(check_.integer(*node, "model." + std::string(key), 0, INT32_MAX));
     }
-    out = static_cast<int32_t>(value->get());
   }
-
   void real(const char* key, float& out) const {
-    const toml::node* node = table_.get(key);
-    if (node == nullptr) return;
-    if (const auto* i = node->as_integer()) {
-      out = static_cast<float>(i->get());
-    } else if (const auto* f = node->as_floating_point()) {
-      out = static_cast<float>(f->get());
-    } else {
-      error(*node, "'model." + std::string(key) + "': expected a number");
-    }
+    if (const toml::node* node = table_.get(key)) out = static_cast<float>(check_.number(*node, "model." + std::string(key)));
   }
-
   void boolean(const char* key, uint32_t& out) const {
-    const toml::node* node = table_.get(key);
-    if (node == nullptr) return;
-    if (!node->is_boolean()) error(*node, "'model." + std::string(key) + "': expected true or false");
-    out = node->as_boolean()->get() ? 1u : 0u;
+    if (const toml::node* node = table_.get(key)) out = check_.boolean(*node, "model." + std::string(key)) ? 1u : 0u;
   }
-
   template <class Enum>
   void choice(const char* key, std::initializer_list<std::pair<const char*, Enum>> options, Enum& out) const {
-    const toml::node* node = table_.get(key);
-    if (node == nullptr) return;
-    std::string list;
-    for (const auto& option : options) list += (list.empty() ? "\"" : ", \"") + std::string(option.first) + "\"";
-    if (!node->is_string()) error(*node, "'model." + std::string(key) + "': expected one of " + list);
-    const std::string value = node->as_string()->get();
-    for (const auto& option : options) {
-      if (value == option.first) {
-        out = option.second;
-        return;
-      }
-    }
-    error(*node, "'model." + std::string(key) + "': expected one of " + list + ", got \"" + value + "\"");
+    if (const toml::node* node = table_.get(key)) out = check_.choice(*node, "model." + std::string(key), options);
   }
 
  private:
-  const std::string& source_;
+  const TomlChecker& check_;
   const toml::table& table_;
 };
 
-constexpr std::string_view kModelKeys[] = {
-    "dtype",  "num_layers", "hidden_size",    "num_heads",      "num_kv_heads", "head_dim",   "intermediate_size",
-    "norm",   "norm_eps",   "norm_placement", "activation",     "rope_theta",   "rope_dim",   "qkv_bias",
-    "o_bias", "mlp_bias",   "final_norm",     "residual_scale", "branch_scale", "layer_scale"};
-
-void read_model_table(const std::string& source, const toml::table& table, rill_model_desc& d) {
-  const ModelTable t(source, table);
-  for (const auto& [key, value] : table) {
-    bool known = false;
-    for (std::string_view k : kModelKeys) known = known || key.str() == k;
-    if (!known) {
-      std::string list;
-      for (std::string_view k : kModelKeys) list += (list.empty() ? "" : ", ") + std::string(k);
-      throw TomlError{source + ":" + std::to_string(key.source().begin.line) + ":" +
-                      std::to_string(key.source().begin.column) + ": unknown key 'model." + std::string(key.str()) +
-                      "'; expected one of: " + list};
-    }
-  }
+void read_model_table(const TomlChecker& check, const toml::table& table, rill_model_desc& d) {
+  check.only_keys(table, "model.",
+                  {"dtype", "num_layers", "hidden_size", "num_heads", "num_kv_heads", "head_dim",
+                   "intermediate_size", "norm", "norm_eps", "norm_placement", "activation", "rope_theta",
+                   "rope_dim", "qkv_bias", "o_bias", "mlp_bias", "final_norm", "residual_scale", "branch_scale",
+                   "layer_scale"});
+  const ModelReader t(check, table);
   t.choice<rill_dtype>("dtype", {{"f32", RILL_DTYPE_F32}, {"f16", RILL_DTYPE_F16}, {"bf16", RILL_DTYPE_BF16}}, d.dtype);
   t.integer("num_layers", d.num_layers);
   t.integer("hidden_size", d.hidden_size);
@@ -265,33 +213,27 @@ RILL_API rill_status rill_model_desc_from_toml(const char* toml_text, const char
     }
     const std::string source = source_name != nullptr ? source_name : "config";
     toml::table root;
-    try {
-      root = toml::parse(std::string_view(toml_text), source);
-    } catch (const toml::parse_error& e) {
-      return rill::fail(RILL_ERROR_CONFIG, std::string(fn) + ": " + source + ":" +
-                                               std::to_string(e.source().begin.line) + ":" +
-                                               std::to_string(e.source().begin.column) +
-                                               ": TOML syntax error: " + std::string(e.description()));
-    }
+    const rill_status parsed = rill::parse_toml(toml_text, source, fn, root);
+    if (parsed != RILL_OK) return parsed;
+    const rill::TomlChecker check(source);
     const toml::node* model_node = root.get("model");
     if (model_node == nullptr) {
       return rill::fail(RILL_ERROR_CONFIG, std::string(fn) + ": " + source + ": no [model] table");
     }
     if (!model_node->is_table()) {
-      return rill::fail(RILL_ERROR_CONFIG,
-                        std::string(fn) + ": " + rill::layer::at(source, *model_node) + ": 'model' must be a table");
+      return rill::fail(RILL_ERROR_CONFIG, std::string(fn) + ": " + check.where(*model_node) + ": 'model' must be a table");
     }
     const toml::table& table = *model_node->as_table();
     rill_model_desc desc;
     rill_model_desc_init(&desc);
     try {
-      rill::layer::read_model_table(source, table, desc);
-    } catch (const rill::layer::TomlError& e) {
+      rill::layer::read_model_table(check, table, desc);
+    } catch (const rill::TomlError& e) {
       return rill::fail(RILL_ERROR_CONFIG, std::string(fn) + ": " + e.message);
     }
     for (const char* required : {"num_layers", "hidden_size", "num_heads", "intermediate_size"}) {
       if (table.get(required) == nullptr) {
-        return rill::fail(RILL_ERROR_CONFIG, std::string(fn) + ": " + rill::layer::at(source, table) +
+        return rill::fail(RILL_ERROR_CONFIG, std::string(fn) + ": " + check.where(table) +
                                                  ": [model] lacks the required key '" + required + "'");
       }
     }
@@ -299,8 +241,7 @@ RILL_API rill_status rill_model_desc_from_toml(const char* toml_text, const char
     const rill::layer::DescProblem p = rill::layer::resolve_desc(desc, resolved);
     if (!p.field.empty()) {
       const toml::node* node = table.get(p.field);
-      const std::string where =
-          rill::layer::at(source, node != nullptr ? *node : static_cast<const toml::node&>(table));
+      const std::string where = check.where(node != nullptr ? *node : static_cast<const toml::node&>(table));
       return rill::fail(RILL_ERROR_CONFIG, std::string(fn) + ": " + where + ": model." + p.message);
     }
     *out_desc = desc;

@@ -6,8 +6,14 @@
    fails at run time; the other ops are absent: layer_norm and the fused ops are
    NULL, and gemm and everything after it lie beyond the ops table's
    struct_size (gemm is set to a function that aborts, to prove the runtime
-   never calls a member past struct_size). */
+   never calls a member past struct_size).
+
+   The OPTIONS plugin implements interface version 3 and takes options of its
+   own (see fake_check_options); every working context names in its device
+   name what it received: the version 3 option list, or the version 1-2 fields
+   threads and allow_tf32. */
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -22,6 +28,12 @@
 int fake_dependency_answer(void);
 #endif
 
+#if defined(FAKE_MODE_OPTIONS)
+#define FAKE_ABI_VERSION 3u
+#else
+#define FAKE_ABI_VERSION 1u
+#endif
+
 static const rill_host_services* g_host;
 
 struct rill_backend_buffer {
@@ -31,6 +43,7 @@ struct rill_backend_buffer {
 
 struct rill_backend_context {
   int device;
+  char name[512]; /* "fake host device", then what context_create received */
 };
 
 static rill_status fake_device_count(uint32_t* out_count) {
@@ -64,20 +77,78 @@ static rill_status fake_describe_device(uint32_t index, rill_backend_device_info
   return RILL_OK;
 }
 
+/* Appends text to the context's name, as far as it fits. */
+static void fake_name_append(rill_backend_context* ctx, const char* text) {
+  const size_t used = strlen(ctx->name);
+  snprintf(ctx->name + used, sizeof(ctx->name) - used, "%s", text);
+}
+
+#if defined(FAKE_MODE_OPTIONS)
+/* The options this backend takes: queue_depth (integer 1 to 64), label
+   (string), scale (float) and verbose (bool). */
+static rill_status fake_check_options(const rill_backend_option* options, uint32_t count, uint32_t* out_rejected) {
+  static const struct {
+    const char* key;
+    rill_backend_option_type type;
+    const char* expected;
+  } keys[] = {{"queue_depth", RILL_BACKEND_OPTION_INT, "an integer"},
+              {"label", RILL_BACKEND_OPTION_STRING, "a string"},
+              {"scale", RILL_BACKEND_OPTION_FLOAT, "a float"},
+              {"verbose", RILL_BACKEND_OPTION_BOOL, "true or false"}};
+  char message[256];
+  for (uint32_t i = 0; i < count; ++i) {
+    size_t k = 0;
+    while (k < sizeof(keys) / sizeof(keys[0]) && strcmp(keys[k].key, options[i].key) != 0) ++k;
+    *out_rejected = i;
+    if (k == sizeof(keys) / sizeof(keys[0])) {
+      snprintf(message, sizeof message, "fake: unknown key '%s'; expected queue_depth, label, scale or verbose",
+               options[i].key);
+      return g_host->fail(RILL_ERROR_CONFIG, message);
+    }
+    if (options[i].type != keys[k].type) {
+      snprintf(message, sizeof message, "fake: '%s': expected %s", options[i].key, keys[k].expected);
+      return g_host->fail(RILL_ERROR_CONFIG, message);
+    }
+    if (k == 0 && (options[i].int_value < 1 || options[i].int_value > 64)) {
+      snprintf(message, sizeof message, "fake: 'queue_depth': expected 1 to 64, got %lld",
+               (long long)options[i].int_value);
+      return g_host->fail(RILL_ERROR_CONFIG, message);
+    }
+  }
+  return RILL_OK;
+}
+#endif
+
 static rill_status fake_context_create(const rill_backend_context_options* options, rill_backend_context** out_ctx) {
   rill_backend_context* ctx = (rill_backend_context*)malloc(sizeof(*ctx));
   if (ctx == NULL) return g_host->fail(RILL_ERROR_OUT_OF_MEMORY, "fake: out of memory");
   ctx->device = options->device_index;
+  strcpy(ctx->name, "fake host device");
+  char item[256];
+  if (options->struct_size >= offsetof(rill_backend_context_options, option_count) + sizeof(uint32_t)) {
+    for (uint32_t i = 0; i < options->option_count; ++i) {
+      const rill_backend_option* o = &options->options[i];
+      switch (o->type) {
+        case RILL_BACKEND_OPTION_BOOL: snprintf(item, sizeof item, "%s=%s", o->key, o->int_value ? "true" : "false"); break;
+        case RILL_BACKEND_OPTION_INT: snprintf(item, sizeof item, "%s=%lld", o->key, (long long)o->int_value); break;
+        case RILL_BACKEND_OPTION_FLOAT: snprintf(item, sizeof item, "%s=%g", o->key, o->float_value); break;
+        default: snprintf(item, sizeof item, "%s=\"%s\"", o->key, o->string_value); break;
+      }
+      fake_name_append(ctx, i == 0 ? " (" : ", ");
+      fake_name_append(ctx, item);
+      if (i + 1 == options->option_count) fake_name_append(ctx, ")");
+    }
+  } else if (options->threads != 0 || options->allow_tf32 != 0) {
+    snprintf(item, sizeof item, " (threads=%u, allow_tf32=%u)", options->threads, options->allow_tf32);
+    fake_name_append(ctx, item);
+  }
   *out_ctx = ctx;
   return RILL_OK;
 }
 
 static void fake_context_destroy(rill_backend_context* ctx) { free(ctx); }
 
-static const char* fake_context_device_name(rill_backend_context* ctx) {
-  (void)ctx;
-  return "fake host device";
-}
+static const char* fake_context_device_name(rill_backend_context* ctx) { return ctx->name; }
 
 static rill_status fake_synchronize(rill_backend_context* ctx) {
   (void)ctx;
@@ -170,7 +241,7 @@ static rill_status fake_gemm_must_not_be_called(rill_backend_context* ctx, const
 }
 
 static const rill_backend_ops g_ops = {
-    /* .abi_version = */ 1,
+    /* .abi_version = */ FAKE_ABI_VERSION,
     /* .struct_size = */ (uint32_t)offsetof(rill_backend_ops, gemm),
     /* .residual_add = */ fake_residual_add,
     /* .rms_norm = */ fake_rms_norm,
@@ -184,7 +255,7 @@ static const rill_backend_ops g_ops = {
 };
 
 static const rill_backend g_backend = {
-    /* .abi_version = */ 1,
+    /* .abi_version = */ FAKE_ABI_VERSION,
 #if defined(FAKE_MODE_SMALL_TABLE)
     /* .struct_size = */ (uint32_t)offsetof(rill_backend, buffer_copy),
 #else
@@ -207,6 +278,11 @@ static const rill_backend g_backend = {
     /* .buffer_read = */ fake_buffer_read,
     /* .buffer_copy = */ fake_buffer_copy,
     /* .ops = */ &g_ops,
+#if defined(FAKE_MODE_OPTIONS)
+    /* .check_options = */ fake_check_options,
+#else
+    /* .check_options = */ NULL, /* a version 3 member: never read from a version 1 table */
+#endif
 };
 
 #if defined(FAKE_MODE_NO_INIT_SYMBOL) || defined(FAKE_MODE_OUT_OF_RANGE)
@@ -265,7 +341,7 @@ static rill_status fake_init(uint32_t abi_version, const rill_host_services* hos
 /* A plugin that only speaks interface versions newer than this runtime knows. */
 RILL_BACKEND_PLUGIN_DEFINE(RILL_BACKEND_ABI_VERSION + 1u, RILL_BACKEND_ABI_VERSION + 5u, fake_init)
 #else
-/* The fake backend implements interface version 1 only. */
-RILL_BACKEND_PLUGIN_DEFINE(1u, 1u, fake_init)
+/* The fake backend implements one interface version only. */
+RILL_BACKEND_PLUGIN_DEFINE(FAKE_ABI_VERSION, FAKE_ABI_VERSION, fake_init)
 #endif
 #endif

@@ -1,0 +1,48 @@
+#include "enum_names.h"
+
+#include <initializer_list>
+#include <utility>
+
+#include "errors.h"
+
+namespace rill {
+namespace {
+
+// The name listed for value's integer, read without loading the enum type.
+template <class Enum>
+std::string name_among(const Enum& value, std::initializer_list<std::pair<int32_t, const char*>> names) {
+  const int32_t raw = enum_value(value);
+  for (const auto& [number, name] : names) {
+    if (number == raw) return name;
+  }
+  return "unknown value " + std::to_string(raw);
+}
+
+}  // namespace
+
+std::string enum_name(const rill_dtype& value) {
+  return name_among(value, {{RILL_DTYPE_F32, "RILL_DTYPE_F32"},
+                            {RILL_DTYPE_F16, "RILL_DTYPE_F16"},
+                            {RILL_DTYPE_BF16, "RILL_DTYPE_BF16"}});
+}
+
+std::string enum_name(const rill_norm_kind& value) {
+  return name_among(value, {{RILL_NORM_RMS, "RILL_NORM_RMS"}, {RILL_NORM_LAYER, "RILL_NORM_LAYER"}});
+}
+
+std::string enum_name(const rill_norm_placement& value) {
+  return name_among(value, {{RILL_PLACEMENT_PRE, "RILL_PLACEMENT_PRE"},
+                            {RILL_PLACEMENT_POST, "RILL_PLACEMENT_POST"},
+                            {RILL_PLACEMENT_SANDWICH, "RILL_PLACEMENT_SANDWICH"},
+                            {RILL_PLACEMENT_DEEPNORM, "RILL_PLACEMENT_DEEPNORM"}});
+}
+
+std::string enum_name(const rill_mlp_activation& value) {
+  return name_among(value, {{RILL_MLP_SILU_GLU, "RILL_MLP_SILU_GLU"},
+                            {RILL_MLP_GELU_GLU, "RILL_MLP_GELU_GLU"},
+                            {RILL_MLP_GELU, "RILL_MLP_GELU"},
+                            {RILL_MLP_GELU_TANH, "RILL_MLP_GELU_TANH"},
+                            {RILL_MLP_RELU, "RILL_MLP_RELU"}});
+}
+
+}  // namespace rill
