@@ -550,6 +550,74 @@ TEST_CASE("activation matches the double reference: every function, plain and ga
   }
 }
 
+TEST_CASE("launches larger than one pass of a GPU grid match the reference") {
+  // GPU backends cap their grids and loop over the rest: Vulkan at 65535
+  // workgroups per dimension (the least every device allows; 256 invocations
+  // per group in the elementwise shaders, one row per group in the norms,
+  // one output feature per group in gemm_rows, 64 rows per group in gemm,
+  // one (sequence, query, head) per group in attention), CUDA at 32 blocks of
+  // 256 threads per SM for the elementwise kernels and 256 row groups of up
+  // to 8 rows per SM for the norms (H200: 132 SMs). Each shape below needs
+  // more than one pass of both. One dtype: the loops do not depend on it.
+  const rill_dtype dtype = RILL_DTYPE_F16;
+  const int64_t elementwise = 65535 * 256 + 1000;  // > 65535 groups of 256
+  INFO(g_backend);
+  {
+    INFO("activation, " << elementwise << " elements");
+    const std::vector<int64_t> shape = {elementwise};
+    const std::vector<float> x = rounded(random_values(size_t(elementwise), 14001, -6.0f, 6.0f), dtype);
+    const std::vector<float> up = rounded(random_values(size_t(elementwise), 14002, -2.0f, 2.0f), dtype);
+    check_close(run_activation(*g_ctx, dtype, RILL_ACT_SILU, shape, x, up, false),
+                rill_ref::activation(RILL_ACT_SILU, x, up), dtype, "out");
+  }
+  {
+    const RowCase c = {{16385, 1024}, 1.0f, 0.0f, 1e-6f, true, true, true, 0.5f, 2.0f, false};
+    INFO("residual_add " << describe(c, dtype));
+    const RowInputs in = make_inputs(c, dtype, 14010);
+    check_close(run_row_op(*g_ctx, RowOp::kResidualAdd, dtype, c, in)[0],
+                rill_ref::residual_add(in.residual, in.x, in.gain, c.residual_scale, c.update_scale, in.rows, in.d),
+                dtype, "residual");
+  }
+  {
+    const RopeCase c = {1025, 4096, 8, 8, 10000.0f, 3};  // 1025 * 4096 * 4 rotated pairs
+    INFO("rope, tokens " << c.tokens << " heads " << c.heads << " head_dim " << c.head_dim);
+    const std::vector<float> x = rounded(random_values(size_t(c.tokens * c.heads * c.head_dim), 14020, -1.0f, 1.0f), dtype);
+    check_close(run_rope(*g_ctx, dtype, c, x),
+                rill_ref::rope(x, rope_positions(c), c.heads, c.head_dim, c.theta, c.rotary_dim), dtype, "x");
+  }
+  {
+    const RowCase c = {{300000, 3}, 1.0f, 0.0f, 1e-6f, true, true, false, 1.0f, 1.0f, false};
+    const RowInputs in = make_inputs(c, dtype, 14030, /*with_residual=*/false);
+    for (RowOp op : {RowOp::kRmsNorm, RowOp::kLayerNorm}) {
+      INFO((op == RowOp::kRmsNorm ? "rms_norm " : "layer_norm ") << describe(c, dtype));
+      const std::vector<double> x = rill_ref::to_double(in.x);
+      check_close(run_row_op(*g_ctx, op, dtype, c, in)[0],
+                  op == RowOp::kRmsNorm ? rill_ref::rms_norm(x, in.weight, in.eps, in.rows, in.d)
+                                        : rill_ref::layer_norm(x, in.weight, in.bias, in.eps, in.rows, in.d),
+                  dtype, "out");
+    }
+  }
+  for (const GemmCase& c : {GemmCase{{3, 4}, 70000}, GemmCase{{65535 * 64 + 70, 1}, 2}}) {
+    const int64_t k = c.a_shape.back(), rows = numel(c.a_shape) / k;
+    INFO("gemm a " << shape_text(c.a_shape) << " n " << c.n);
+    const std::vector<float> a = rounded(random_values(size_t(rows * k), 14040, -1.0f, 1.0f), dtype);
+    const std::vector<float> w = rounded(random_values(size_t(c.n * k), 14041, -1.0f, 1.0f), dtype);
+    const std::vector<float> bias = rounded(random_values(size_t(c.n), 14042, -1.0f, 1.0f), dtype);
+    const std::vector<float> prior(size_t(rows * c.n), std::numeric_limits<float>::quiet_NaN());
+    check_close(run_gemm(*g_ctx, dtype, c, {1.0f, 0.0f, true}, a, w, bias, prior)[0],
+                rill_ref::gemm(a, w, bias, 1.0f, 0.0f, prior, rows, c.n, k), dtype, "out");
+  }
+  {
+    std::vector<int32_t> lengths(16385);
+    for (size_t i = 0; i < lengths.size(); ++i) lengths[i] = static_cast<int32_t>(1 + i % 2);
+    const AttentionCase c = {{16385, 1, 2, 4, 1, 4}, lengths};  // 65540 (sequence, head) pairs
+    INFO("attention, batch " << c.shape.batch);
+    const AttentionInputs in = make_attention_inputs(c, dtype, 14050);
+    check_close(run_attention(*g_ctx, dtype, c, in, 0.5f),
+                rill_ref::attention(in.q, in.k, in.v, c.shape, c.kv_lengths, 0.5), dtype, "out");
+  }
+}
+
 // Negative controls: the limits mean something only if plausible mistakes
 // exceed them. Each mistake is the reference with that mistake, its result
 // stored in the dtype, scored against the correct reference.
