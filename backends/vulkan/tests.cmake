@@ -6,7 +6,8 @@ if(NOT TARGET rill_backend_vulkan)
   return()
 endif()
 
-add_executable(vulkan_backend_test ${PROJECT_SOURCE_DIR}/tests/vulkan_backend_test.cpp)
+add_executable(vulkan_backend_test ${PROJECT_SOURCE_DIR}/tests/vulkan_backend_test.cpp
+               ${PROJECT_SOURCE_DIR}/tests/support/reference.cpp ${PROJECT_SOURCE_DIR}/tests/support/tolerance.cpp)
 target_include_directories(vulkan_backend_test PRIVATE ${PROJECT_SOURCE_DIR}/include ${PROJECT_SOURCE_DIR}/backends/cpu
                            ${PROJECT_SOURCE_DIR}/tests/support)
 target_compile_definitions(vulkan_backend_test PRIVATE RILL_VULKAN_PLUGIN="$<TARGET_FILE:rill_backend_vulkan>")

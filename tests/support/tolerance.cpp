@@ -7,6 +7,13 @@
 
 namespace rill_tol {
 
+namespace {
+// Not rill_dtype_name: the tests that load a plugin directly do not link librill.
+const char* dtype_name(rill_dtype dtype) {
+  return dtype == RILL_DTYPE_F32 ? "f32" : dtype == RILL_DTYPE_F16 ? "f16" : "bf16";
+}
+}  // namespace
+
 Limits limits(rill_dtype dtype) {
   // Each limit is a small multiple of the largest error the conformance suite
   // measured over every op, shape and value range in it, on the CPU backend
@@ -66,7 +73,7 @@ bool within(const Score& s, rill_dtype dtype) {
 std::string describe(const Score& s, rill_dtype dtype) {
   const Limits l = limits(dtype);
   std::ostringstream text;
-  text << rill_dtype_name(dtype) << ": NMSE " << s.nmse << " (limit " << l.nmse << "), worst element " << s.worst
+  text << dtype_name(dtype) << ": NMSE " << s.nmse << " (limit " << l.nmse << "), worst element " << s.worst
        << " (limit " << l.worst << "), " << s.non_finite << " NaN/Inf";
   return text.str();
 }
@@ -87,7 +94,7 @@ std::string largest_noted() {
   std::ostringstream text;
   for (rill_dtype dtype : {RILL_DTYPE_F32, RILL_DTYPE_F16, RILL_DTYPE_BF16}) {
     const Score& s = g_largest[dtype];
-    text << "largest error " << rill_dtype_name(dtype) << ": NMSE " << s.nmse << ", worst element " << s.worst
+    text << "largest error " << dtype_name(dtype) << ": NMSE " << s.nmse << ", worst element " << s.worst
          << "\n";
   }
   return text.str();
