@@ -557,8 +557,8 @@ TEST_CASE("launches larger than one pass of a GPU grid match the reference") {
   // one output feature per group in gemm_rows, 64 rows per group in gemm,
   // one (sequence, query, head) per group in attention), CUDA at 32 blocks of
   // 256 threads per SM for the elementwise kernels and 256 row groups of up
-  // to 8 rows per SM for the norms (H200: 132 SMs). Each shape below needs
-  // more than one pass of both. One dtype: the loops do not depend on it.
+  // to 8 rows per SM for the norms (H200: 132 SMs, B200: 148). Each shape
+  // below needs more than one pass of both. One dtype: the loops do not depend on it.
   const rill_dtype dtype = RILL_DTYPE_F16;
   const int64_t elementwise = 65535 * 256 + 1000;  // > 65535 groups of 256
   INFO(g_backend);
@@ -586,7 +586,7 @@ TEST_CASE("launches larger than one pass of a GPU grid match the reference") {
                 rill_ref::rope(x, rope_positions(c), c.heads, c.head_dim, c.theta, c.rotary_dim), dtype, "x");
   }
   {
-    const RowCase c = {{300000, 3}, 1.0f, 0.0f, 1e-6f, true, true, false, 1.0f, 1.0f, false};
+    const RowCase c = {{400000, 3}, 1.0f, 0.0f, 1e-6f, true, true, false, 1.0f, 1.0f, false};
     const RowInputs in = make_inputs(c, dtype, 14030, /*with_residual=*/false);
     for (RowOp op : {RowOp::kRmsNorm, RowOp::kLayerNorm}) {
       INFO((op == RowOp::kRmsNorm ? "rms_norm " : "layer_norm ") << describe(c, dtype));
