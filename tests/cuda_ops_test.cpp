@@ -107,6 +107,17 @@ TEST_CASE("rows too long for shared memory (re-read from device memory) match th
   }
 }
 
+TEST_CASE("more rows than one pass of the norm grid covers match the CPU backend") {
+  // The grid holds at most 256 row groups per SM, each of up to 8 rows for
+  // short rows: 400000 rows of 3 are 50000 groups, more than one pass on
+  // any GPU with fewer than 196 SMs (H200: 132, B200: 148).
+  for (rill_dtype dtype : {RILL_DTYPE_F32, RILL_DTYPE_F16, RILL_DTYPE_BF16}) {
+    INFO(std::string(rill_dtype_name(dtype)));
+    check_fused(dtype, {400000, 3}, false);
+    check_fused(dtype, {400000, 3}, true);
+  }
+}
+
 TEST_CASE("decode row counts 1 to 64 match the CPU backend") {
   for (int64_t rows : {1, 2, 5, 31, 64}) {
     INFO("rows " << rows);

@@ -130,7 +130,8 @@ std::vector<double> rope(const std::vector<float>& x, const std::vector<int32_t>
     for (int64_t h = 0; h < heads; ++h) {
       const size_t row = (token * static_cast<size_t>(heads) + static_cast<size_t>(h)) * static_cast<size_t>(head_dim);
       for (int64_t i = 0; i < half; ++i) {
-        const double angle = positions[token] * std::pow(theta, -2.0 * static_cast<double>(i) / static_cast<double>(rotary_dim));
+        const double angle =
+            positions[token] * std::pow(theta, -2.0 * static_cast<double>(i) / static_cast<double>(rotary_dim));
         const double first = x[row + static_cast<size_t>(i)], second = x[row + static_cast<size_t>(i + half)];
         out[row + static_cast<size_t>(i)] = first * std::cos(angle) - second * std::sin(angle);
         out[row + static_cast<size_t>(i + half)] = second * std::cos(angle) + first * std::sin(angle);
