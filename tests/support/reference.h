@@ -1,7 +1,8 @@
-// Double-precision reference implementations of rill's ops and the metrics the
-// conformance tests compare backends with. Inputs are the values a backend
-// actually holds (already rounded to the storage dtype); outputs are exact up
-// to double rounding, never rounded to a storage dtype unless stated.
+// Double-precision reference implementations of rill's ops, written from their
+// definitions in rill.h; tolerance.h scores results against them. Inputs are
+// the values a backend actually holds (already rounded to the storage dtype);
+// outputs are exact up to double rounding, never rounded to a storage dtype
+// unless stated.
 #pragma once
 
 #include <cstddef>
