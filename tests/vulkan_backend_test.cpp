@@ -22,7 +22,9 @@
 
 #include "cpu_convert.h"
 #include "direct_plugin.h"
+#include "reference.h"
 #include "rill_backend.h"
+#include "tolerance.h"
 
 namespace {
 
@@ -89,19 +91,17 @@ std::vector<float> random_values(size_t n, uint32_t seed, float lo = -1.0f, floa
   return v;
 }
 
-double nmse(const std::vector<float>& got, const std::vector<double>& want) {
-  double err = 0, ref = 0;
-  for (size_t i = 0; i < want.size(); ++i) {
-    if (!std::isfinite(got[i])) return INFINITY;
-    err += (got[i] - want[i]) * (got[i] - want[i]);
-    ref += want[i] * want[i];
-  }
-  return ref > 0 ? err / ref : err;
+// The result against the reference, with the limits of the tolerance module.
+void check_close(const std::vector<float>& got, const std::vector<double>& want, rill_dtype dtype) {
+  const rill_tol::Score score = rill_tol::score(got, want);
+  CHECK_MESSAGE(rill_tol::within(score, dtype), rill_tol::describe(score, dtype));
 }
 
-// Per-dtype NMSE bounds: a few times the error of rounding to the dtype.
-double threshold(rill_dtype dtype) {
-  return dtype == RILL_DTYPE_F32 ? 1e-9 : dtype == RILL_DTYPE_F16 ? 1e-5 : 1e-4;
+// RMSNorm or LayerNorm (with bias b) of rows x cols values; w, b empty: none.
+std::vector<double> norm_reference(const std::vector<float>& x, const std::vector<float>& w,
+                                   const std::vector<float>& b, float eps, bool layer, int64_t rows, int64_t cols) {
+  return layer ? rill_ref::layer_norm(rill_ref::to_double(x), w, b, eps, rows, cols)
+               : rill_ref::rms_norm(rill_ref::to_double(x), w, eps, rows, cols);
 }
 
 // A context plus buffers that are freed with it.
@@ -183,36 +183,6 @@ void for_each_reduction_and_dtype(Body body) {
   }
 }
 
-// Reference norm of one row (already in f32 storage precision), in double.
-std::vector<double> norm_reference(const std::vector<float>& row, const std::vector<float>* weight,
-                                   const std::vector<float>* bias, double eps, bool layer) {
-  const size_t d = row.size();
-  const double count = static_cast<double>(d);
-  double mean = 0, sq = 0;
-  for (float v : row) mean += v;
-  mean = layer ? mean / count : 0.0;
-  for (float v : row) sq += (v - mean) * (v - mean);
-  double scale = 1.0 / std::sqrt(sq / count + eps);
-  std::vector<double> out(d);
-  for (size_t i = 0; i < d; ++i) {
-    out[i] = (row[i] - mean) * scale * (weight ? (*weight)[i] : 1.0) + (bias ? (*bias)[i] : 0.0);
-  }
-  return out;
-}
-
-// norm_reference of each row of values, a row-major matrix of rows of cols.
-std::vector<double> norm_reference_rows(const std::vector<float>& values, int64_t cols,
-                                        const std::vector<float>* weight, const std::vector<float>* bias, double eps,
-                                        bool layer) {
-  std::vector<double> out;
-  out.reserve(values.size());
-  for (auto first = values.begin(); first != values.end(); first += cols) {
-    std::vector<double> row = norm_reference(std::vector<float>(first, first + cols), weight, bias, eps, layer);
-    out.insert(out.end(), row.begin(), row.end());
-  }
-  return out;
-}
-
 }  // namespace
 
 TEST_CASE("describe_device fills every field and rejects an index out of range") {
@@ -270,11 +240,9 @@ TEST_CASE("residual_add matches the reference for every dtype, with and without 
       rill_backend_tensor tu = c.tensor(upd, dtype, rows, cols, 258);
       rill_backend_tensor tg = c.tensor(gain, dtype, 0, cols, 2);
       REQUIRE(ops().residual_add(c.ctx, &tr, &tu, with_gain ? &tg : nullptr, 0.75f, -1.25f) == RILL_OK);
-      std::vector<double> want(res.size());
-      for (size_t i = 0; i < want.size(); ++i) {
-        want[i] = 0.75 * res[i] - 1.25 * (with_gain ? gain[i % cols] : 1.0) * upd[i];
-      }
-      CHECK(nmse(c.read(tr), want) < threshold(dtype));
+      check_close(c.read(tr),
+                  rill_ref::residual_add(res, upd, with_gain ? gain : std::vector<float>(), 0.75f, -1.25f, rows, cols),
+                  dtype);
     }
   }
 }
@@ -298,14 +266,12 @@ TEST_CASE("rms_norm and layer_norm match the reference for any D, both reduction
         rill_status status = layer ? ops().layer_norm(c.ctx, &tx, &tw, &tb, eps, &tout)
                                    : ops().rms_norm(c.ctx, &tx, &tw, eps, &tout);
         REQUIRE_MESSAGE(status == RILL_OK, g_last_error);
-        std::vector<double> want = norm_reference_rows(x, cols, &w, layer ? &b : nullptr, eps, layer);
-        CHECK(nmse(c.read(tout), want) < threshold(dtype));
+        check_close(c.read(tout), norm_reference(x, w, b, eps, layer, rows, cols), dtype);
         // In place (out aliases x), without weight.
         status = layer ? ops().layer_norm(c.ctx, &tx, nullptr, nullptr, eps, &tx)
                        : ops().rms_norm(c.ctx, &tx, nullptr, eps, &tx);
         REQUIRE(status == RILL_OK);
-        want = norm_reference_rows(x, cols, nullptr, nullptr, eps, layer);
-        if (cols > 1 || !layer) CHECK(nmse(c.read(tx), want) < threshold(dtype));
+        if (cols > 1 || !layer) check_close(c.read(tx), norm_reference(x, {}, {}, eps, layer, rows, cols), dtype);
       }
     }
   });
@@ -333,13 +299,12 @@ TEST_CASE("fused add+norm equals residual_add followed by the norm of the rounde
                                    : ops().fused_add_rms_norm(c.ctx, &tx, &tr, &tg, &tw, eps, rs, us);
         REQUIRE_MESSAGE(status == RILL_OK, g_last_error);
 
-        std::vector<float> summed(res.size());
-        for (size_t i = 0; i < res.size(); ++i) summed[i] = rs * res[i] + us * (gain[i % cols] * x[i]);
-        std::vector<float> rounded = round_to(summed, dtype);
-        std::vector<double> want_residual(rounded.begin(), rounded.end());
-        std::vector<double> want_x = norm_reference_rows(rounded, cols, &w, layer ? &b : nullptr, eps, layer);
-        CHECK(nmse(c.read(tr), want_residual) < threshold(dtype));
-        CHECK(nmse(c.read(tx), want_x) < threshold(dtype));
+        std::vector<double> want_residual;
+        const std::vector<double> want_x =
+            layer ? rill_ref::fused_add_layer_norm(x, res, gain, w, b, eps, rs, us, rows, cols, dtype, &want_residual)
+                  : rill_ref::fused_add_rms_norm(x, res, gain, w, eps, rs, us, rows, cols, dtype, &want_residual);
+        check_close(c.read(tr), want_residual, dtype);
+        check_close(c.read(tx), want_x, dtype);
       }
     }
   });
@@ -370,17 +335,9 @@ TEST_CASE("gemm matches the reference: decode and tiled paths, bias, alpha, beta
         const float alpha = 0.5f, beta = accumulate ? -1.5f : 0.0f;
         REQUIRE_MESSAGE(ops().gemm(c.ctx, &ta, &tw, accumulate ? &tb : nullptr, alpha, beta, &tout) == RILL_OK,
                         g_last_error);
-        std::vector<double> want(s.rows * s.n);
-        for (int64_t r = 0; r < s.rows; ++r) {
-          for (int64_t n = 0; n < s.n; ++n) {
-            double dot = 0;
-            for (int64_t k = 0; k < s.k; ++k) dot += double(a[r * s.k + k]) * w[n * s.k + k];
-            double v = alpha * dot;
-            if (accumulate) v += beta * prior[r * s.n + n] + bias[n];
-            want[r * s.n + n] = v;
-          }
-        }
-        CHECK(nmse(c.read(tout), want) < threshold(dtype));
+        const std::vector<double> want = rill_ref::gemm(a, w, accumulate ? bias : std::vector<float>(), alpha, beta,
+                                                        prior, s.rows, s.n, s.k);
+        check_close(c.read(tout), want, dtype);
       }
     }
   });
@@ -420,35 +377,9 @@ TEST_CASE("attention over several key tiles and wide heads matches the reference
       const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
       REQUIRE_MESSAGE(o.attention(c.ctx, &tq, &tk, &tv, cs.lengths.data(), scale, &tout) == RILL_OK, g_last_error);
 
-      std::vector<double> want(q.size());
-      const int64_t group = q_heads / kv_heads;
-      for (int64_t b = 0; b < batch; ++b) {
-        for (int64_t t = 0; t < cs.queries; ++t) {
-          for (int64_t h = 0; h < q_heads; ++h) {
-            const int64_t visible = cs.lengths[b] - cs.queries + t + 1, kvh = h / group;
-            const float* qr = &q[((b * cs.queries + t) * q_heads + h) * head_dim];
-            std::vector<double> logits(visible);
-            double top = -INFINITY;
-            for (int64_t j = 0; j < visible; ++j) {
-              const float* kr = &k[((b * slots + j) * kv_heads + kvh) * head_dim];
-              double dot = 0;
-              for (int64_t d = 0; d < head_dim; ++d) dot += double(qr[d]) * kr[d];
-              logits[j] = dot * scale;
-              top = std::max(top, logits[j]);
-            }
-            double sum = 0;
-            for (double& l : logits) sum += (l = std::exp(l - top));
-            for (int64_t d = 0; d < head_dim; ++d) {
-              double acc = 0;
-              for (int64_t j = 0; j < visible; ++j) {
-                acc += logits[j] / sum * v[((b * slots + j) * kv_heads + kvh) * head_dim + d];
-              }
-              want[((b * cs.queries + t) * q_heads + h) * head_dim + d] = acc;
-            }
-          }
-        }
-      }
-      CHECK(nmse(c.read(tout), want) < threshold(dtype));
+      const std::vector<double> want = rill_ref::attention(
+          q, k, v, {batch, cs.queries, slots, q_heads, kv_heads, head_dim}, cs.lengths, scale);
+      check_close(c.read(tout), want, dtype);
     }
   });
 }
@@ -479,22 +410,12 @@ TEST_CASE("rope and activations match the reference across many elements") {
     rill_backend_tensor tx = tensor4(c, x, dtype, {tokens, heads, head_dim}, 7);
     REQUIRE_MESSAGE(ops().rope(c.ctx, &tx, positions.data(), 10000.0f, static_cast<int32_t>(rotary)) == RILL_OK,
                     g_last_error);
-    std::vector<double> want(x.begin(), x.end());
-    for (int64_t t = 0; t < tokens; ++t) {
-      for (int64_t h = 0; h < heads; ++h) {
-        for (int64_t i = 0; i < rotary / 2; ++i) {
-          const double angle = positions[t] * std::pow(10000.0, -2.0 * double(i) / double(rotary));
-          const int64_t row = (t * heads + h) * head_dim;
-          const double x1 = x[row + i], x2 = x[row + i + rotary / 2];
-          want[row + i] = x1 * std::cos(angle) - x2 * std::sin(angle);
-          want[row + i + rotary / 2] = x2 * std::cos(angle) + x1 * std::sin(angle);
-        }
-      }
-    }
-    CHECK(nmse(c.read(tx), want) < threshold(dtype));
+    const std::vector<double> want = rill_ref::rope(x, positions, heads, head_dim, 10000.0, rotary);
+    check_close(c.read(tx), want, dtype);
 
-    // Every activation, plain and gated (out aliasing up), over more elements
-    // than one dispatch's workgroups cover in one pass.
+    // Every activation, plain and gated (out aliasing up), over 274
+    // workgroups. Launches beyond the 65535 workgroups of one dispatch are in
+    // the conformance suite ("launches larger than one pass of a GPU grid").
     const int64_t count = 70000;
     auto a = round_to(random_values(count, 61, -6.0f, 6.0f), dtype);
     auto up = round_to(random_values(count, 62), dtype);
@@ -503,16 +424,8 @@ TEST_CASE("rope and activations match the reference across many elements") {
       rill_backend_tensor ta = c.tensor(a, dtype, 1, count);
       rill_backend_tensor tup = c.tensor(up, dtype, 1, count, 1);
       REQUIRE(ops().activation(c.ctx, fn, &ta, &tup, &tup) == RILL_OK);
-      std::vector<double> gated(count);
-      for (int64_t i = 0; i < count; ++i) {
-        const double v = a[i];
-        double y = v > 0 ? v : 0;
-        if (fn == RILL_ACT_SILU) y = v / (1 + std::exp(-v));
-        if (fn == RILL_ACT_GELU) y = 0.5 * v * (1 + std::erf(v / std::sqrt(2.0)));
-        if (fn == RILL_ACT_GELU_TANH) y = 0.5 * v * (1 + std::tanh(std::sqrt(2.0 / M_PI) * (v + 0.044715 * v * v * v)));
-        gated[i] = y * up[i];
-      }
-      CHECK(nmse(c.read(tup), gated) < threshold(dtype));
+      const std::vector<double> gated = rill_ref::activation(fn, a, up);
+      check_close(c.read(tup), gated, dtype);
     }
   }
 }

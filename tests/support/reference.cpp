@@ -1,5 +1,6 @@
 #include "reference.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -22,31 +23,6 @@ double round_to_dtype(double v, rill_dtype dtype) {
   if (dtype == RILL_DTYPE_BF16 && std::fabs(rounded) > 3.3895313892515355e38) return std::copysign(HUGE_VAL, f);
   return rounded;
 }
-
-double nmse(const float* actual, const double* expected, size_t count) {
-  double error = 0.0, norm = 0.0;
-  for (size_t i = 0; i < count; ++i) {
-    if (!std::isfinite(actual[i])) return std::numeric_limits<double>::infinity();
-    const double diff = static_cast<double>(actual[i]) - expected[i];
-    error += diff * diff;
-    norm += expected[i] * expected[i];
-  }
-  if (norm == 0.0) return error == 0.0 ? 0.0 : std::numeric_limits<double>::infinity();
-  return error / norm;
-}
-
-double nmse(const std::vector<float>& actual, const std::vector<double>& expected) {
-  if (actual.size() != expected.size()) return std::numeric_limits<double>::infinity();
-  return nmse(actual.data(), expected.data(), actual.size());
-}
-
-size_t count_non_finite(const float* values, size_t count) {
-  size_t n = 0;
-  for (size_t i = 0; i < count; ++i) n += std::isfinite(values[i]) ? 0 : 1;
-  return n;
-}
-
-size_t count_non_finite(const std::vector<float>& values) { return count_non_finite(values.data(), values.size()); }
 
 std::vector<double> to_double(const std::vector<float>& values) { return {values.begin(), values.end()}; }
 
@@ -144,6 +120,82 @@ std::vector<double> gemm(const std::vector<float>& a, const std::vector<float>& 
     }
   }
   return result;
+}
+
+std::vector<double> rope(const std::vector<float>& x, const std::vector<int32_t>& positions, int64_t heads,
+                         int64_t head_dim, double theta, int64_t rotary_dim) {
+  std::vector<double> out = to_double(x);
+  const int64_t half = rotary_dim / 2;
+  for (size_t token = 0; token < positions.size(); ++token) {
+    for (int64_t h = 0; h < heads; ++h) {
+      const size_t row = (token * static_cast<size_t>(heads) + static_cast<size_t>(h)) * static_cast<size_t>(head_dim);
+      for (int64_t i = 0; i < half; ++i) {
+        const double angle =
+            positions[token] * std::pow(theta, -2.0 * static_cast<double>(i) / static_cast<double>(rotary_dim));
+        const double first = x[row + static_cast<size_t>(i)], second = x[row + static_cast<size_t>(i + half)];
+        out[row + static_cast<size_t>(i)] = first * std::cos(angle) - second * std::sin(angle);
+        out[row + static_cast<size_t>(i + half)] = second * std::cos(angle) + first * std::sin(angle);
+      }
+    }
+  }
+  return out;
+}
+
+std::vector<double> attention(const std::vector<float>& q, const std::vector<float>& k, const std::vector<float>& v,
+                              const AttentionShape& s, const std::vector<int32_t>& kv_lengths, double scale) {
+  std::vector<double> out(q.size());
+  const int64_t group = s.q_heads / s.kv_heads;
+  auto q_at = [&](int64_t b, int64_t t, int64_t h) { return ((b * s.queries + t) * s.q_heads + h) * s.head_dim; };
+  auto kv_at = [&](int64_t b, int64_t j, int64_t h) { return ((b * s.slots + j) * s.kv_heads + h) * s.head_dim; };
+  std::vector<double> weights;
+  for (int64_t b = 0; b < s.batch; ++b) {
+    const int64_t length = kv_lengths.empty() ? s.slots : kv_lengths[static_cast<size_t>(b)];
+    for (int64_t t = 0; t < s.queries; ++t) {
+      const int64_t visible = length - s.queries + t + 1;
+      for (int64_t h = 0; h < s.q_heads; ++h) {
+        const int64_t kv_head = h / group;
+        weights.assign(static_cast<size_t>(visible), 0.0);
+        double top = -HUGE_VAL;
+        for (int64_t j = 0; j < visible; ++j) {
+          double dot = 0.0;
+          for (int64_t e = 0; e < s.head_dim; ++e) {
+            dot += static_cast<double>(q[static_cast<size_t>(q_at(b, t, h) + e)]) *
+                   k[static_cast<size_t>(kv_at(b, j, kv_head) + e)];
+          }
+          weights[static_cast<size_t>(j)] = scale * dot;
+          top = std::max(top, scale * dot);
+        }
+        double sum = 0.0;
+        for (double& w : weights) sum += (w = std::exp(w - top));
+        for (int64_t e = 0; e < s.head_dim; ++e) {
+          double acc = 0.0;
+          for (int64_t j = 0; j < visible; ++j) {
+            acc += weights[static_cast<size_t>(j)] * v[static_cast<size_t>(kv_at(b, j, kv_head) + e)];
+          }
+          out[static_cast<size_t>(q_at(b, t, h) + e)] = acc / sum;
+        }
+      }
+    }
+  }
+  return out;
+}
+
+std::vector<double> activation(rill_act_fn fn, const std::vector<float>& x, const std::vector<float>& up) {
+  const double pi = 3.14159265358979323846;
+  std::vector<double> out(x.size());
+  for (size_t i = 0; i < x.size(); ++i) {
+    const double v = x[i];
+    double y = 0.0;
+    switch (fn) {
+      case RILL_ACT_SILU: y = v / (1.0 + std::exp(-v)); break;
+      case RILL_ACT_GELU: y = 0.5 * v * (1.0 + std::erf(v / std::sqrt(2.0))); break;
+      case RILL_ACT_GELU_TANH: y = 0.5 * v * (1.0 + std::tanh(std::sqrt(2.0 / pi) * (v + 0.044715 * v * v * v))); break;
+      case RILL_ACT_RELU: y = std::max(v, 0.0); break;
+      default: y = std::numeric_limits<double>::quiet_NaN(); break;
+    }
+    out[i] = up.empty() ? y : y * up[i];
+  }
+  return out;
 }
 
 }  // namespace rill_ref

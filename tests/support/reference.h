@@ -1,7 +1,8 @@
-// Double-precision reference implementations of rill's ops and the metrics the
-// conformance tests compare backends with. Inputs are the values a backend
-// actually holds (already rounded to the storage dtype); outputs are exact up
-// to double rounding, never rounded to a storage dtype unless stated.
+// Double-precision reference implementations of rill's ops, written from their
+// definitions in rill.h; tolerance.h scores results against them. Inputs are
+// the values a backend actually holds (already rounded to the storage dtype);
+// outputs are exact up to double rounding, never rounded to a storage dtype
+// unless stated.
 #pragma once
 
 #include <cstddef>
@@ -16,16 +17,6 @@ namespace rill_ref {
 // Written independently of rill's converters (arithmetic on exponents rather
 // than bit manipulation) so that the tests check them.
 double round_to_dtype(double v, rill_dtype dtype);
-
-// Normalized mean squared error sum((a-b)^2) / sum(b^2), the metric of ggml's
-// test-backend-ops. Returns 0 for two all-zero vectors and +Inf when actual
-// holds a NaN or Inf (so a non-finite result never passes a threshold).
-double nmse(const float* actual, const double* expected, size_t count);
-double nmse(const std::vector<float>& actual, const std::vector<double>& expected);
-
-// Count of NaN and Inf values.
-size_t count_non_finite(const float* values, size_t count);
-size_t count_non_finite(const std::vector<float>& values);
 
 // Optional operands are empty vectors. rows x d is the data layout.
 
@@ -59,6 +50,26 @@ std::vector<double> fused_add_layer_norm(const std::vector<float>& x, const std:
 // not read (it may be empty).
 std::vector<double> gemm(const std::vector<float>& a, const std::vector<float>& w, const std::vector<float>& bias,
                          float alpha, float beta, const std::vector<float>& out, int64_t rows, int64_t n, int64_t k);
+
+// Rotary position embedding, NeoX rotate-half layout, as rill.h defines it:
+// x [tokens, heads, head_dim]; angle = position * theta^(-2i/rotary_dim) for
+// i < rotary_dim/2; elements at index >= rotary_dim are copied.
+std::vector<double> rope(const std::vector<float>& x, const std::vector<int32_t>& positions, int64_t heads,
+                         int64_t head_dim, double theta, int64_t rotary_dim);
+
+// Causal attention as rill.h defines it: q [batch, queries, q_heads, head_dim],
+// k and v [batch, slots, kv_heads, head_dim]; query head h reads KV head
+// h / (q_heads / kv_heads); query t of sequence b sits at position
+// kv_lengths[b] - queries + t and sees key slots 0..that position.
+// kv_lengths empty: every sequence holds all slots.
+struct AttentionShape {
+  int64_t batch, queries, slots, q_heads, kv_heads, head_dim;
+};
+std::vector<double> attention(const std::vector<float>& q, const std::vector<float>& k, const std::vector<float>& v,
+                              const AttentionShape& shape, const std::vector<int32_t>& kv_lengths, double scale);
+
+// fn(x) * up elementwise, or fn(x) with up empty; the functions of rill_act_fn.
+std::vector<double> activation(rill_act_fn fn, const std::vector<float>& x, const std::vector<float>& up);
 
 std::vector<double> to_double(const std::vector<float>& values);
 

@@ -1,0 +1,103 @@
+#include "tolerance.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <sstream>
+
+namespace rill_tol {
+
+namespace {
+// Not rill_dtype_name: the tests that load a plugin directly do not link librill.
+const char* dtype_name(rill_dtype dtype) {
+  return dtype == RILL_DTYPE_F32 ? "f32" : dtype == RILL_DTYPE_F16 ? "f16" : "bf16";
+}
+}  // namespace
+
+Limits limits(rill_dtype dtype) {
+  // Each limit is a small multiple of the largest error the conformance suite
+  // measured over every op, shape and value range in it, on the CPU backend
+  // and on Vulkan (lavapipe); the figure and where it arose are beside it.
+  switch (dtype) {
+    case RILL_DTYPE_F16:
+      return {1e-6,   // 1.4e-7: fused_add_rms_norm on the CPU and Vulkan
+              1e-2};  // 2.3e-3: Vulkan
+    case RILL_DTYPE_BF16:
+      return {5e-5,   // 1.0e-5: fused_add_rms_norm on the CPU and Vulkan
+              1e-1};  // 2.2e-2: Vulkan
+    default:
+      return {1e-10,  // 3.2e-11: Vulkan layer_norm of rows with mean 50 and spread 1 (CPU: 6.6e-12, GELU)
+              5e-5};  // 1.3e-5: the same Vulkan layer_norm (CPU: 5.5e-6, GELU)
+  }
+}
+
+Score score(const float* actual, const double* expected, size_t count) {
+  Score s;
+  double error = 0.0, norm = 0.0, worst = 0.0;
+  for (size_t i = 0; i < count; ++i) {
+    if (!std::isfinite(actual[i])) {
+      ++s.non_finite;
+      continue;
+    }
+    const double diff = static_cast<double>(actual[i]) - expected[i];
+    error += diff * diff;
+    norm += expected[i] * expected[i];
+    worst = std::max(worst, std::fabs(diff));
+  }
+  const double inf = std::numeric_limits<double>::infinity();
+  if (s.non_finite > 0) {
+    s.nmse = s.worst = inf;
+  } else if (norm == 0.0) {
+    s.nmse = s.worst = error == 0.0 ? 0.0 : inf;
+  } else {
+    s.nmse = error / norm;
+    s.worst = worst / std::sqrt(norm / static_cast<double>(count));
+  }
+  return s;
+}
+
+Score score(const std::vector<float>& actual, const std::vector<double>& expected) {
+  if (actual.size() != expected.size()) {
+    Score s;
+    s.nmse = s.worst = std::numeric_limits<double>::infinity();
+    return s;
+  }
+  return score(actual.data(), expected.data(), actual.size());
+}
+
+bool within(const Score& s, rill_dtype dtype) {
+  const Limits l = limits(dtype);
+  return s.non_finite == 0 && s.nmse <= l.nmse && s.worst <= l.worst;
+}
+
+std::string describe(const Score& s, rill_dtype dtype) {
+  const Limits l = limits(dtype);
+  std::ostringstream text;
+  text << dtype_name(dtype) << ": NMSE " << s.nmse << " (limit " << l.nmse << "), worst element " << s.worst
+       << " (limit " << l.worst << "), " << s.non_finite << " NaN/Inf";
+  return text.str();
+}
+
+namespace {
+Score g_largest[3];  // by rill_dtype value
+}  // namespace
+
+void note(const Score& s, rill_dtype dtype) {
+  if (dtype < 0 || dtype > 2) return;
+  Score& largest = g_largest[dtype];
+  largest.nmse = std::max(largest.nmse, s.nmse);
+  largest.worst = std::max(largest.worst, s.worst);
+  largest.non_finite += s.non_finite;
+}
+
+std::string largest_noted() {
+  std::ostringstream text;
+  for (rill_dtype dtype : {RILL_DTYPE_F32, RILL_DTYPE_F16, RILL_DTYPE_BF16}) {
+    const Score& s = g_largest[dtype];
+    text << "largest error " << dtype_name(dtype) << ": NMSE " << s.nmse << ", worst element " << s.worst
+         << "\n";
+  }
+  return text.str();
+}
+
+}  // namespace rill_tol

@@ -1,0 +1,50 @@
+// The one tolerance module of the C++ tests: how far a backend's result may
+// stray from the double-precision reference (reference.h) and still pass.
+//
+// Two measures, both against the reference b, plus a NaN/Inf check:
+//   NMSE  = sum((a-b)^2) / sum(b^2), ggml test-backend-ops' metric, which
+//           bounds the error over the whole tensor;
+//   worst = max|a-b| / rms(b), which bounds the worst element, so a handful
+//           of wrong elements in a large tensor fail even when they hardly
+//           move the NMSE.
+// Limits are per dtype, a small multiple of the largest error measured on
+// the CPU backend and on Vulkan (lavapipe); tolerance.cpp lists the figures.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "rill.h"
+
+namespace rill_tol {
+
+struct Limits {
+  double nmse;
+  double worst;
+};
+
+// The limits for results stored in dtype.
+Limits limits(rill_dtype dtype);
+
+struct Score {
+  double nmse = 0.0;   // +Inf when actual holds a NaN or Inf, or b is all zeros and a is not
+  double worst = 0.0;  // max|a-b| / rms(b); +Inf as for nmse
+  size_t non_finite = 0;
+};
+
+Score score(const float* actual, const double* expected, size_t count);
+Score score(const std::vector<float>& actual, const std::vector<double>& expected);
+
+// True when score has no NaN/Inf and both measures are within limits(dtype).
+bool within(const Score& score, rill_dtype dtype);
+
+// "NMSE x (limit y), worst element x (limit y), n NaN/Inf" for failure messages.
+std::string describe(const Score& score, rill_dtype dtype);
+
+// Remembers the largest NMSE and worst-element error noted per dtype, and
+// prints them, one line per dtype: how the figures in tolerance.cpp were measured.
+void note(const Score& score, rill_dtype dtype);
+std::string largest_noted();
+
+}  // namespace rill_tol
