@@ -11,15 +11,19 @@ and inputs that rill gets:
     SwiGLU, QKV bias) in plain torch, following the Hugging Face modelling
     code, extended with the other placements and residual variants as the
     rill header defines them.
-Every case runs as one prefill and as a prefill followed by decode steps
-(`--decode-from`), and compares both with the reference by the normalized
-mean squared error of the conformance suite.
+Every case runs as one prefill, as a prefill followed by decode steps and as
+decode steps only (`--decode-from`), and each output must match the reference
+by the limits of tests/python/tolerance.py (NMSE, worst element, finiteness).
+Each output must also fail against every negative control (CONTROLS): the
+reference built with a wrong eps, rope_theta, GQA head mapping or a transposed
+weight, so a tolerance too loose to see those mistakes fails the test.
 
 Weight files are written with PyPI's safetensors package, or where it is
 missing with safetensors_fallback.py beside this script.
 
-Exit codes: 0 all passed, 1 a failure, 77 skipped (torch
-missing, the backend unavailable or lacking an op).
+Exit codes: 0 all passed, 1 a failure, 77 skipped (torch missing, the
+backend unavailable, or a plugin backend lacking an op). The CPU backend
+refusing an op is a failure, and a skip never hides a failure found before it.
 """
 import argparse
 import json
@@ -43,11 +47,10 @@ try:
 except ImportError:
     from safetensors_fallback import save_file
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, "python"))
+from tolerance import compare  # noqa: E402  (the Python tests' one tolerance module)
+
 TORCH_DTYPES = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
-# NMSE = sum((rill - ref)^2) / sum(ref^2) against the float64 reference.
-# f32 is bounded by f32 rounding in a few reductions; f16 and bf16 by the
-# storage rounding of every intermediate (about 2^-11 and 2^-8 relative).
-NMSE_LIMIT = {"f32": 1e-9, "f16": 1e-5, "bf16": 1e-3}
 
 
 def base_config(**overrides):
@@ -77,16 +80,47 @@ def rounded(t, dtype):
 
 
 # ---------------------------------------------------------------------------
+# Negative controls: the reference built with one plausible mistake, which the
+# comparison must catch in every case (rill's weights and inputs stay as they
+# are; only the reference goes wrong).
+CONTROLS = {
+    "eps": "norm_eps 10x too large (f32), 0.05 too large (f16, bf16)",
+    "rope_theta": "rope_theta 10000 and 1e6 swapped",
+    "gqa": "query heads read the next KV head",
+    "transpose": "o_proj's weight transposed",
+}
+
+
+def wrong_eps(eps, dtype):
+    # In f16 and bf16 eps 10x too large changes the output less than the
+    # storage rounding does (it passes every f16 and bf16 case): there eps is
+    # off by 0.05 instead, the smallest of 0.02, 0.05 that every case catches.
+    return eps * 10 if dtype == "f32" else eps + 0.05
+
+
+def wrong_rope_theta(theta):
+    return 1e6 if theta == 10000.0 else 10000.0
+
+
+def roll_kv_heads(t, kv_heads, dim=0):
+    """t's KV-head blocks along dim, rotated so that block i holds what block i + 1 held."""
+    return torch.cat(t.chunk(kv_heads, dim=dim)[1:] + t.chunk(kv_heads, dim=dim)[:1], dim=dim)
+
+
+# ---------------------------------------------------------------------------
 # Reference 1: torch.nn.TransformerEncoderLayer
 
 
-def encoder_case(gen, config):
+def encoder_case(gen, config, control=None):
     d, heads, inter = config["hidden_size"], config["num_heads"], config["intermediate_size"]
+    if control == "rope_theta":
+        return None, None  # torch's encoder layer has no RoPE
+    eps = wrong_eps(config["norm_eps"], config["dtype"]) if control == "eps" else config["norm_eps"]
     layers = []
     weights = {}
     for i in range(config["num_layers"]):
         layer = torch.nn.TransformerEncoderLayer(d, heads, inter, dropout=0.0, activation=config["activation"],
-                                                 layer_norm_eps=config["norm_eps"], batch_first=True,
+                                                 layer_norm_eps=eps, batch_first=True,
                                                  norm_first=config["norm_placement"] == "pre")
         with torch.no_grad():
             for p in layer.parameters():  # non-trivial values for every parameter, norms included
@@ -110,10 +144,16 @@ def encoder_case(gen, config):
         }
         for name, value in names.items():
             weights[prefix + name] = value.detach().clone()
+        with torch.no_grad():  # the reference's own copy goes wrong, not the weights rill reads
+            if control == "gqa":
+                for p in (layer.self_attn.in_proj_weight, layer.self_attn.in_proj_bias):
+                    p[d:2 * d], p[2 * d:] = roll_kv_heads(p[d:2 * d], heads), roll_kv_heads(p[2 * d:], heads)
+            elif control == "transpose":
+                layer.self_attn.out_proj.weight.copy_(layer.self_attn.out_proj.weight.t().clone())
         layers.append(layer)
     final = None
     if config["final_norm"]:
-        final = torch.nn.LayerNorm(d, eps=config["norm_eps"]).double()
+        final = torch.nn.LayerNorm(d, eps=eps).double()
         with torch.no_grad():
             final.weight.copy_(rounded(1.0 + 0.3 * torch.randn(d, generator=gen, dtype=torch.float64), config["dtype"]))
             final.bias.copy_(rounded(0.3 * torch.randn(d, generator=gen, dtype=torch.float64), config["dtype"]))
@@ -152,8 +192,14 @@ def apply_rope(x, positions, theta, rotary_dim):
     return torch.cat((rot * cos + rotate_half(rot) * sin, rest), dim=-1)
 
 
-def decoder_case(gen, config):
-    c = config
+def decoder_case(gen, config, control=None):
+    c = dict(config)
+    if control == "eps":
+        c["norm_eps"] = wrong_eps(c["norm_eps"], c["dtype"])
+    elif control == "rope_theta":
+        c["rope_theta"] = wrong_rope_theta(c["rope_theta"])
+    elif control == "gqa" and c["num_kv_heads"] == 1:
+        return None, None  # one KV head: every query head reads it, there is no mapping to get wrong
     d, hq, hkv, hd, inter = c["hidden_size"], c["num_heads"], c["num_kv_heads"], c["head_dim"], c["intermediate_size"]
     gated = c["activation"] in ("silu_glu", "gelu_glu")
     placement = c["norm_placement"]
@@ -221,12 +267,17 @@ def decoder_case(gen, config):
             positions = torch.arange(t)
             rotary = c["rope_dim"] or hd
             q, k = apply_rope(q, positions, c["rope_theta"], rotary), apply_rope(k, positions, c["rope_theta"], rotary)
+        if control == "gqa":
+            k, v = roll_kv_heads(k, hkv, dim=1), roll_kv_heads(v, hkv, dim=1)
         k = k.repeat_interleave(hq // hkv, dim=1)  # Hugging Face's repeat_kv
         v = v.repeat_interleave(hq // hkv, dim=1)
         scores = q @ k.transpose(-1, -2) / math.sqrt(hd)
         scores = scores + torch.triu(torch.full((t, t), float("-inf"), dtype=torch.float64), diagonal=1)
         out = torch.softmax(scores, dim=-1) @ v
-        return linear(out.transpose(1, 2).reshape(b, t, hq * hd), layer["o"])
+        w_o, b_o = layer["o"]
+        if control == "transpose":
+            w_o = w_o.t()
+        return F.linear(out.transpose(1, 2).reshape(b, t, hq * hd), w_o, b_o)
 
     def mlp(x, layer):
         if gated:
@@ -306,8 +357,9 @@ def run_rill(rill, args):
 
 def check_case(name, rill, backend, workdir, seed):
     kind, config = CASES[name]
+    build = encoder_case if kind == "encoder" else decoder_case
     gen = torch.Generator().manual_seed(seed)
-    weights, reference = (encoder_case if kind == "encoder" else decoder_case)(gen, config)
+    weights, reference = build(gen, config)
     dtype = config["dtype"]
     # Weights go to the file in the model dtype for one case in two and as f32
     # otherwise, so that both the direct and the converting load are exercised.
@@ -322,26 +374,33 @@ def check_case(name, rill, backend, workdir, seed):
     batch, tokens = 2, 9
     x = torch.randn((batch, tokens, config["hidden_size"]), generator=gen, dtype=torch.float64)
     np.save(paths["input"], x.numpy().astype(np.float32))
-    expected = reference(rounded(x.to(torch.float32), dtype)).numpy()
+    x_model = rounded(x.to(torch.float32), dtype)
+    expected = reference(x_model).numpy()
+    # The same seed draws the same weights; only the reference differs.
+    wrong = {control: build(torch.Generator().manual_seed(seed), config, control)[1] for control in CONTROLS}
+    wrong = {control: ref(x_model).numpy() for control, ref in wrong.items() if ref is not None}
 
     failures = []
     for label, extra in (("prefill", []), ("prefill+decode", ["--decode-from", "4"]), ("decode only", ["--decode-from", "0"])):
         out = os.path.join(case_dir, f"y_{label.replace(' ', '_').replace('+', '_')}.npy")
         code, log = run_rill(rill, ["--config", paths["config"], "--weights", paths["weights"], "--input",
                                     paths["input"], "--output", out] + extra)
-        if code != 0 and ("RILL_ERROR_BACKEND_UNAVAILABLE" in log or "RILL_ERROR_UNSUPPORTED" in log):
+        if code != 0 and "RILL_ERROR_BACKEND_UNAVAILABLE" in log:
             raise Skip(log.strip())
+        if code != 0 and "RILL_ERROR_UNSUPPORTED" in log and backend != "cpu":
+            raise Skip(log.strip())  # optional ops on a GPU backend; the CPU backend must run every layer
         if code != 0:
             failures.append(f"{label}: rill run failed ({code}): {log.strip()}")
             continue
-        got = np.load(out).astype(np.float64)
-        nmse = float(((got - expected) ** 2).sum() / (expected ** 2).sum())
-        finite = bool(np.isfinite(got).all())
-        ok = finite and nmse <= NMSE_LIMIT[dtype]
-        print(f"  {name:28s} {dtype:4s} {label:15s} NMSE {nmse:.2e} (limit {NMSE_LIMIT[dtype]:.0e}) "
-              f"max|diff| {np.abs(got - expected).max():.2e} {'ok' if ok else 'FAIL'}")
-        if not ok:
-            failures.append(f"{label}: NMSE {nmse:.3e} over {NMSE_LIMIT[dtype]:.0e}" + ("" if finite else ", NaN/Inf"))
+        got = np.load(out)
+        result = compare(got, expected, dtype, "layers")
+        print(f"  {name:28s} {dtype:4s} {label:15s} {result} {'ok' if result.ok else 'FAIL'}")
+        if not result.ok:
+            failures.append(f"{label}: {result}")
+        for control, wrong_expected in wrong.items():
+            caught = compare(got, wrong_expected, dtype, "layers")
+            if caught.ok:
+                failures.append(f"{label}: negative control passed, {CONTROLS[control]}: {caught}")
     return failures
 
 
@@ -356,18 +415,25 @@ def main():
     names = args.case or [n for g in (args.group or sorted(GROUPS)) for n in GROUPS[g]]
     torch.set_num_threads(2)
     failed = []
+    skipped = None
     with tempfile.TemporaryDirectory(prefix="rill-layer-") as workdir:
         for seed, name in enumerate(names):
             try:
                 problems = check_case(name, args.rill, args.backend, workdir, seed)
             except Skip as why:
-                print(f"skipped: the {args.backend} backend cannot run the layers: {why}")
-                return SKIP
+                skipped = why
+                break
             failed += [f"{name}: {p}" for p in problems]
     for f in failed:
         print("FAIL", f)
-    print(f"{len(names) - len({f.split(':')[0] for f in failed})}/{len(names)} cases passed on {args.backend}")
-    return 1 if failed else 0
+    if failed:  # a skip never hides a failure recorded before it
+        print(f"{len(failed)} failures on {args.backend}" + (f"; then skipped: {skipped}" if skipped else ""))
+        return 1
+    if skipped:
+        print(f"skipped: the {args.backend} backend cannot run the layers: {skipped}")
+        return SKIP
+    print(f"{len(names)}/{len(names)} cases passed on {args.backend}")
+    return 0
 
 
 if __name__ == "__main__":
