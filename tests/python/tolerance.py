@@ -26,7 +26,7 @@ PROFILES = {
     # the reference with eps 10x too large gives in deepnorm_layer, the case
     # least sensitive to eps.
     "layers": {
-        "f32": Limit(nmse=5e-13, worst=1e-5),  # measured NMSE 1.8e-13, worst 2.7e-6 (Vulkan)
+        "f32": Limit(nmse=5e-13, worst=1e-5),  # measured NMSE 2.1e-13, worst 2.7e-6 (Vulkan)
         "f16": Limit(nmse=8e-6, worst=5e-2),  # measured NMSE 8.6e-7, worst 7.1e-3
         "bf16": Limit(nmse=3.7e-4, worst=2e-1),  # measured NMSE 3.7e-5, worst 3.3e-2
     },

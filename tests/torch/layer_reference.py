@@ -10,7 +10,10 @@ and inputs that rill gets:
   * a Llama/Qwen2-style decoder (RMSNorm, grouped-query attention, NeoX RoPE,
     SwiGLU, QKV bias) in plain torch, following the Hugging Face modelling
     code, extended with the other placements and residual variants as the
-    rill header defines them.
+    rill header defines them;
+  * Hugging Face transformers' own Gemma2DecoderLayer and Gemma2RMSNorm for
+    the sandwich norm (the gemma2 group; transformers comes from a venv,
+    --venv, and the group reports skipped without it).
 Every case runs as one prefill, as a prefill followed by decode steps and as
 decode steps only (`--decode-from`), and each output must match the reference
 by the limits of tests/python/tolerance.py (NMSE, worst element, finiteness).
@@ -26,6 +29,7 @@ backend unavailable, or a plugin backend lacking an op). The CPU backend
 refusing an op is a failure, and a skip never hides a failure found before it.
 """
 import argparse
+import glob
 import json
 import math
 import os
@@ -308,6 +312,81 @@ def decoder_case(gen, config, control=None):
 
 
 # ---------------------------------------------------------------------------
+# Reference 3: Hugging Face transformers' Gemma2 decoder layers (sandwich norm)
+
+
+def gemma2_case(gen, config, control=None):
+    """Gemma2DecoderLayer (eager attention) and Gemma2RMSNorm, in float64 but
+    for what Gemma2 itself computes in float32 (norms, RoPE tables, softmax)."""
+    try:
+        from transformers import Gemma2Config
+        from transformers.models.gemma2.modeling_gemma2 import Gemma2DecoderLayer, Gemma2RMSNorm
+    except ImportError as missing:
+        raise Skip(f"the Gemma2 reference needs transformers: {missing}")
+
+    c = config
+    d, hq, hkv, hd = c["hidden_size"], c["num_heads"], c["num_kv_heads"], c["head_dim"]
+    # What Gemma2 can express: RMSNorm, a gated MLP, full RoPE, no biases, unit residual scales.
+    assert c["norm"] == "rms" and c["rope_dim"] == 0 and c["residual_scale"] == c["branch_scale"] == 1.0
+    assert not (c["qkv_bias"] or c["o_bias"] or c["mlp_bias"])
+    hidden_activation = {"silu_glu": "silu", "gelu_glu": "gelu"}[c["activation"]]
+    hf = Gemma2Config(hidden_size=d, intermediate_size=c["intermediate_size"], num_hidden_layers=c["num_layers"],
+                      num_attention_heads=hq, num_key_value_heads=hkv, head_dim=hd, hidden_activation=hidden_activation,
+                      rms_norm_eps=wrong_eps(c["norm_eps"], c["dtype"]) if control == "eps" else c["norm_eps"],
+                      rope_theta=wrong_rope_theta(c["rope_theta"]) if control == "rope_theta" else c["rope_theta"],
+                      query_pre_attn_scalar=hd, attn_logit_softcapping=None, attention_bias=False,
+                      attn_implementation="eager")
+    weights = {}
+
+    def param(name, shape, scale, offset=0.0):
+        weights[name] = rounded(offset + scale * torch.randn(shape, generator=gen, dtype=torch.float64), c["dtype"])
+        return weights[name]
+
+    layers = []
+    for i in range(c["num_layers"]):
+        p = f"model.layers.{i}."
+        layer = Gemma2DecoderLayer(hf, layer_idx=i).double().eval()
+        modules = dict(layer.named_modules())
+        linears = [("self_attn.q_proj", d), ("self_attn.k_proj", d), ("self_attn.v_proj", d),
+                   ("self_attn.o_proj", hq * hd), ("mlp.up_proj", d), ("mlp.down_proj", c["intermediate_size"]),
+                   ("mlp.gate_proj", d)]
+        with torch.no_grad():
+            for name, fan_in in linears:
+                modules[name].weight.copy_(param(p + name + ".weight", modules[name].weight.shape, fan_in ** -0.5))
+            norms = {}
+            for name in ("input_layernorm", "post_attention_layernorm", "pre_feedforward_layernorm",
+                         "post_feedforward_layernorm"):
+                norms[name] = param(p + name + ".weight", (d,), 0.3, 1.0)
+            if c["layer_scale"]:  # LayerScale (CaiT): gain * branch, folded into the branch's last norm
+                norms["post_attention_layernorm"] = norms["post_attention_layernorm"] * param(p + "self_attn_gain", (d,), 0.5)
+                norms["post_feedforward_layernorm"] = norms["post_feedforward_layernorm"] * param(p + "mlp_gain", (d,), 0.5)
+            for name, w in norms.items():
+                modules[name].weight.copy_(w - 1.0)  # Gemma's RMSNorm scales by (1 + weight); rill's by weight
+            if control == "gqa":
+                for name in ("self_attn.k_proj", "self_attn.v_proj"):
+                    modules[name].weight.copy_(roll_kv_heads(modules[name].weight.clone(), hkv))
+            elif control == "transpose":
+                modules["self_attn.o_proj"].weight.copy_(modules["self_attn.o_proj"].weight.t().clone())
+        layers.append(layer)
+    final = None
+    if c["final_norm"]:
+        final = Gemma2RMSNorm(d, eps=hf.rms_norm_eps).double()
+        with torch.no_grad():
+            final.weight.copy_(param("model.norm.weight", (d,), 0.3, 1.0) - 1.0)
+
+    def reference(x):
+        b, t, _ = x.shape
+        mask = torch.triu(torch.full((t, t), float("-inf"), dtype=torch.float64), diagonal=1)[None, None]
+        positions = torch.arange(t)[None].expand(b, t)
+        with torch.no_grad():
+            for layer in layers:
+                x = layer(x, attention_mask=mask, position_ids=positions)[0]
+            return final(x) if final is not None else x
+
+    return weights, reference
+
+
+# ---------------------------------------------------------------------------
 
 ENCODER = dict(norm="layer", norm_eps=1e-5, num_kv_heads=4, rope_theta=0.0, qkv_bias=True, o_bias=True,
                mlp_bias=True)
@@ -329,7 +408,8 @@ CASES = {
     # the other placements and residual variants
     "post_rms_relu": ("decoder", base_config(norm_placement="post", activation="relu", o_bias=True)),
     "post_layer_final_norm": ("decoder", base_config(norm_placement="post", norm="layer", activation="gelu")),
-    "sandwich_geglu": ("decoder", base_config(norm_placement="sandwich", activation="gelu_glu")),
+    # Hugging Face Gemma2 (sandwich norm)
+    "sandwich_geglu": ("gemma2", base_config(norm_placement="sandwich", activation="gelu_glu")),
     "sandwich_layer_bf16": ("decoder", base_config(norm_placement="sandwich", norm="layer", dtype="bf16")),
     "deepnorm_layer": ("decoder", base_config(norm_placement="deepnorm", norm="layer", residual_scale=2.0,
                                               activation="gelu", final_norm=False)),
@@ -337,12 +417,14 @@ CASES = {
     "pre_branch_scale": ("decoder", base_config(branch_scale=0.5)),
     "pre_layer_scale": ("decoder", base_config(layer_scale=True)),
     "post_layer_scale_branch": ("decoder", base_config(norm_placement="post", layer_scale=True, branch_scale=0.7)),
-    "sandwich_layer_scale_f16": ("decoder", base_config(norm_placement="sandwich", layer_scale=True, dtype="f16")),
+    "sandwich_layer_scale_f16": ("gemma2", base_config(norm_placement="sandwich", layer_scale=True, dtype="f16")),
 }
 GROUPS = {
     "encoder": [n for n in CASES if n.startswith("encoder")],
     "llama": ["qwen2_f32", "qwen2_f16", "qwen2_bf16", "llama_mqa_partial_rope", "pre_no_final_norm_gelu_tanh"],
-    "placements": [n for n in CASES if not n.startswith(("encoder", "qwen2", "llama", "pre_no"))],
+    "placements": [n for n in CASES if not n.startswith(("encoder", "qwen2", "llama", "pre_no"))
+                   and CASES[n][0] != "gemma2"],
+    "gemma2": [n for n in CASES if CASES[n][0] == "gemma2"],
 }
 
 
@@ -357,7 +439,7 @@ def run_rill(rill, args):
 
 def check_case(name, rill, backend, workdir, seed):
     kind, config = CASES[name]
-    build = encoder_case if kind == "encoder" else decoder_case
+    build = {"encoder": encoder_case, "decoder": decoder_case, "gemma2": gemma2_case}[kind]
     gen = torch.Generator().manual_seed(seed)
     weights, reference = build(gen, config)
     dtype = config["dtype"]
@@ -385,10 +467,10 @@ def check_case(name, rill, backend, workdir, seed):
         out = os.path.join(case_dir, f"y_{label.replace(' ', '_').replace('+', '_')}.npy")
         code, log = run_rill(rill, ["--config", paths["config"], "--weights", paths["weights"], "--input",
                                     paths["input"], "--output", out] + extra)
-        if code != 0 and "RILL_ERROR_BACKEND_UNAVAILABLE" in log:
-            raise Skip(log.strip())
-        if code != 0 and "RILL_ERROR_UNSUPPORTED" in log and backend != "cpu":
-            raise Skip(log.strip())  # optional ops on a GPU backend; the CPU backend must run every layer
+        if code != 0 and ("RILL_ERROR_BACKEND_UNAVAILABLE" in log or
+                          # optional ops on a plugin backend; the CPU backend must run every layer
+                          "RILL_ERROR_UNSUPPORTED" in log and backend != "cpu"):
+            raise Skip(f"the {backend} backend cannot run the layers: {log.strip()}")
         if code != 0:
             failures.append(f"{label}: rill run failed ({code}): {log.strip()}")
             continue
@@ -411,7 +493,11 @@ def main():
     parser.add_argument("--group", choices=sorted(GROUPS), action="append",
                         help="run only these groups of cases (default: all)")
     parser.add_argument("--case", action="append", help="run only these cases")
+    parser.add_argument("--venv", help="a virtual environment made with --system-site-packages from this "
+                        "interpreter, holding transformers (see reference_venv.cmake)")
     args = parser.parse_args()
+    if args.venv:  # its packages, beside this interpreter's own
+        sys.path += glob.glob(os.path.join(args.venv, "lib", "python*", "site-packages"))
     names = args.case or [n for g in (args.group or sorted(GROUPS)) for n in GROUPS[g]]
     torch.set_num_threads(2)
     failed = []
@@ -430,7 +516,7 @@ def main():
         print(f"{len(failed)} failures on {args.backend}" + (f"; then skipped: {skipped}" if skipped else ""))
         return 1
     if skipped:
-        print(f"skipped: the {args.backend} backend cannot run the layers: {skipped}")
+        print(f"skipped: {skipped}")
         return SKIP
     print(f"{len(names)}/{len(names)} cases passed on {args.backend}")
     return 0
