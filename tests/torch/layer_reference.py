@@ -9,8 +9,9 @@ and inputs that rill gets:
     onto the Hugging Face names rill reads;
   * a Llama/Qwen2-style decoder (RMSNorm, grouped-query attention, NeoX RoPE,
     SwiGLU, QKV bias) in plain torch, following the Hugging Face modelling
-    code, extended with the other placements and residual variants as the
-    rill header defines them;
+    code, extended with the deepnorm placement from the DeepNet paper
+    (alpha, beta and x = LN(alpha * x + G(x))), and with post norm, LayerScale
+    and branch scale as the rill header defines them;
   * Hugging Face transformers' own Gemma2DecoderLayer and Gemma2RMSNorm for
     the sandwich norm (the gemma2 group; transformers comes from a venv,
     --venv, and the group reports skipped without it).
@@ -93,6 +94,22 @@ CONTROLS = {
     "gqa": "query heads read the next KV head",
     "transpose": "o_proj's weight transposed",
 }
+
+
+# DeepNet (Wang et al. 2022, "DeepNet: Scaling Transformers to 1,000 Layers"),
+# decoder-only models of N layers: each sublayer is x = LN(alpha * x + G(x)),
+# and the weights of the value and output projections and of the feed-forward
+# network start Xavier-normal with gain beta (query and key projections: 1).
+# beta is an initialization only, so a DeepNet model runs with rill's
+# residual_scale = alpha and branch_scale = 1.
+
+
+def deepnet_alpha(num_layers):
+    return (2 * num_layers) ** 0.25
+
+
+def deepnet_beta(num_layers):
+    return (8 * num_layers) ** -0.25
 
 
 def wrong_eps(eps, dtype):
@@ -219,10 +236,16 @@ def decoder_case(gen, config, control=None):
         b = param(prefix + ".bias", (d,), 0.3) if c["norm"] == "layer" else None
         return w, b
 
-    def linear_params(prefix, out_f, in_f, bias):
-        w = param(prefix + ".weight", (out_f, in_f), 1.0 / math.sqrt(in_f))
+    def linear_params(prefix, out_f, in_f, bias, deepnet_gain=1.0):
+        if placement == "deepnorm":  # DeepNet's initialization: Xavier normal, times beta where it says so
+            scale = deepnet_gain * math.sqrt(2.0 / (in_f + out_f))
+        else:
+            scale = 1.0 / math.sqrt(in_f)
+        w = param(prefix + ".weight", (out_f, in_f), scale)
         b = param(prefix + ".bias", (out_f,), 0.2) if bias else None
         return w, b
+
+    beta_init = deepnet_beta(c["num_layers"])
 
     layers = []
     for i in range(c["num_layers"]):
@@ -230,14 +253,14 @@ def decoder_case(gen, config, control=None):
         layer = {
             "q": linear_params(p + "self_attn.q_proj", hq * hd, d, c["qkv_bias"]),
             "k": linear_params(p + "self_attn.k_proj", hkv * hd, d, c["qkv_bias"]),
-            "v": linear_params(p + "self_attn.v_proj", hkv * hd, d, c["qkv_bias"]),
-            "o": linear_params(p + "self_attn.o_proj", d, hq * hd, c["o_bias"]),
-            "up": linear_params(p + "mlp.up_proj", inter, d, c["mlp_bias"]),
-            "down": linear_params(p + "mlp.down_proj", d, inter, c["mlp_bias"]),
+            "v": linear_params(p + "self_attn.v_proj", hkv * hd, d, c["qkv_bias"], beta_init),
+            "o": linear_params(p + "self_attn.o_proj", d, hq * hd, c["o_bias"], beta_init),
+            "up": linear_params(p + "mlp.up_proj", inter, d, c["mlp_bias"], beta_init),
+            "down": linear_params(p + "mlp.down_proj", d, inter, c["mlp_bias"], beta_init),
             "attn_norm": norm_params(p + "input_layernorm"),
         }
         if gated:
-            layer["gate"] = linear_params(p + "mlp.gate_proj", inter, d, c["mlp_bias"])
+            layer["gate"] = linear_params(p + "mlp.gate_proj", inter, d, c["mlp_bias"], beta_init)
         if placement == "sandwich":
             layer["attn_out_norm"] = norm_params(p + "post_attention_layernorm")
             layer["mlp_norm"] = norm_params(p + "pre_feedforward_layernorm")
@@ -303,7 +326,11 @@ def decoder_case(gen, config, control=None):
                 x = alpha * x + branch(a, layer, "attn_gain")
                 m = norm(mlp(norm(x, layer["mlp_norm"]), layer), layer["mlp_out_norm"])
                 x = alpha * x + branch(m, layer, "mlp_gain")
-            else:  # post, deepnorm
+            elif placement == "deepnorm":  # DeepNet's x = LN(alpha * x + G(x)), alpha from the paper, not rill
+                a = deepnet_alpha(c["num_layers"])
+                x = norm(a * x + attention(x, layer), layer["attn_norm"])
+                x = norm(a * x + mlp(x, layer), layer["mlp_norm"])
+            else:  # post
                 x = norm(alpha * x + branch(attention(x, layer), layer, "attn_gain"), layer["attn_norm"])
                 x = norm(alpha * x + branch(mlp(x, layer), layer, "mlp_gain"), layer["mlp_norm"])
         return norm(x, final) if final is not None else x
@@ -405,15 +432,15 @@ CASES = {
     "qwen2_bf16": ("decoder", base_config(qkv_bias=True, rope_theta=1e6, dtype="bf16")),
     "llama_mqa_partial_rope": ("decoder", base_config(num_kv_heads=1, rope_dim=8, num_layers=3)),
     "pre_no_final_norm_gelu_tanh": ("decoder", base_config(final_norm=False, activation="gelu_tanh", mlp_bias=True)),
-    # the other placements and residual variants
+    # the other placements and residual variants; "gemma2": Hugging Face's Gemma2DecoderLayer
     "post_rms_relu": ("decoder", base_config(norm_placement="post", activation="relu", o_bias=True)),
     "post_layer_final_norm": ("decoder", base_config(norm_placement="post", norm="layer", activation="gelu")),
-    # Hugging Face Gemma2 (sandwich norm)
     "sandwich_geglu": ("gemma2", base_config(norm_placement="sandwich", activation="gelu_glu")),
     "sandwich_layer_bf16": ("decoder", base_config(norm_placement="sandwich", norm="layer", dtype="bf16")),
-    "deepnorm_layer": ("decoder", base_config(norm_placement="deepnorm", norm="layer", residual_scale=2.0,
+    "deepnorm_layer": ("decoder", base_config(norm_placement="deepnorm", norm="layer", residual_scale=deepnet_alpha(2),
                                               activation="gelu", final_norm=False)),
-    "deepnorm_f16": ("decoder", base_config(norm_placement="deepnorm", residual_scale=1.5, dtype="f16")),
+    "deepnorm_f16": ("decoder", base_config(norm_placement="deepnorm", num_layers=3, residual_scale=deepnet_alpha(3),
+                                            dtype="f16")),
     "pre_branch_scale": ("decoder", base_config(branch_scale=0.5)),
     "pre_layer_scale": ("decoder", base_config(layer_scale=True)),
     "post_layer_scale_branch": ("decoder", base_config(norm_placement="post", layer_scale=True, branch_scale=0.7)),
