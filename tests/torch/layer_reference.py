@@ -11,7 +11,8 @@ and inputs that rill gets:
     SwiGLU, QKV bias) in plain torch, following the Hugging Face modelling
     code, extended with the deepnorm placement from the DeepNet paper
     (alpha, beta and x = LN(alpha * x + G(x))), and with post norm, LayerScale
-    and branch scale as the rill header defines them;
+    (CaiT's x + diag(g) * F(x)) and branch scale as the rill header defines
+    them: branch scale is rill's own, no published model has it;
   * Hugging Face transformers' own Gemma2DecoderLayer and Gemma2RMSNorm for
     the sandwich norm (the gemma2 group; transformers comes from a venv,
     --venv, and the group reports skipped without it).
@@ -385,8 +386,9 @@ def gemma2_case(gen, config, control=None):
                          "post_feedforward_layernorm"):
                 norms[name] = param(p + name + ".weight", (d,), 0.3, 1.0)
             if c["layer_scale"]:  # LayerScale (CaiT): gain * branch, folded into the branch's last norm
-                norms["post_attention_layernorm"] = norms["post_attention_layernorm"] * param(p + "self_attn_gain", (d,), 0.5)
-                norms["post_feedforward_layernorm"] = norms["post_feedforward_layernorm"] * param(p + "mlp_gain", (d,), 0.5)
+                for norm_name, gain_name in (("post_attention_layernorm", "self_attn_gain"),
+                                             ("post_feedforward_layernorm", "mlp_gain")):
+                    norms[norm_name] = norms[norm_name] * param(p + gain_name, (d,), 0.5)
             for name, w in norms.items():
                 modules[name].weight.copy_(w - 1.0)  # Gemma's RMSNorm scales by (1 + weight); rill's by weight
             if control == "gqa":
