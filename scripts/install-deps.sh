@@ -9,6 +9,7 @@ packages=(
   libtomlplusplus-dev doctest-dev nlohmann-json3-dev libopenblas-dev   # runtime, CPU backend, tests
   libvulkan-dev glslang-tools mesa-vulkan-drivers vulkan-validationlayers vulkan-tools  # Vulkan backend
   python3 python3-numpy python3-pytest python3-setuptools python3-pip python3-torch  # Python binding, references
+  python3-venv python3-packaging                                       # the tests' transformers venv
   mono-mcs mono-runtime                                                # C# binding
 )
 

@@ -8,6 +8,7 @@ import pytest
 
 import rill
 from conftest import optional_op
+from tolerance import compare
 
 D, HEADS, KV_HEADS, INTER, LAYERS = 32, 4, 2, 48, 2
 HD = D // HEADS
@@ -110,7 +111,8 @@ def test_prefill_matches_numpy(ctx, rng, model_and_weights):
     with optional_op():
         out = model.forward(ctx.tensor(tokens)).read_f32()
     expected = reference_forward(weights, tokens[0].astype(np.float64))
-    np.testing.assert_allclose(out[0], expected, atol=2e-4, rtol=0)
+    result = compare(out[0], expected, "f32", "layers")
+    assert result.ok, str(result)
 
 
 def test_cached_decode_matches_prefill(ctx, rng, model_and_weights):
@@ -123,7 +125,8 @@ def test_cached_decode_matches_prefill(ctx, rng, model_and_weights):
         assert [cache.length(0), cache.length(1)] == [3, 3]
         for t in (3, 4):
             step = model.forward(ctx.tensor(np.ascontiguousarray(tokens[:, t:t + 1])), cache).read_f32()
-            np.testing.assert_allclose(step[:, 0], full[:, t], atol=1e-4, rtol=0)
+            result = compare(step[:, 0], full[:, t], "f32", "layers")
+            assert result.ok, "decode step {} against the prefill: {}".format(t, result)
         cache.set_length(1, 2)
         assert cache.length(1) == 2
         with pytest.raises(rill.InvalidArgumentError):

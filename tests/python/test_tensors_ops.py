@@ -8,9 +8,9 @@ import pytest
 
 import rill
 from conftest import optional_op
+from tolerance import compare
 
-# Largest |error| relative to the reference's scale, per storage dtype.
-TOL = {rill.DType.F32: 2e-5, rill.DType.F16: 4e-3, rill.DType.BF16: 3e-2}
+DTYPE_NAMES = {rill.DType.F32: "f32", rill.DType.F16: "f16", rill.DType.BF16: "bf16"}
 
 
 def stored(arr, dtype):
@@ -24,9 +24,8 @@ def stored(arr, dtype):
 
 
 def close(actual, expected, dtype):
-    scale = max(1.0, float(np.max(np.abs(expected))))
-    err = float(np.max(np.abs(actual.astype(np.float64) - expected))) / scale
-    assert err <= TOL[dtype], "max relative error {:.3g} > {:.3g}".format(err, TOL[dtype])
+    result = compare(actual, expected, DTYPE_NAMES[dtype], "ops")
+    assert result.ok, str(result)
 
 
 # --------------------------------------------------------------- tensors

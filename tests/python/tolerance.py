@@ -1,0 +1,66 @@
+"""The one home of the Python tests' tolerances: how close rill's output must be
+to a float64 reference, per storage dtype.
+
+Three checks, each of which fails a comparison on its own:
+  * every element is finite (NaN or Inf never passes);
+  * NMSE = sum((got - ref)^2) / sum(ref^2), the conformance suite's metric, for
+    errors spread over the whole tensor;
+  * the worst element, max|got - ref| / rms(ref), so that a few wrong elements
+    in a large tensor fail although they barely move the NMSE.
+
+Each limit is at most 10x the worst figure measured on the CPU and Vulkan
+(lavapipe) backends, written beside it. A profile groups the limits of one
+kind of computation: a whole decoder stack accumulates more rounding than one op.
+"""
+import collections
+
+import numpy as np
+
+Limit = collections.namedtuple("Limit", "nmse worst")
+
+PROFILES = {
+    # Decoder stacks: rill run against the float64 PyTorch references
+    # (tests/torch/layer_reference.py), worst of 19 cases x 3 modes x 2 backends;
+    # also the binding's small model (tests/python/test_model.py, f32 measured
+    # NMSE 6.8e-14, worst 6.3e-7). The f32 NMSE limit stays under 4.6e-12, what
+    # the reference with eps 10x too large gives in deepnorm_layer, the case
+    # least sensitive to eps.
+    "layers": {
+        "f32": Limit(nmse=1e-12, worst=1e-5),  # measured NMSE 2.1e-13, worst 2.7e-6 (Vulkan)
+        "f16": Limit(nmse=8e-6, worst=5e-2),  # measured NMSE 8.6e-7, worst 7.1e-3
+        "bf16": Limit(nmse=3.7e-4, worst=2e-1),  # measured NMSE 3.7e-5, worst 3.3e-2
+    },
+    # One op of the Python binding against float64 numpy
+    # (tests/python/test_tensors_ops.py), worst of every op on both backends.
+    "ops": {
+        "f32": Limit(nmse=1e-13, worst=4e-6),  # measured NMSE 1.1e-14 (attention), worst 4.7e-7
+        "f16": Limit(nmse=5e-7, worst=1e-2),  # measured NMSE 5.5e-8, worst 1.1e-3 (residual_add)
+        "bf16": Limit(nmse=3e-5, worst=7e-2),  # measured NMSE 3.2e-6 (gemm), worst 7.3e-3 (rms_norm)
+    },
+}
+
+
+class Comparison(collections.namedtuple("Comparison", "nmse worst finite limit")):
+    @property
+    def ok(self):
+        return self.finite and self.nmse <= self.limit.nmse and self.worst <= self.limit.worst
+
+    def __str__(self):
+        text = "NMSE {:.2e} (limit {:.1e}) worst {:.2e} (limit {:.1e})".format(
+            self.nmse, self.limit.nmse, self.worst, self.limit.worst)
+        return text if self.finite else text + " NaN/Inf in the output"
+
+
+def compare(got, expected, dtype, profile):
+    """got against the float64 reference expected, by the limits of profile for dtype ("f32", "f16", "bf16")."""
+    got = np.asarray(got, dtype=np.float64)
+    expected = np.asarray(expected, dtype=np.float64)
+    if got.shape != expected.shape:
+        raise ValueError("compare: got has shape {}, the reference {}".format(got.shape, expected.shape))
+    finite = bool(np.isfinite(got).all())
+    diff = np.where(np.isfinite(got), got - expected, np.inf)
+    power = float((expected ** 2).sum())
+    nmse = float((diff ** 2).sum()) / power if power > 0 else float((diff ** 2).sum())
+    rms = np.sqrt(power / expected.size) if power > 0 else 1.0
+    worst = float(np.abs(diff).max()) / rms
+    return Comparison(nmse, worst, finite, PROFILES[profile][dtype])
