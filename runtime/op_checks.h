@@ -5,15 +5,9 @@
 
 #include <string>
 
+#include "errors.h"
 #include "host_services.h"
 #include "objects.h"
-
-// Returns from the enclosing function when a check fails.
-#define RILL_CHECK(expr)                            \
-  do {                                              \
-    const rill_status rill_check_ = (expr);         \
-    if (rill_check_ != RILL_OK) return rill_check_; \
-  } while (0)
 
 namespace rill {
 

@@ -280,6 +280,19 @@ TEST_CASE("forward: argument and cache checks") {
                  {"cache", "another model"});
 }
 
+TEST_CASE("a failure inside a layer object's tensor is reported once, with its context") {
+  // [4096, INT32_MAX, 1, 2^20] f32 keys: 2^65 bytes, which overflow size_t.
+  rill_model_desc wide = rill_test::model_desc(/*num_layers=*/1, /*hidden_size=*/1 << 20, /*num_heads=*/1,
+                                               /*intermediate_size=*/8);
+  Fixture f(wide);
+  rill_kv_cache* cache = nullptr;
+  expect_failure(rill_kv_cache_create(f.model, 4096, INT32_MAX, &cache), RILL_ERROR_SHAPE,
+                 {"rill_kv_cache_create: layer 0: shape: the byte size of a f32 tensor", "overflows size_t"});
+  // Composed by the runtime's tensor API, not read back from a public call's message.
+  CHECK(std::string(rill_last_error()).find("rill_tensor_create") == std::string::npos);
+  CHECK(cache == nullptr);
+}
+
 TEST_CASE("decode steps with per-sequence lengths equal separate prefills") {
   Fixture f(small_desc());
   f.set_all_weights();

@@ -4,12 +4,13 @@
 
 #include "errors.h"
 #include "model.h"
+#include "tensors.h"
 
 namespace {
 
 void release(rill_kv_cache& cache) {
-  for (rill_tensor* t : cache.keys) rill_tensor_destroy(t);
-  for (rill_tensor* t : cache.values) rill_tensor_destroy(t);
+  for (rill_tensor* t : cache.keys) rill::tensor_destroy(t);
+  for (rill_tensor* t : cache.values) rill::tensor_destroy(t);
   cache.keys.clear();
   cache.values.clear();
 }
@@ -41,11 +42,11 @@ RILL_API rill_status rill_kv_cache_create(rill_model* model, int32_t batch, int3
     for (int32_t layer = 0; layer < model->desc.num_layers; ++layer) {
       for (auto* list : {&cache->keys, &cache->values}) {
         rill_tensor* t = nullptr;
-        const rill_status created = rill_tensor_create(model->context, model->desc.dtype, 4, shape, &t);
+        const rill_status created = rill::tensor_create(f + ": layer " + std::to_string(layer), *model->context,
+                                                        model->desc.dtype, 4, shape, t);
         if (created != RILL_OK) {
-          const std::string reason = rill_last_error();
           release(*cache);
-          return rill::fail(created, f + ": layer " + std::to_string(layer) + ": " + reason);
+          return created;
         }
         list->push_back(t);
       }

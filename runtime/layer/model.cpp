@@ -7,6 +7,7 @@
 #include "dtype_convert.h"
 #include "errors.h"
 #include "io/safetensors.h"
+#include "tensors.h"
 
 namespace rill::layer {
 namespace {
@@ -39,27 +40,17 @@ bool is_gated(rill_mlp_activation activation) {
 // Converts a weight from host memory into its tensor (created on first use).
 rill_status store_weight(const char* function, rill_model& model, Weight& weight, rill_dtype src_dtype,
                          const void* data, size_t count) {
+  const std::string where = std::string(function) + ": weight '" + weight.name + "'";
   if (weight.tensor == nullptr) {
-    rill_tensor* tensor = nullptr;
-    const rill_status created = rill_tensor_create(
-        model.context, model.desc.dtype, static_cast<int32_t>(weight.shape.size()), weight.shape.data(), &tensor);
-    if (created != RILL_OK) {
-      return fail(created, std::string(function) + ": weight '" + weight.name + "': " + rill_last_error());
-    }
-    weight.tensor = tensor;
+    RILL_CHECK(tensor_create(where, *model.context, model.desc.dtype, static_cast<int32_t>(weight.shape.size()),
+                             weight.shape.data(), weight.tensor));
   }
-  rill_status written;
   if (src_dtype == model.desc.dtype) {
-    written = rill_tensor_write(weight.tensor, data, count * rill_dtype_size(src_dtype));
-  } else {
-    std::vector<float> f32(count);
-    convert_to_f32(src_dtype, data, f32.data(), count);
-    written = rill_tensor_write_f32(weight.tensor, f32.data(), count);
+    return tensor_write(where, *weight.tensor, data, count * rill_dtype_size(src_dtype));
   }
-  if (written != RILL_OK) {
-    return fail(written, std::string(function) + ": weight '" + weight.name + "': " + rill_last_error());
-  }
-  return RILL_OK;
+  std::vector<float> f32(count);
+  convert_to_f32(src_dtype, data, f32.data(), count);
+  return tensor_write_f32(where, *weight.tensor, f32.data(), count);
 }
 
 }  // namespace
@@ -118,7 +109,7 @@ const Weight* first_missing_weight(const rill_model& model) {
 }
 
 void release_scratch(rill_model& model) {
-  for (rill_tensor* t : model.scratch) rill_tensor_destroy(t);
+  for (rill_tensor* t : model.scratch) tensor_destroy(t);
   model.scratch.clear();
   model.scratch_rows = 0;
 }
@@ -150,7 +141,7 @@ RILL_API rill_status rill_model_create(rill_context* ctx, const rill_model_desc*
 
 RILL_API void rill_model_destroy(rill_model* model) {
   if (model == nullptr) return;
-  for (rill::layer::Weight& w : model->weights) rill_tensor_destroy(w.tensor);
+  for (rill::layer::Weight& w : model->weights) rill::tensor_destroy(w.tensor);
   rill::layer::release_scratch(*model);
   delete model;
 }
