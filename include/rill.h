@@ -187,9 +187,11 @@ RILL_API rill_status rill_context_create(const char* config_toml, rill_context**
    file. */
 RILL_API rill_status rill_context_create_from_file(const char* path, rill_context** out_ctx);
 
-/* Waits for the context's pending work and releases it. Tensors of the context
-   must be destroyed first; destroying a context that still owns tensors frees
-   them too, and any later use of those tensor handles is undefined.
+/* Waits for the context's pending work and releases it, together with every
+   tensor, model and KV cache made on it that is still alive. Destroying those
+   objects first (in any order) and the context last is clean, and so is
+   destroying only the context; but once the context is destroyed, the handles
+   of its objects are invalid: destroying or using them afterwards is undefined.
    NULL is a no-op. */
 RILL_API void rill_context_destroy(rill_context* ctx);
 
@@ -229,7 +231,9 @@ RILL_API rill_status rill_tensor_create(rill_context* ctx, rill_dtype dtype, int
                                         rill_tensor** out_tensor);
 
 /* Releases a tensor. Safe while queued ops still use it: its memory is
-   released only after they finish (which may wait for them). NULL is a no-op. */
+   released only after they finish (which may wait for them). Call it before
+   rill_context_destroy or not at all: destroying the context releases the
+   tensors left in it. NULL is a no-op. */
 RILL_API void rill_tensor_destroy(rill_tensor* tensor);
 
 /* Copies bytes raw bytes, already in the tensor's dtype, into the tensor.
@@ -520,7 +524,10 @@ typedef struct rill_kv_cache rill_kv_cache;
    rope_dim, ...); RILL_ERROR_OUT_OF_MEMORY. The model must not outlive ctx. */
 RILL_API rill_status rill_model_create(rill_context* ctx, const rill_model_desc* desc, rill_model** out_model);
 
-/* Releases a model and its weights. Destroy its KV caches first. NULL is a no-op. */
+/* Releases a model and its weights. Its KV caches may be destroyed before or
+   after it, but not used with another model. Call it before
+   rill_context_destroy or not at all: destroying the context releases the
+   models left in it. NULL is a no-op. */
 RILL_API void rill_model_destroy(rill_model* model);
 
 /* Sets one weight from host memory, converting it to the model dtype (round to
@@ -555,7 +562,8 @@ RILL_API rill_status rill_model_check_weights(const rill_model* model);
 RILL_API rill_status rill_kv_cache_create(rill_model* model, int32_t batch, int32_t capacity,
                                           rill_kv_cache** out_cache);
 
-/* Releases a cache. NULL is a no-op. */
+/* Releases a cache. Call it before rill_context_destroy or not at all:
+   destroying the context releases the caches left in it. NULL is a no-op. */
 RILL_API void rill_kv_cache_destroy(rill_kv_cache* cache);
 
 /* The number of tokens cached for sequence, or -1 for NULL or a sequence out

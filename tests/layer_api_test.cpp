@@ -280,6 +280,42 @@ TEST_CASE("forward: argument and cache checks") {
                  {"cache", "another model"});
 }
 
+// rill.h's rule: destroy the objects of a context first, in any order, or only
+// the context, which releases what is left. Each order must be clean under
+// ASan and LSan (no double free, no leak); the sanitizer build runs this.
+TEST_CASE("destroy order: objects then context, or the context alone") {
+  Fixture f(small_desc());
+  f.set_all_weights();
+  rill_kv_cache* cache = f.cache(2, 8);
+  f.forward(cache, 2, 3, random_tokens(6, 4));  // the model now holds scratch tensors too
+  rill_tensor* loose = f.hidden(1, 1, {});
+  // The fixture's destructor must not destroy what a subcase destroys itself.
+  f.tensors.clear();
+  f.caches.clear();
+
+  SUBCASE("cache, model, tensor, context") {
+    rill_kv_cache_destroy(cache);
+    rill_model_destroy(f.model);
+    rill_tensor_destroy(loose);
+  }
+  SUBCASE("model before its cache, then tensor, context") {
+    rill_model_destroy(f.model);
+    rill_kv_cache_destroy(cache);
+    rill_tensor_destroy(loose);
+  }
+  SUBCASE("context alone") {}
+  SUBCASE("context with only a model left") {
+    rill_kv_cache_destroy(cache);
+    rill_tensor_destroy(loose);
+  }
+  SUBCASE("context with only a cache left") {
+    rill_model_destroy(f.model);
+  }
+  rill_context_destroy(f.ctx);
+  f.model = nullptr;
+  f.ctx = nullptr;
+}
+
 TEST_CASE("a failure inside a layer object's tensor is reported once, with its context") {
   // [4096, INT32_MAX, 1, 2^20] f32 keys: 2^65 bytes, which overflow size_t.
   rill_model_desc wide = rill_test::model_desc(/*num_layers=*/1, /*hidden_size=*/1 << 20, /*num_heads=*/1,

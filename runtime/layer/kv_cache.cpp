@@ -17,6 +17,17 @@ void release(rill_kv_cache& cache) {
 
 }  // namespace
 
+namespace rill::layer {
+
+void destroy_kv_cache(rill_kv_cache* cache) {
+  if (cache == nullptr) return;
+  release(*cache);
+  cache->context->caches.erase(cache);
+  delete cache;
+}
+
+}  // namespace rill::layer
+
 extern "C" {
 
 RILL_API rill_status rill_kv_cache_create(rill_model* model, int32_t batch, int32_t capacity,
@@ -34,10 +45,12 @@ RILL_API rill_status rill_kv_cache_create(rill_model* model, int32_t batch, int3
       return rill::fail(RILL_ERROR_INVALID_ARGUMENT, f + ": out_cache: expected a pointer, got NULL");
     }
     auto cache = std::make_unique<rill_kv_cache>();
+    cache->context = model->context;
     cache->model = model;
     cache->batch = batch;
     cache->capacity = capacity;
     cache->lengths.assign(static_cast<size_t>(batch), 0);
+    cache->context->caches.reserve(cache->context->caches.size() + 1);  // so that the insert below cannot fail
     const int64_t shape[4] = {batch, capacity, model->desc.num_kv_heads, model->desc.head_dim};
     for (int32_t layer = 0; layer < model->desc.num_layers; ++layer) {
       for (auto* list : {&cache->keys, &cache->values}) {
@@ -51,16 +64,13 @@ RILL_API rill_status rill_kv_cache_create(rill_model* model, int32_t batch, int3
         list->push_back(t);
       }
     }
+    cache->context->caches.insert(cache.get());
     *out_cache = cache.release();
     return RILL_OK;
   });
 }
 
-RILL_API void rill_kv_cache_destroy(rill_kv_cache* cache) {
-  if (cache == nullptr) return;
-  release(*cache);
-  delete cache;
-}
+RILL_API void rill_kv_cache_destroy(rill_kv_cache* cache) { rill::layer::destroy_kv_cache(cache); }
 
 RILL_API int32_t rill_kv_cache_length(const rill_kv_cache* cache, int32_t sequence) {
   if (cache == nullptr || sequence < 0 || sequence >= cache->batch) return -1;

@@ -108,6 +108,14 @@ const Weight* first_missing_weight(const rill_model& model) {
   return nullptr;
 }
 
+void destroy_model(rill_model* model) {
+  if (model == nullptr) return;
+  for (Weight& w : model->weights) tensor_destroy(w.tensor);
+  release_scratch(*model);
+  model->context->models.erase(model);
+  delete model;
+}
+
 void release_scratch(rill_model& model) {
   for (rill_tensor* t : model.scratch) tensor_destroy(t);
   model.scratch.clear();
@@ -134,17 +142,13 @@ RILL_API rill_status rill_model_create(rill_context* ctx, const rill_model_desc*
     if (!p.field.empty()) return rill::fail(RILL_ERROR_INVALID_ARGUMENT, std::string(fn) + ": desc." + p.message);
     model->context = ctx;
     rill::layer::build_weight_table(*model);
+    ctx->models.insert(model.get());
     *out_model = model.release();
     return RILL_OK;
   });
 }
 
-RILL_API void rill_model_destroy(rill_model* model) {
-  if (model == nullptr) return;
-  for (rill::layer::Weight& w : model->weights) rill::tensor_destroy(w.tensor);
-  rill::layer::release_scratch(*model);
-  delete model;
-}
+RILL_API void rill_model_destroy(rill_model* model) { rill::layer::destroy_model(model); }
 
 RILL_API rill_status rill_model_set_weight(rill_model* model, const char* name, rill_dtype src_dtype, int32_t ndim,
                                            const int64_t* shape, const void* data, size_t bytes) {
