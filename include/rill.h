@@ -52,6 +52,16 @@
 #  define RILL_API __attribute__((visibility("default")))
 #endif
 
+/* Marks a declaration that stays for compatibility; the compiler warns where it
+   is used, naming what to call instead. */
+#if defined(__GNUC__) || defined(__clang__)
+#  define RILL_DEPRECATED(replacement) __attribute__((deprecated("use " replacement)))
+#elif defined(_MSC_VER)
+#  define RILL_DEPRECATED(replacement) __declspec(deprecated("use " replacement))
+#else
+#  define RILL_DEPRECATED(replacement)
+#endif
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -73,6 +83,7 @@ typedef enum rill_status {
   RILL_ERROR_UNSUPPORTED = 8,         /* a valid request this backend cannot do */
   RILL_ERROR_BACKEND = 9,             /* the backend failed at run time (driver error) */
   RILL_ERROR_INTERNAL = 10,
+  RILL_ERROR_NOT_FOUND = 11,          /* a named thing does not exist or has not been set (a model weight) */
   RILL_STATUS_MAX_ENUM = 0x7FFFFFFF
 } rill_status;
 
@@ -535,7 +546,7 @@ RILL_API void rill_model_destroy(rill_model* model);
    name: a Hugging Face name listed above that this model uses.
    src_dtype: the dtype of data. ndim, shape: data's shape, which must be the
    weight's. bytes: must equal the product of shape times the dtype size.
-   Errors: RILL_ERROR_INVALID_ARGUMENT for a name the model does not use (named),
+   Errors: RILL_ERROR_NOT_FOUND for a name the model does not use (named),
    RILL_ERROR_SHAPE for a shape that is not the weight's (both shapes named),
    RILL_ERROR_OUT_OF_MEMORY. Replaces a weight set before. */
 RILL_API rill_status rill_model_set_weight(rill_model* model, const char* name, rill_dtype src_dtype, int32_t ndim,
@@ -552,7 +563,8 @@ RILL_API rill_status rill_model_set_weight(rill_model* model, const char* name, 
 RILL_API rill_status rill_model_load_safetensors(rill_model* model, const char* path);
 
 /* Checks that every weight the model uses has been set.
-   Errors: RILL_ERROR_INVALID_ARGUMENT naming the first missing weight. */
+   Errors: RILL_ERROR_INVALID_ARGUMENT for NULL; RILL_ERROR_NOT_FOUND naming the
+   first missing weight and its shape. */
 RILL_API rill_status rill_model_check_weights(const rill_model* model);
 
 /* Creates a KV cache for batch sequences of up to capacity tokens each, every
@@ -566,9 +578,17 @@ RILL_API rill_status rill_kv_cache_create(rill_model* model, int32_t batch, int3
    destroying the context releases the caches left in it. NULL is a no-op. */
 RILL_API void rill_kv_cache_destroy(rill_kv_cache* cache);
 
-/* The number of tokens cached for sequence, or -1 for NULL or a sequence out
-   of range. */
+/* Deprecated: rill_kv_cache_get_length reports a failure as a status and a
+   message. The number of tokens cached for sequence, or -1 for NULL or a
+   sequence out of range. */
+RILL_DEPRECATED("rill_kv_cache_get_length")
 RILL_API int32_t rill_kv_cache_length(const rill_kv_cache* cache, int32_t sequence);
+
+/* The number of tokens cached for sequence (0 to the cache's capacity).
+   out_length: receives the length.
+   Errors: RILL_ERROR_INVALID_ARGUMENT for a NULL cache or out_length, or a
+   sequence outside [0, batch - 1] (the range named). */
+RILL_API rill_status rill_kv_cache_get_length(const rill_kv_cache* cache, int32_t sequence, int32_t* out_length);
 
 /* Shortens sequence to length tokens (0 empties it), e.g. to drop the padding
    of a batch prefilled to a common length, so that sequences of one batch
@@ -586,8 +606,9 @@ RILL_API rill_status rill_kv_cache_set_length(rill_kv_cache* cache, int32_t sequ
      grows by T. T = 1 is a decode step.
    positions: B*T int32 RoPE positions (token b*T + t), each >= 0, or NULL for
      length(b) + t (t without a cache). position_count: B*T, or 0 with NULL.
-   Errors: RILL_ERROR_INVALID_ARGUMENT (NULL model or hidden, a missing weight
-   named, a cache of another model or batch, a negative position, a sequence
+   Errors: RILL_ERROR_NOT_FOUND naming a weight not set;
+   RILL_ERROR_INVALID_ARGUMENT (NULL model or hidden, a cache of another model
+   or batch, a negative position, a sequence
    whose length + T exceeds the cache's capacity: "position past the cache's
    end"), RILL_ERROR_SHAPE / RILL_ERROR_DTYPE for hidden, and
    RILL_ERROR_UNSUPPORTED naming the backend and op when the context's backend

@@ -328,7 +328,7 @@ RILL_API rill_status rill_model_forward(rill_model* model, rill_kv_cache* cache,
                         f + ": hidden: B*T must fit in int32, got shape " + rill::shape_text(*hidden));
     }
     if (const rill::layer::Weight* missing = rill::layer::first_missing_weight(*model)) {
-      return rill::fail(RILL_ERROR_INVALID_ARGUMENT, f + ": missing weight '" + missing->name + "' (shape " +
+      return rill::fail(RILL_ERROR_NOT_FOUND, f + ": missing weight '" + missing->name + "' (shape " +
                                                          rill::layer::dims_text(missing->shape) + ")");
     }
     if (cache != nullptr) {

@@ -15,6 +15,17 @@ void release(rill_kv_cache& cache) {
   cache.values.clear();
 }
 
+// cache is not NULL and holds sequence.
+rill_status check_sequence(const char* function, const rill_kv_cache* cache, int32_t sequence) {
+  const std::string f(function);
+  if (cache == nullptr) return rill::fail(RILL_ERROR_INVALID_ARGUMENT, f + ": cache: expected a cache, got NULL");
+  if (sequence < 0 || sequence >= cache->batch) {
+    return rill::fail(RILL_ERROR_INVALID_ARGUMENT, f + ": sequence: expected 0 to " + std::to_string(cache->batch - 1) +
+                                                       ", got " + std::to_string(sequence));
+  }
+  return RILL_OK;
+}
+
 }  // namespace
 
 namespace rill::layer {
@@ -77,16 +88,24 @@ RILL_API int32_t rill_kv_cache_length(const rill_kv_cache* cache, int32_t sequen
   return cache->lengths[static_cast<size_t>(sequence)];
 }
 
+RILL_API rill_status rill_kv_cache_get_length(const rill_kv_cache* cache, int32_t sequence, int32_t* out_length) {
+  constexpr const char* fn = "rill_kv_cache_get_length";
+  return rill::guarded(fn, [&]() -> rill_status {
+    const std::string f(fn);
+    RILL_CHECK(check_sequence(fn, cache, sequence));
+    if (out_length == nullptr) {
+      return rill::fail(RILL_ERROR_INVALID_ARGUMENT, f + ": out_length: expected a pointer, got NULL");
+    }
+    *out_length = cache->lengths[static_cast<size_t>(sequence)];
+    return RILL_OK;
+  });
+}
+
 RILL_API rill_status rill_kv_cache_set_length(rill_kv_cache* cache, int32_t sequence, int32_t length) {
   constexpr const char* fn = "rill_kv_cache_set_length";
   return rill::guarded(fn, [&]() -> rill_status {
     const std::string f(fn);
-    if (cache == nullptr) return rill::fail(RILL_ERROR_INVALID_ARGUMENT, f + ": cache: expected a cache, got NULL");
-    if (sequence < 0 || sequence >= cache->batch) {
-      return rill::fail(
-          RILL_ERROR_INVALID_ARGUMENT,
-          f + ": sequence: expected 0 to " + std::to_string(cache->batch - 1) + ", got " + std::to_string(sequence));
-    }
+    RILL_CHECK(check_sequence(fn, cache, sequence));
     const int32_t current = cache->lengths[static_cast<size_t>(sequence)];
     if (length < 0 || length > current) {
       return rill::fail(RILL_ERROR_INVALID_ARGUMENT, f + ": length: expected 0 to the sequence's current length " +

@@ -159,7 +159,7 @@ RILL_API rill_status rill_model_set_weight(rill_model* model, const char* name, 
     if (name == nullptr) return rill::fail(RILL_ERROR_INVALID_ARGUMENT, f + ": name: expected a weight name, got NULL");
     const auto found = model->weight_index.find(name);
     if (found == model->weight_index.end()) {
-      return rill::fail(RILL_ERROR_INVALID_ARGUMENT,
+      return rill::fail(RILL_ERROR_NOT_FOUND,
                         f + ": name: this model has no weight '" + name +
                             "' (check the descriptor's biases, norm, placement and layer count)");
     }
@@ -226,7 +226,7 @@ RILL_API rill_status rill_model_check_weights(const rill_model* model) {
       return rill::fail(RILL_ERROR_INVALID_ARGUMENT, std::string(fn) + ": model: expected a model, got NULL");
     }
     if (const rill::layer::Weight* missing = rill::layer::first_missing_weight(*model)) {
-      return rill::fail(RILL_ERROR_INVALID_ARGUMENT, std::string(fn) + ": missing weight '" + missing->name +
+      return rill::fail(RILL_ERROR_NOT_FOUND, std::string(fn) + ": missing weight '" + missing->name +
                                                          "' (shape " + rill::layer::dims_text(missing->shape) + ")");
     }
     return RILL_OK;
