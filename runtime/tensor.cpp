@@ -14,7 +14,9 @@ rill_status check_tensor(const char* function, const rill_tensor* tensor) {
 }
 
 rill_status check_pointer(const char* function, const void* pointer, const char* name) {
-  if (pointer == nullptr) return fail(RILL_ERROR_INVALID_ARGUMENT, msg(function, std::string(name) + ": expected a pointer, got NULL"));
+  if (pointer == nullptr) {
+    return fail(RILL_ERROR_INVALID_ARGUMENT, msg(function, std::string(name) + ": expected a pointer, got NULL"));
+  }
   return RILL_OK;
 }
 
