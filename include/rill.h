@@ -52,6 +52,16 @@
 #  define RILL_API __attribute__((visibility("default")))
 #endif
 
+/* Marks a declaration that stays for compatibility; the compiler warns where it
+   is used, naming what to call instead. */
+#if defined(__GNUC__) || defined(__clang__)
+#  define RILL_DEPRECATED(replacement) __attribute__((deprecated("use " replacement)))
+#elif defined(_MSC_VER)
+#  define RILL_DEPRECATED(replacement) __declspec(deprecated("use " replacement))
+#else
+#  define RILL_DEPRECATED(replacement)
+#endif
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -73,6 +83,7 @@ typedef enum rill_status {
   RILL_ERROR_UNSUPPORTED = 8,         /* a valid request this backend cannot do */
   RILL_ERROR_BACKEND = 9,             /* the backend failed at run time (driver error) */
   RILL_ERROR_INTERNAL = 10,
+  RILL_ERROR_NOT_FOUND = 11,          /* a named thing does not exist or has not been set (a model weight) */
   RILL_STATUS_MAX_ENUM = 0x7FFFFFFF
 } rill_status;
 
@@ -199,9 +210,11 @@ RILL_API rill_status rill_context_create(const char* config_toml, rill_context**
    file. */
 RILL_API rill_status rill_context_create_from_file(const char* path, rill_context** out_ctx);
 
-/* Waits for the context's pending work and releases it. Tensors of the context
-   must be destroyed first; destroying a context that still owns tensors frees
-   them too, and any later use of those tensor handles is undefined.
+/* Waits for the context's pending work and releases it, together with every
+   tensor, model and KV cache made on it that is still alive. Destroying those
+   objects first (in any order) and the context last is clean, and so is
+   destroying only the context; but once the context is destroyed, the handles
+   of its objects are invalid: destroying or using them afterwards is undefined.
    NULL is a no-op. */
 RILL_API void rill_context_destroy(rill_context* ctx);
 
@@ -241,7 +254,9 @@ RILL_API rill_status rill_tensor_create(rill_context* ctx, rill_dtype dtype, int
                                         rill_tensor** out_tensor);
 
 /* Releases a tensor. Safe while queued ops still use it: its memory is
-   released only after they finish (which may wait for them). NULL is a no-op. */
+   released only after they finish (which may wait for them). Call it before
+   rill_context_destroy or not at all: destroying the context releases the
+   tensors left in it. NULL is a no-op. */
 RILL_API void rill_tensor_destroy(rill_tensor* tensor);
 
 /* Copies bytes raw bytes, already in the tensor's dtype, into the tensor.
@@ -532,7 +547,10 @@ typedef struct rill_kv_cache rill_kv_cache;
    rope_dim, ...); RILL_ERROR_OUT_OF_MEMORY. The model must not outlive ctx. */
 RILL_API rill_status rill_model_create(rill_context* ctx, const rill_model_desc* desc, rill_model** out_model);
 
-/* Releases a model and its weights. Destroy its KV caches first. NULL is a no-op. */
+/* Releases a model and its weights. Its KV caches may be destroyed before or
+   after it, but not used with another model. Call it before
+   rill_context_destroy or not at all: destroying the context releases the
+   models left in it. NULL is a no-op. */
 RILL_API void rill_model_destroy(rill_model* model);
 
 /* Sets one weight from host memory, converting it to the model dtype (round to
@@ -540,7 +558,7 @@ RILL_API void rill_model_destroy(rill_model* model);
    name: a Hugging Face name listed above that this model uses.
    src_dtype: the dtype of data. ndim, shape: data's shape, which must be the
    weight's. bytes: must equal the product of shape times the dtype size.
-   Errors: RILL_ERROR_INVALID_ARGUMENT for a name the model does not use (named),
+   Errors: RILL_ERROR_NOT_FOUND for a name the model does not use (named),
    RILL_ERROR_SHAPE for a shape that is not the weight's (both shapes named),
    RILL_ERROR_OUT_OF_MEMORY. Replaces a weight set before. */
 RILL_API rill_status rill_model_set_weight(rill_model* model, const char* name, rill_dtype src_dtype, int32_t ndim,
@@ -557,7 +575,8 @@ RILL_API rill_status rill_model_set_weight(rill_model* model, const char* name, 
 RILL_API rill_status rill_model_load_safetensors(rill_model* model, const char* path);
 
 /* Checks that every weight the model uses has been set.
-   Errors: RILL_ERROR_INVALID_ARGUMENT naming the first missing weight. */
+   Errors: RILL_ERROR_INVALID_ARGUMENT for NULL; RILL_ERROR_NOT_FOUND naming the
+   first missing weight and its shape. */
 RILL_API rill_status rill_model_check_weights(const rill_model* model);
 
 /* Creates a KV cache for batch sequences of up to capacity tokens each, every
@@ -567,12 +586,21 @@ RILL_API rill_status rill_model_check_weights(const rill_model* model);
 RILL_API rill_status rill_kv_cache_create(rill_model* model, int32_t batch, int32_t capacity,
                                           rill_kv_cache** out_cache);
 
-/* Releases a cache. NULL is a no-op. */
+/* Releases a cache. Call it before rill_context_destroy or not at all:
+   destroying the context releases the caches left in it. NULL is a no-op. */
 RILL_API void rill_kv_cache_destroy(rill_kv_cache* cache);
 
-/* The number of tokens cached for sequence, or -1 for NULL or a sequence out
-   of range. */
+/* Deprecated: rill_kv_cache_get_length reports a failure as a status and a
+   message. The number of tokens cached for sequence, or -1 for NULL or a
+   sequence out of range. */
+RILL_DEPRECATED("rill_kv_cache_get_length")
 RILL_API int32_t rill_kv_cache_length(const rill_kv_cache* cache, int32_t sequence);
+
+/* The number of tokens cached for sequence (0 to the cache's capacity).
+   out_length: receives the length.
+   Errors: RILL_ERROR_INVALID_ARGUMENT for a NULL cache or out_length, or a
+   sequence outside [0, batch - 1] (the range named). */
+RILL_API rill_status rill_kv_cache_get_length(const rill_kv_cache* cache, int32_t sequence, int32_t* out_length);
 
 /* Shortens sequence to length tokens (0 empties it), e.g. to drop the padding
    of a batch prefilled to a common length, so that sequences of one batch
@@ -590,8 +618,9 @@ RILL_API rill_status rill_kv_cache_set_length(rill_kv_cache* cache, int32_t sequ
      grows by T. T = 1 is a decode step.
    positions: B*T int32 RoPE positions (token b*T + t), each >= 0, or NULL for
      length(b) + t (t without a cache). position_count: B*T, or 0 with NULL.
-   Errors: RILL_ERROR_INVALID_ARGUMENT (NULL model or hidden, a missing weight
-   named, a cache of another model or batch, a negative position, a sequence
+   Errors: RILL_ERROR_NOT_FOUND naming a weight not set;
+   RILL_ERROR_INVALID_ARGUMENT (NULL model or hidden, a cache of another model
+   or batch, a negative position, a sequence
    whose length + T exceeds the cache's capacity: "position past the cache's
    end"), RILL_ERROR_SHAPE / RILL_ERROR_DTYPE for hidden, and
    RILL_ERROR_UNSUPPORTED naming the backend and op when the context's backend

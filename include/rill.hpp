@@ -205,7 +205,11 @@ class KvCache {
   }
 
   rill_kv_cache* get() const noexcept { return handle_.get(); }
-  int32_t length(int32_t sequence) const noexcept { return rill_kv_cache_length(get(), sequence); }
+  int32_t length(int32_t sequence) const {
+    int32_t tokens = 0;
+    check(rill_kv_cache_get_length(get(), sequence, &tokens));
+    return tokens;
+  }
   void set_length(int32_t sequence, int32_t length) { check(rill_kv_cache_set_length(get(), sequence, length)); }
 
  private:

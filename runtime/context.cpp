@@ -10,6 +10,7 @@
 #include "config.h"
 #include "errors.h"
 #include "host_services.h"
+#include "layer/model.h"
 #include "objects.h"
 
 namespace rill {
@@ -88,6 +89,8 @@ RILL_API rill_status rill_context_create_from_file(const char* path, rill_contex
 
 RILL_API void rill_context_destroy(rill_context* ctx) {
   if (ctx == nullptr) return;
+  while (!ctx->caches.empty()) rill::layer::destroy_kv_cache(*ctx->caches.begin());
+  while (!ctx->models.empty()) rill::layer::destroy_model(*ctx->models.begin());
   const rill_backend* table = ctx->backend->table;
   for (rill_tensor* tensor : ctx->tensors) {
     table->buffer_free(ctx->impl, tensor->buffer);

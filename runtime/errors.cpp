@@ -21,7 +21,7 @@ rill_status fail(rill_status status, const std::string& message) noexcept {
 
 bool is_known_status(rill_status status) {
   const int32_t value = enum_value(status);
-  return value >= RILL_OK && value <= RILL_ERROR_INTERNAL;
+  return value >= RILL_OK && value <= RILL_ERROR_NOT_FOUND;
 }
 
 }  // namespace rill
@@ -43,6 +43,7 @@ RILL_API const char* rill_status_string(rill_status status) {
     case RILL_ERROR_UNSUPPORTED: return "RILL_ERROR_UNSUPPORTED";
     case RILL_ERROR_BACKEND: return "RILL_ERROR_BACKEND";
     case RILL_ERROR_INTERNAL: return "RILL_ERROR_INTERNAL";
+    case RILL_ERROR_NOT_FOUND: return "RILL_ERROR_NOT_FOUND";
     default: return "RILL_STATUS_UNKNOWN";
   }
 }

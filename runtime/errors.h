@@ -10,6 +10,13 @@
 
 #include "rill.h"
 
+// Returns from the enclosing function when a check or a call it makes fails.
+#define RILL_CHECK(expr)                            \
+  do {                                              \
+    const rill_status rill_check_ = (expr);         \
+    if (rill_check_ != RILL_OK) return rill_check_; \
+  } while (0)
+
 namespace rill {
 
 // Records message as the calling thread's rill_last_error() and returns status.

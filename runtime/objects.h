@@ -13,8 +13,12 @@ struct rill_context {
   rill_backend_context* impl = nullptr;
   std::string device_name;
   std::string selection_report;
-  // Live tensors, freed with the context if the host has not freed them.
+  // Live objects made on the context. rill_context_destroy releases those the
+  // host has not destroyed: caches, then models (which free their own
+  // tensors), then the tensors left.
   std::unordered_set<rill_tensor*> tensors;
+  std::unordered_set<rill_model*> models;
+  std::unordered_set<rill_kv_cache*> caches;
 };
 
 // One tensor owns one backend buffer holding exactly its elements.

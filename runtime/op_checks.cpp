@@ -62,6 +62,27 @@ rill_status OpChecks::finite(float value, const char* name) const {
   return failure(RILL_ERROR_INVALID_ARGUMENT, std::string(name) + ": expected a finite value, got " + std::to_string(value));
 }
 
+rill_status OpChecks::positive(float value, const char* name) const {
+  if (std::isfinite(value) && value > 0.0f) return RILL_OK;
+  return failure(RILL_ERROR_INVALID_ARGUMENT,
+                 std::string(name) + ": expected a finite value > 0, got " + std::to_string(value));
+}
+
+rill_status OpChecks::array(const int32_t* values, const char* name) const {
+  if (values != nullptr) return RILL_OK;
+  return failure(RILL_ERROR_INVALID_ARGUMENT, std::string(name) + ": expected an array, got NULL");
+}
+
+rill_status OpChecks::non_negative(const int32_t* values, size_t count, const char* name) const {
+  for (size_t i = 0; i < count; ++i) {
+    if (values[i] < 0) {
+      return failure(RILL_ERROR_INVALID_ARGUMENT, std::string(name) + "[" + std::to_string(i) +
+                                                      "]: expected >= 0, got " + std::to_string(values[i]));
+    }
+  }
+  return RILL_OK;
+}
+
 rill_status OpChecks::epsilon(float eps) const {
   if (std::isfinite(eps) && eps >= 0.0f) return RILL_OK;
   return failure(RILL_ERROR_INVALID_ARGUMENT, "eps: expected a finite value >= 0, got " + std::to_string(eps));

@@ -3,17 +3,13 @@
 // and returns the status that fits the fault.
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
 #include <string>
 
+#include "errors.h"
 #include "host_services.h"
 #include "objects.h"
-
-// Returns from the enclosing function when a check fails.
-#define RILL_CHECK(expr)                            \
-  do {                                              \
-    const rill_status rill_check_ = (expr);         \
-    if (rill_check_ != RILL_OK) return rill_check_; \
-  } while (0)
 
 namespace rill {
 
@@ -38,6 +34,12 @@ class OpChecks {
   // a and b are different tensors (NULL is fine).
   rill_status distinct(const rill_tensor* a, const char* a_name, const rill_tensor* b, const char* b_name) const;
   rill_status finite(float value, const char* name) const;
+  // value is finite and > 0.
+  rill_status positive(float value, const char* name) const;
+  // values is not NULL.
+  rill_status array(const int32_t* values, const char* name) const;
+  // Each of the count values is >= 0.
+  rill_status non_negative(const int32_t* values, size_t count, const char* name) const;
   // eps is finite and >= 0.
   rill_status epsilon(float eps) const;
 

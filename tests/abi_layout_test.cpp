@@ -95,7 +95,7 @@ static_assert(sizeof(rill_status) == 4 && sizeof(rill_dtype) == 4 && sizeof(rill
 static_assert(RILL_OK == 0 && RILL_ERROR_INVALID_ARGUMENT == 1 && RILL_ERROR_SHAPE == 2 && RILL_ERROR_DTYPE == 3 &&
               RILL_ERROR_OUT_OF_MEMORY == 4 && RILL_ERROR_BACKEND_UNAVAILABLE == 5 && RILL_ERROR_CONFIG == 6 &&
               RILL_ERROR_IO == 7 && RILL_ERROR_UNSUPPORTED == 8 && RILL_ERROR_BACKEND == 9 &&
-              RILL_ERROR_INTERNAL == 10);
+              RILL_ERROR_INTERNAL == 10 && RILL_ERROR_NOT_FOUND == 11);
 static_assert(RILL_DTYPE_F32 == 0 && RILL_DTYPE_F16 == 1 && RILL_DTYPE_BF16 == 2);
 static_assert(RILL_LOG_DEBUG == 0 && RILL_LOG_INFO == 1 && RILL_LOG_WARNING == 2 && RILL_LOG_ERROR == 3);
 static_assert(RILL_DEVICE_TYPE_CPU == 0 && RILL_DEVICE_TYPE_DISCRETE_GPU == 1 && RILL_DEVICE_TYPE_INTEGRATED_GPU == 2 &&

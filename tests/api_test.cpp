@@ -42,7 +42,8 @@ TEST_CASE("library: version, status and dtype names") {
   CHECK(std::string(rill_status_string(RILL_OK)) == "RILL_OK");
   CHECK(std::string(rill_status_string(RILL_ERROR_SHAPE)) == "RILL_ERROR_SHAPE");
   CHECK(std::string(rill_status_string(RILL_ERROR_INTERNAL)) == "RILL_ERROR_INTERNAL");
-  CHECK(std::string(rill_status_string(static_cast<rill_status>(11))) == "RILL_STATUS_UNKNOWN");
+  CHECK(std::string(rill_status_string(RILL_ERROR_NOT_FOUND)) == "RILL_ERROR_NOT_FOUND");
+  CHECK(std::string(rill_status_string(static_cast<rill_status>(12))) == "RILL_STATUS_UNKNOWN");
   CHECK(std::string(rill_status_string(RILL_STATUS_MAX_ENUM)) == "RILL_STATUS_UNKNOWN");
   CHECK(rill_dtype_size(RILL_DTYPE_F32) == 4);
   CHECK(rill_dtype_size(RILL_DTYPE_F16) == 2);

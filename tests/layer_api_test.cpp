@@ -100,6 +100,12 @@ struct Fixture {
   }
 };
 
+int32_t cached_tokens(const rill_kv_cache* cache, int32_t sequence) {
+  int32_t tokens = -1;
+  REQUIRE_MESSAGE(rill_kv_cache_get_length(cache, sequence, &tokens) == RILL_OK, rill_last_error());
+  return tokens;
+}
+
 std::vector<float> random_tokens(size_t tokens, unsigned seed) {
   std::mt19937 gen(seed);
   std::normal_distribution<float> dist(0.0f, 1.0f);
@@ -222,10 +228,10 @@ TEST_CASE("weights: names, shapes and sizes are checked") {
   std::vector<float> data(16 * 16);
   expect_failure(rill_model_set_weight(f.model, "model.layers.0.self_attn.o_proj.bias", RILL_DTYPE_F32, 1, shape,
                                        data.data(), 16 * 4),
-                 RILL_ERROR_INVALID_ARGUMENT, {"model.layers.0.self_attn.o_proj.bias"});
+                 RILL_ERROR_NOT_FOUND, {"model.layers.0.self_attn.o_proj.bias"});
   expect_failure(rill_model_set_weight(f.model, "model.layers.2.mlp.up_proj.weight", RILL_DTYPE_F32, 2, shape,
                                        data.data(), 8 * 16 * 4),
-                 RILL_ERROR_INVALID_ARGUMENT, {"model.layers.2.mlp.up_proj.weight"});
+                 RILL_ERROR_NOT_FOUND, {"model.layers.2.mlp.up_proj.weight"});
   expect_failure(rill_model_set_weight(f.model, "model.layers.1.self_attn.k_proj.weight", RILL_DTYPE_F32, 2, wrong,
                                        data.data(), 16 * 16 * 4),
                  RILL_ERROR_SHAPE, {"k_proj", "[8, 16]", "[16, 16]"});
@@ -236,9 +242,9 @@ TEST_CASE("weights: names, shapes and sizes are checked") {
   expect_failure(rill_model_set_weight(f.model, "model.layers.1.self_attn.k_proj.weight", static_cast<rill_dtype>(9),
                                        2, shape, data.data(), 8 * 16 * 4),
                  RILL_ERROR_INVALID_ARGUMENT, {"src_dtype", "got unknown value 9"});
-  expect_failure(rill_model_check_weights(f.model), RILL_ERROR_INVALID_ARGUMENT, {"missing weight", "model.layers.0"});
+  expect_failure(rill_model_check_weights(f.model), RILL_ERROR_NOT_FOUND, {"missing weight", "model.layers.0"});
   rill_tensor* h = f.hidden(1, 2, std::vector<float>(32, 1.0f));
-  expect_failure(rill_model_forward(f.model, nullptr, h, nullptr, 0), RILL_ERROR_INVALID_ARGUMENT, {"missing weight"});
+  expect_failure(rill_model_forward(f.model, nullptr, h, nullptr, 0), RILL_ERROR_NOT_FOUND, {"missing weight"});
   expect_failure(rill_model_load_safetensors(f.model, "/nonexistent/w.safetensors"), RILL_ERROR_IO,
                  {"/nonexistent/w.safetensors"});
   f.set_all_weights();
@@ -267,12 +273,11 @@ TEST_CASE("forward: argument and cache checks") {
   expect_failure(rill_model_forward(f.model, one, h, nullptr, 0), RILL_ERROR_INVALID_ARGUMENT, {"cache", "B = 2"});
   rill_kv_cache* small = f.cache(2, 4);
   REQUIRE(rill_model_forward(f.model, small, h, nullptr, 0) == RILL_OK);
-  CHECK(rill_kv_cache_length(small, 0) == 3);
-  CHECK(rill_kv_cache_length(small, 1) == 3);
-  CHECK(rill_kv_cache_length(small, 2) == -1);
+  CHECK(cached_tokens(small, 0) == 3);
+  CHECK(cached_tokens(small, 1) == 3);
   expect_failure(rill_model_forward(f.model, small, h, nullptr, 0), RILL_ERROR_INVALID_ARGUMENT,
                  {"past the cache's end", "sequence 0", "capacity of 4"});
-  CHECK(rill_kv_cache_length(small, 0) == 3);  // unchanged by the failure
+  CHECK(cached_tokens(small, 0) == 3);  // unchanged by the failure
   expect_failure(rill_kv_cache_set_length(small, 0, 4), RILL_ERROR_INVALID_ARGUMENT, {"length", "3"});
   expect_failure(rill_kv_cache_set_length(small, 2, 0), RILL_ERROR_INVALID_ARGUMENT, {"sequence"});
   rill_kv_cache* bad = nullptr;
@@ -283,6 +288,84 @@ TEST_CASE("forward: argument and cache checks") {
   rill_kv_cache* foreign = other.cache(2, 8);
   expect_failure(rill_model_forward(f.model, foreign, h, nullptr, 0), RILL_ERROR_INVALID_ARGUMENT,
                  {"cache", "another model"});
+}
+
+// rill.h's rule: destroy the objects of a context first, in any order, or only
+// the context, which releases what is left. Each order must be clean under
+// ASan and LSan (no double free, no leak); the sanitizer build runs this.
+TEST_CASE("destroy order: objects then context, or the context alone") {
+  Fixture f(small_desc());
+  f.set_all_weights();
+  rill_kv_cache* cache = f.cache(2, 8);
+  f.forward(cache, 2, 3, random_tokens(6, 4));  // the model now holds scratch tensors too
+  rill_tensor* loose = f.hidden(1, 1, {});
+  // The fixture's destructor must not destroy what a subcase destroys itself.
+  f.tensors.clear();
+  f.caches.clear();
+
+  SUBCASE("cache, model, tensor, context") {
+    rill_kv_cache_destroy(cache);
+    rill_model_destroy(f.model);
+    rill_tensor_destroy(loose);
+  }
+  SUBCASE("model before its cache, then tensor, context") {
+    rill_model_destroy(f.model);
+    rill_kv_cache_destroy(cache);
+    rill_tensor_destroy(loose);
+  }
+  SUBCASE("context alone") {}
+  SUBCASE("context with only a model left") {
+    rill_kv_cache_destroy(cache);
+    rill_tensor_destroy(loose);
+  }
+  SUBCASE("context with only a cache left") {
+    rill_model_destroy(f.model);
+  }
+  rill_context_destroy(f.ctx);
+  f.model = nullptr;
+  f.ctx = nullptr;
+}
+
+TEST_CASE("kv cache length: status and message, and the deprecated accessor") {
+  Fixture f(small_desc());
+  f.set_all_weights();
+  rill_kv_cache* cache = f.cache(2, 8);
+  f.forward(cache, 2, 3, random_tokens(6, 3));
+  int32_t tokens = 99;
+  expect_failure(rill_kv_cache_get_length(nullptr, 0, &tokens), RILL_ERROR_INVALID_ARGUMENT,
+                 {"rill_kv_cache_get_length", "cache", "NULL"});
+  expect_failure(rill_kv_cache_get_length(cache, 2, &tokens), RILL_ERROR_INVALID_ARGUMENT,
+                 {"sequence", "0 to 1", "got 2"});
+  expect_failure(rill_kv_cache_get_length(cache, -1, &tokens), RILL_ERROR_INVALID_ARGUMENT, {"sequence", "got -1"});
+  expect_failure(rill_kv_cache_get_length(cache, 0, nullptr), RILL_ERROR_INVALID_ARGUMENT, {"out_length"});
+  CHECK(tokens == 99);  // untouched by the failures
+  REQUIRE(rill_kv_cache_get_length(cache, 1, &tokens) == RILL_OK);
+  CHECK(tokens == 3);
+  REQUIRE(rill_kv_cache_set_length(cache, 1, 1) == RILL_OK);
+  CHECK(cached_tokens(cache, 1) == 1);
+  CHECK(cached_tokens(cache, 0) == 3);
+
+  // The old entry point keeps working: the length, or -1.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+  CHECK(rill_kv_cache_length(cache, 0) == 3);
+  CHECK(rill_kv_cache_length(cache, 1) == 1);
+  CHECK(rill_kv_cache_length(cache, 2) == -1);
+  CHECK(rill_kv_cache_length(nullptr, 0) == -1);
+#pragma GCC diagnostic pop
+}
+
+TEST_CASE("a failure inside a layer object's tensor is reported once, with its context") {
+  // [4096, INT32_MAX, 1, 2^20] f32 keys: 2^65 bytes, which overflow size_t.
+  rill_model_desc wide = rill_test::model_desc(/*num_layers=*/1, /*hidden_size=*/1 << 20, /*num_heads=*/1,
+                                               /*intermediate_size=*/8);
+  Fixture f(wide);
+  rill_kv_cache* cache = nullptr;
+  expect_failure(rill_kv_cache_create(f.model, 4096, INT32_MAX, &cache), RILL_ERROR_SHAPE,
+                 {"rill_kv_cache_create: layer 0: shape: the byte size of a f32 tensor", "overflows size_t"});
+  // Composed by the runtime's tensor API, not read back from a public call's message.
+  CHECK(std::string(rill_last_error()).find("rill_tensor_create") == std::string::npos);
+  CHECK(cache == nullptr);
 }
 
 TEST_CASE("decode steps with per-sequence lengths equal separate prefills") {
@@ -302,8 +385,8 @@ TEST_CASE("decode steps with per-sequence lengths equal separate prefills") {
   const std::vector<float> step1 = slice(seq1, 3, 1);
   step.insert(step.end(), step1.begin(), step1.end());
   const std::vector<float> decoded = f.forward(cache, 2, 1, step);
-  CHECK(rill_kv_cache_length(cache, 0) == 6);
-  CHECK(rill_kv_cache_length(cache, 1) == 4);
+  CHECK(cached_tokens(cache, 0) == 6);
+  CHECK(cached_tokens(cache, 1) == 4);
 
   // The same tokens as plain prefills without a cache: the last output row.
   const std::vector<float> plain0 = f.forward(nullptr, 1, 6, slice(seq0, 0, 6));

@@ -4,6 +4,7 @@
 // the test exits 77 (skipped).
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -60,7 +61,13 @@ TEST_CASE("decoder-layer ops reject bad arguments with a message naming them") {
   expect_failure(rill_rope(c.ctx, x, nullptr, 0, 10000.0f, 8), RILL_ERROR_INVALID_ARGUMENT, {"positions"});
   expect_failure(rill_rope(c.ctx, x, positions, 1, 10000.0f, 8), RILL_ERROR_INVALID_ARGUMENT, {"position_count", "2"});
   expect_failure(rill_rope(c.ctx, x, negative, 2, 10000.0f, 8), RILL_ERROR_INVALID_ARGUMENT, {"positions[1]"});
-  expect_failure(rill_rope(c.ctx, x, positions, 2, 0.0f, 8), RILL_ERROR_INVALID_ARGUMENT, {"theta"});
+  expect_failure(rill_rope(c.ctx, x, positions, 2, 0.0f, 8), RILL_ERROR_INVALID_ARGUMENT,
+                 {"rill_rope: theta: expected a finite value > 0, got 0"});
+  expect_failure(rill_rope(c.ctx, x, positions, 2, NAN, 8), RILL_ERROR_INVALID_ARGUMENT, {"theta", "finite"});
+  expect_failure(rill_rope(c.ctx, x, nullptr, 2, 10000.0f, 8), RILL_ERROR_INVALID_ARGUMENT,
+                 {"rill_rope: positions: expected an array, got NULL"});
+  expect_failure(rill_rope(c.ctx, x, negative, 2, 10000.0f, 8), RILL_ERROR_INVALID_ARGUMENT,
+                 {"rill_rope: positions[1]: expected >= 0, got -1"});
 
   rill_tensor* q = c.tensor({1, 2, 3, 8}, RILL_DTYPE_F32, std::vector<float>(48, 0.5f));
   rill_tensor* k = c.tensor({1, 4, 2, 8}, RILL_DTYPE_F32, std::vector<float>(64, 0.5f));
@@ -77,6 +84,9 @@ TEST_CASE("decoder-layer ops reject bad arguments with a message naming them") {
   expect_failure(rill_attention(c.ctx, q, k1, k1, fine, 2, 0.3f, out), RILL_ERROR_INVALID_ARGUMENT,
                  {"kv_length_count"});
   expect_failure(rill_attention(c.ctx, q, k1, k1, fine, 1, -1.0f, out), RILL_ERROR_INVALID_ARGUMENT, {"scale"});
+  expect_failure(rill_attention(c.ctx, q, k1, k1, fine, 1, 0.0f, out), RILL_ERROR_INVALID_ARGUMENT,
+                 {"rill_attention: scale: expected a finite value > 0, got 0"});
+  expect_failure(rill_attention(c.ctx, q, k1, k1, fine, 1, INFINITY, out), RILL_ERROR_INVALID_ARGUMENT, {"scale"});
   expect_failure(rill_attention(c.ctx, q, k1, k1, fine, 1, 0.3f, q), RILL_ERROR_INVALID_ARGUMENT, {"out"});
 
   rill_tensor* other = c.tensor({2, 16}, RILL_DTYPE_F32, std::vector<float>(32, 1.0f));

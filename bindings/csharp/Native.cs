@@ -25,6 +25,7 @@ namespace Rill
         Unsupported = 8,
         Backend = 9,
         Internal = 10,
+        NotFound = 11,
     }
 
     /// <summary>rill_dtype. bf16 and f16 values travel as ushort bits.</summary>
@@ -189,7 +190,10 @@ namespace Rill
         [DllImport(Library, CallingConvention = Cdecl)]
         public static extern Status rill_kv_cache_create(ModelHandle model, int batch, int capacity, out KvCacheHandle cache);
         [DllImport(Library, CallingConvention = Cdecl)] public static extern void rill_kv_cache_destroy(IntPtr cache);
+        [Obsolete("deprecated in rill.h: use rill_kv_cache_get_length")]
         [DllImport(Library, CallingConvention = Cdecl)] public static extern int rill_kv_cache_length(KvCacheHandle cache, int sequence);
+        [DllImport(Library, CallingConvention = Cdecl)]
+        public static extern Status rill_kv_cache_get_length(KvCacheHandle cache, int sequence, out int length);
         [DllImport(Library, CallingConvention = Cdecl)]
         public static extern Status rill_kv_cache_set_length(KvCacheHandle cache, int sequence, int length);
         [DllImport(Library, CallingConvention = Cdecl)]

@@ -39,6 +39,8 @@ namespace Rill
     { public RillUnsupportedException(string m) : base(Status.Unsupported, m) { } }
     public class RillBackendException : RillException { public RillBackendException(string m) : base(Status.Backend, m) { } }
     public class RillInternalException : RillException { public RillInternalException(string m) : base(Status.Internal, m) { } }
+    /// <summary>A named thing does not exist or has not been set (a model weight).</summary>
+    public class RillNotFoundException : RillException { public RillNotFoundException(string m) : base(Status.NotFound, m) { } }
 
     public static class Errors
     {
@@ -57,6 +59,7 @@ namespace Rill
                 case Status.Unsupported: return new RillUnsupportedException(message);
                 case Status.Backend: return new RillBackendException(message);
                 case Status.Internal: return new RillInternalException(message);
+                case Status.NotFound: return new RillNotFoundException(message);
                 default: return new RillException(status, message + " (unknown rill_status " + (int)status + ")");
             }
         }
@@ -552,8 +555,8 @@ namespace Rill
         /// <summary>Tokens cached for a sequence.</summary>
         public int Length(int sequence)
         {
-            int n = Native.rill_kv_cache_length(Live(), sequence);
-            if (n < 0) throw new RillInvalidArgumentException("sequence: out of range, got " + sequence);
+            int n;
+            Errors.Check(Native.rill_kv_cache_get_length(Live(), sequence, out n));
             return n;
         }
 

@@ -7,6 +7,7 @@
 #include "host_services.h"
 #include "model.h"
 #include "op_checks.h"
+#include "tensors.h"
 
 namespace rill::layer {
 namespace {
@@ -94,11 +95,12 @@ class Forward {
     for (int64_t c : cols) {
       const int64_t shape[2] = {rows_, c};
       rill_tensor* t = nullptr;
-      const rill_status created = rill_tensor_create(&ctx_, d_.dtype, 2, shape, &t);
+      const rill_status created =
+          tensor_create(std::string(fn_) + ": scratch for " + std::to_string(rows_) + " tokens", ctx_, d_.dtype, 2,
+                        shape, t);
       if (created != RILL_OK) {
-        const std::string reason = rill_last_error();
         release_scratch(model_);
-        return fail(created, std::string(fn_) + ": scratch for " + std::to_string(rows_) + " tokens: " + reason);
+        return created;
       }
       model_.scratch.push_back(t);
     }
@@ -326,7 +328,7 @@ RILL_API rill_status rill_model_forward(rill_model* model, rill_kv_cache* cache,
                         f + ": hidden: B*T must fit in int32, got shape " + rill::shape_text(*hidden));
     }
     if (const rill::layer::Weight* missing = rill::layer::first_missing_weight(*model)) {
-      return rill::fail(RILL_ERROR_INVALID_ARGUMENT, f + ": missing weight '" + missing->name + "' (shape " +
+      return rill::fail(RILL_ERROR_NOT_FOUND, f + ": missing weight '" + missing->name + "' (shape " +
                                                          rill::layer::dims_text(missing->shape) + ")");
     }
     if (cache != nullptr) {

@@ -8,6 +8,7 @@
 #include "enum_names.h"
 #include "errors.h"
 #include "io/safetensors.h"
+#include "tensors.h"
 
 namespace rill::layer {
 namespace {
@@ -40,27 +41,17 @@ bool is_gated(rill_mlp_activation activation) {
 // Converts a weight from host memory into its tensor (created on first use).
 rill_status store_weight(const char* function, rill_model& model, Weight& weight, rill_dtype src_dtype,
                          const void* data, size_t count) {
+  const std::string where = std::string(function) + ": weight '" + weight.name + "'";
   if (weight.tensor == nullptr) {
-    rill_tensor* tensor = nullptr;
-    const rill_status created = rill_tensor_create(
-        model.context, model.desc.dtype, static_cast<int32_t>(weight.shape.size()), weight.shape.data(), &tensor);
-    if (created != RILL_OK) {
-      return fail(created, std::string(function) + ": weight '" + weight.name + "': " + rill_last_error());
-    }
-    weight.tensor = tensor;
+    RILL_CHECK(tensor_create(where, *model.context, model.desc.dtype, static_cast<int32_t>(weight.shape.size()),
+                             weight.shape.data(), weight.tensor));
   }
-  rill_status written;
   if (src_dtype == model.desc.dtype) {
-    written = rill_tensor_write(weight.tensor, data, count * rill_dtype_size(src_dtype));
-  } else {
-    std::vector<float> f32(count);
-    convert_to_f32(src_dtype, data, f32.data(), count);
-    written = rill_tensor_write_f32(weight.tensor, f32.data(), count);
+    return tensor_write(where, *weight.tensor, data, count * rill_dtype_size(src_dtype));
   }
-  if (written != RILL_OK) {
-    return fail(written, std::string(function) + ": weight '" + weight.name + "': " + rill_last_error());
-  }
-  return RILL_OK;
+  std::vector<float> f32(count);
+  convert_to_f32(src_dtype, data, f32.data(), count);
+  return tensor_write_f32(where, *weight.tensor, f32.data(), count);
 }
 
 }  // namespace
@@ -118,8 +109,16 @@ const Weight* first_missing_weight(const rill_model& model) {
   return nullptr;
 }
 
+void destroy_model(rill_model* model) {
+  if (model == nullptr) return;
+  for (Weight& w : model->weights) tensor_destroy(w.tensor);
+  release_scratch(*model);
+  model->context->models.erase(model);
+  delete model;
+}
+
 void release_scratch(rill_model& model) {
-  for (rill_tensor* t : model.scratch) rill_tensor_destroy(t);
+  for (rill_tensor* t : model.scratch) tensor_destroy(t);
   model.scratch.clear();
   model.scratch_rows = 0;
 }
@@ -144,17 +143,13 @@ RILL_API rill_status rill_model_create(rill_context* ctx, const rill_model_desc*
     if (!p.field.empty()) return rill::fail(RILL_ERROR_INVALID_ARGUMENT, std::string(fn) + ": desc." + p.message);
     model->context = ctx;
     rill::layer::build_weight_table(*model);
+    ctx->models.insert(model.get());
     *out_model = model.release();
     return RILL_OK;
   });
 }
 
-RILL_API void rill_model_destroy(rill_model* model) {
-  if (model == nullptr) return;
-  for (rill::layer::Weight& w : model->weights) rill_tensor_destroy(w.tensor);
-  rill::layer::release_scratch(*model);
-  delete model;
-}
+RILL_API void rill_model_destroy(rill_model* model) { rill::layer::destroy_model(model); }
 
 RILL_API rill_status rill_model_set_weight(rill_model* model, const char* name, rill_dtype src_dtype, int32_t ndim,
                                            const int64_t* shape, const void* data, size_t bytes) {
@@ -165,7 +160,7 @@ RILL_API rill_status rill_model_set_weight(rill_model* model, const char* name, 
     if (name == nullptr) return rill::fail(RILL_ERROR_INVALID_ARGUMENT, f + ": name: expected a weight name, got NULL");
     const auto found = model->weight_index.find(name);
     if (found == model->weight_index.end()) {
-      return rill::fail(RILL_ERROR_INVALID_ARGUMENT,
+      return rill::fail(RILL_ERROR_NOT_FOUND,
                         f + ": name: this model has no weight '" + name +
                             "' (check the descriptor's biases, norm, placement and layer count)");
     }
@@ -232,7 +227,7 @@ RILL_API rill_status rill_model_check_weights(const rill_model* model) {
       return rill::fail(RILL_ERROR_INVALID_ARGUMENT, std::string(fn) + ": model: expected a model, got NULL");
     }
     if (const rill::layer::Weight* missing = rill::layer::first_missing_weight(*model)) {
-      return rill::fail(RILL_ERROR_INVALID_ARGUMENT, std::string(fn) + ": missing weight '" + missing->name +
+      return rill::fail(RILL_ERROR_NOT_FOUND, std::string(fn) + ": missing weight '" + missing->name +
                                                          "' (shape " + rill::layer::dims_text(missing->shape) + ")");
     }
     return RILL_OK;

@@ -58,7 +58,8 @@ struct rill_model {
 };
 
 struct rill_kv_cache {
-  rill_model* model = nullptr;
+  rill_context* context = nullptr;
+  rill_model* model = nullptr;  // only compared: a cache may outlive its model
   int32_t batch = 0;
   int32_t capacity = 0;
   std::vector<int32_t> lengths;      // tokens held per sequence
@@ -78,6 +79,11 @@ void build_weight_table(rill_model& model);
 
 // The first weight the model uses that has not been set, or nullptr.
 const Weight* first_missing_weight(const rill_model& model);
+
+// Free a model (its weights and scratch) or a cache (its tensors) and take it
+// off its context's list; NULL is a no-op.
+void destroy_model(rill_model* model);
+void destroy_kv_cache(rill_kv_cache* cache);
 
 // Frees the model's scratch tensors.
 void release_scratch(rill_model& model);

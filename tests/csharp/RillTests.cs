@@ -113,7 +113,7 @@ static class RillTests
         { "char*", new[] { typeof(byte[]), typeof(IntPtr) } }, // arguments: UTF-8 bytes; results: borrowed
         { "void*", new[] { typeof(float[]), typeof(ushort[]), typeof(IntPtr) } },
         { "float*", new[] { typeof(float[]) } },
-        { "int32_t*", new[] { typeof(int[]) } },
+        { "int32_t*", new[] { typeof(int[]), typeof(int).MakeByRefType() } },
         { "int64_t*", new[] { typeof(long[]) } },
         { "rill_context*", new[] { typeof(ContextHandle), typeof(IntPtr) } },
         { "rill_tensor*", new[] { typeof(TensorHandle), typeof(IntPtr) } },
@@ -310,7 +310,7 @@ static class RillTests
             desc.IntermediateSize = 64;
             using (Model model = ctx.CreateModel(desc))
             {
-                var missing = Throws<RillInvalidArgumentException>(() => model.CheckWeights(), "no weights yet");
+                var missing = Throws<RillNotFoundException>(() => model.CheckWeights(), "no weights yet");
                 Assert(missing.Message.Contains("model.layers.0."), "names the missing weight");
                 string p = "model.layers.0.";
                 int seed = 20;
@@ -323,6 +323,8 @@ static class RillTests
                 model.SetWeight(p + "post_attention_layernorm.weight", new long[] { 32 }, Values(32, seed++, 0.1, 1));
                 model.SetWeight("model.norm.weight", new long[] { 32 }, Values(32, seed++, 0.1, 1));
                 Throws<RillShapeException>(() => model.SetWeight("model.norm.weight", new long[] { 31 }, new float[31]), "wrong shape");
+                var unknown = Throws<RillNotFoundException>(() => model.SetWeight("model.layers.0.no_such.weight", new long[] { 32 }, new float[32]), "unknown weight");
+                Assert(unknown.Status == Status.NotFound && unknown.Message.Contains("no_such"), "names the unknown weight");
                 model.CheckWeights();
 
                 float[] tokens = Values(3 * 32, 30, 1);

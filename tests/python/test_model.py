@@ -154,17 +154,17 @@ def test_bf16_weights_from_uint16_bits(ctx, rng):
 
 def test_weight_errors_name_the_weight(ctx):
     with ctx.model(make_desc()) as model:
-        with pytest.raises(rill.InvalidArgumentError) as info:
+        with pytest.raises(rill.NotFoundError) as info:
             model.check_weights()
         assert "model.layers.0." in str(info.value)
         with pytest.raises(rill.ShapeError) as info:
             model.set_weight("model.layers.0.self_attn.q_proj.weight", np.zeros((D, D + 1), np.float32))
         assert "q_proj" in str(info.value)
-        with pytest.raises(rill.InvalidArgumentError, match="no_such"):
+        with pytest.raises(rill.NotFoundError, match="no_such"):
             model.set_weight("model.layers.0.no_such.weight", np.zeros(D, np.float32))
         with pytest.raises(rill.DtypeError, match="bf16"):
             model.set_weight("model.norm.weight", np.zeros(D, np.uint16))
-        with pytest.raises(rill.InvalidArgumentError, match="missing|not been set|model.layers"):
+        with pytest.raises(rill.NotFoundError, match="missing|not been set|model.layers"):
             model.forward(ctx.tensor(np.zeros((1, 2, D), np.float32)))
 
 

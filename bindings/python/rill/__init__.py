@@ -16,8 +16,8 @@ from ._core import (MAX_DIMS, Context, DType, LogLevel, Tensor, as_dtype, bf16_t
 from ._library import ModelDesc, lib, load_library
 from ._model import ActFn, KVCache, MlpActivation, Model, NormKind, NormPlacement
 from .errors import (BackendError, BackendUnavailableError, ConfigError, DtypeError, InternalError,
-                     InvalidArgumentError, IoError, LibraryNotFoundError, OutOfMemoryError, RillError, ShapeError,
-                     Status, UnsupportedError)
+                     InvalidArgumentError, IoError, LibraryNotFoundError, NotFoundError, OutOfMemoryError, RillError,
+                     ShapeError, Status, UnsupportedError)
 
 __version__ = "0.1.0"
 
@@ -27,5 +27,5 @@ __all__ = [
     "storage_numpy_dtype", "version", "version_number", "lib", "load_library", "ModelDesc", "ActFn", "KVCache",
     "MlpActivation", "Model", "NormKind", "NormPlacement", "BackendError",
     "BackendUnavailableError", "ConfigError", "DtypeError", "InternalError", "InvalidArgumentError", "IoError",
-    "LibraryNotFoundError", "OutOfMemoryError", "RillError", "ShapeError", "Status", "UnsupportedError",
+    "LibraryNotFoundError", "NotFoundError", "OutOfMemoryError", "RillError", "ShapeError", "Status", "UnsupportedError",
 ]

@@ -132,7 +132,8 @@ _PROTOTYPES = {
     "rill_model_check_weights": (_st, [_vp]),
     "rill_kv_cache_create": (_st, [_vp, ctypes.c_int32, ctypes.c_int32, c_void_pp]),
     "rill_kv_cache_destroy": (None, [_vp]),
-    "rill_kv_cache_length": (ctypes.c_int32, [_vp, ctypes.c_int32]),
+    "rill_kv_cache_length": (ctypes.c_int32, [_vp, ctypes.c_int32]),  # deprecated in rill.h; unused
+    "rill_kv_cache_get_length": (_st, [_vp, ctypes.c_int32, c_int32_p]),
     "rill_kv_cache_set_length": (_st, [_vp, ctypes.c_int32, ctypes.c_int32]),
     "rill_model_forward": (_st, [_vp, _vp, _vp, c_int32_p, ctypes.c_size_t]),
 }

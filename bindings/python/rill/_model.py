@@ -156,10 +156,9 @@ class KVCache(Owned):
 
     def length(self, sequence):
         """Tokens cached for a sequence."""
-        n = lib().rill_kv_cache_length(self.handle, _int32(sequence, "sequence"))
-        if n < 0:
-            raise InvalidArgumentError("sequence: expected 0 to {}, got {}".format(self.batch - 1, sequence))
-        return int(n)
+        n = ctypes.c_int32()
+        check(lib().rill_kv_cache_get_length(self.handle, _int32(sequence, "sequence"), ctypes.byref(n)))
+        return int(n.value)
 
     def set_length(self, sequence, length):
         check(lib().rill_kv_cache_set_length(self.handle, _int32(sequence, "sequence"), _int32(length, "length")))

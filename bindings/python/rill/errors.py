@@ -22,6 +22,7 @@ class Status(enum.IntEnum):
     UNSUPPORTED = 8
     BACKEND = 9
     INTERNAL = 10
+    NOT_FOUND = 11
 
 
 class RillError(Exception):
@@ -77,6 +78,12 @@ class InternalError(RillError):
     status = Status.INTERNAL
 
 
+class NotFoundError(RillError, LookupError):
+    """A named thing does not exist or has not been set (a model weight)."""
+
+    status = Status.NOT_FOUND
+
+
 class LibraryNotFoundError(OSError):
     """librill could not be loaded; tried lists every (path, reason) attempted."""
 
@@ -91,7 +98,7 @@ class LibraryNotFoundError(OSError):
 
 _BY_STATUS = {cls.status: cls for cls in (
     InvalidArgumentError, ShapeError, DtypeError, OutOfMemoryError, BackendUnavailableError,
-    ConfigError, IoError, UnsupportedError, BackendError, InternalError)}
+    ConfigError, IoError, UnsupportedError, BackendError, InternalError, NotFoundError)}
 
 
 def error_for_status(status, message):

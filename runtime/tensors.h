@@ -1,0 +1,34 @@
+// The runtime's own tensor API, used by the public rill_tensor_* functions and
+// by the decoder-layer code alike. Each call checks what it alone can check
+// (dtype, shape, sizes), records one message "<where>: ..." on failure and
+// returns its status, so a caller never re-reads rill_last_error() to add
+// context: it passes that context in where ("rill_model_set_weight: weight
+// 'model.norm.weight'"). Handles are not checked for NULL here; the entry points
+// do that.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "objects.h"
+
+namespace rill {
+
+// Creates a tensor of ctx after checking dtype, ndim and shape; out is set
+// only on success.
+rill_status tensor_create(const std::string& where, rill_context& ctx, rill_dtype dtype, int32_t ndim,
+                          const int64_t* shape, rill_tensor*& out);
+
+// Frees the tensor's buffer and the tensor; NULL is a no-op.
+void tensor_destroy(rill_tensor* tensor);
+
+// Raw transfers of the whole tensor: bytes must be its byte size.
+rill_status tensor_write(const std::string& where, rill_tensor& tensor, const void* src, size_t bytes);
+rill_status tensor_read(const std::string& where, const rill_tensor& tensor, void* dst, size_t bytes);
+
+// Converting transfers of the whole tensor: count must be its element count.
+rill_status tensor_write_f32(const std::string& where, rill_tensor& tensor, const float* src, size_t count);
+rill_status tensor_read_f32(const std::string& where, const rill_tensor& tensor, float* dst, size_t count);
+
+}  // namespace rill
