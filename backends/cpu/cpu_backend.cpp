@@ -14,7 +14,7 @@ std::atomic<const rill_host_services*> g_host{nullptr};
 
 const rill_backend_ops kOps = {
     /* .abi_version = */ RILL_BACKEND_ABI_VERSION,
-    /* .struct_size = */ sizeof(rill_backend_ops),
+    /* .struct_size = */ RILL_BACKEND_OPS_SIZE(RILL_BACKEND_ABI_VERSION),
     /* .residual_add = */ op_residual_add,
     /* .rms_norm = */ op_rms_norm,
     /* .layer_norm = */ op_layer_norm,
@@ -24,6 +24,7 @@ const rill_backend_ops kOps = {
     /* .rope = */ op_rope,
     /* .attention = */ op_attention,
     /* .activation = */ op_activation,
+    /* .supports = */ supports,
 };
 
 const rill_backend kBackend = {

@@ -67,6 +67,9 @@ void context_destroy(rill_backend_context* ctx);
 const char* context_device_name(rill_backend_context* ctx);
 rill_status context_synchronize(rill_backend_context* ctx);
 
+// cpu_supports.cpp: the capability query (interface version 3)
+rill_status supports(rill_backend_context* ctx, const rill_backend_op_desc* desc);
+
 // cpu_buffer.cpp
 rill_status buffer_alloc(rill_backend_context* ctx, uint64_t bytes, rill_backend_buffer** out_buffer);
 void buffer_free(rill_backend_context* ctx, rill_backend_buffer* buffer);

@@ -1,4 +1,5 @@
 /* CUDA devices and contexts. */
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <new>
@@ -42,7 +43,9 @@ rill_status cuda_choose_device(const rill_backend_context_options* options, int 
     return rill_cuda_fail(RILL_ERROR_BACKEND_UNAVAILABLE,
                           cudaGetErrorString(cudaErrorNoDevice));
   }
-  const int32_t index = options ? options->device_index : 0;
+  // Only the members inside the caller's struct_size are read.
+  const int32_t index =
+      options && RILL_STRUCT_HAS(rill_backend_context_options, options, device_index) ? options->device_index : 0;
   if (index >= 0) {
     if (index >= count) {
       return rill_cuda_fail(RILL_ERROR_BACKEND_UNAVAILABLE, "device index " + std::to_string(index) +
@@ -52,7 +55,10 @@ rill_status cuda_choose_device(const rill_backend_context_options* options, int 
     *out_device = index;
     return RILL_OK;
   }
-  const char* wanted = options->device_name ? options->device_name : "";
+  const char* wanted =
+      RILL_STRUCT_HAS(rill_backend_context_options, options, device_name) && options->device_name
+          ? options->device_name
+          : "";
   for (int i = 0; i < count; ++i) {
     cudaDeviceProp prop{};
     if (cudaGetDeviceProperties(&prop, i) == cudaSuccess && std::strstr(prop.name, wanted)) {
@@ -86,6 +92,11 @@ rill_status rill_cuda_device_count(uint32_t* out_count) {
 }
 
 rill_status rill_cuda_describe_device(uint32_t index, rill_backend_device_info* out_info) {
+  if (!out_info || out_info->struct_size < sizeof out_info->struct_size) {
+    return rill_cuda_fail(RILL_ERROR_INVALID_ARGUMENT,
+                          "cuda: describe_device: out_info->struct_size must be at least 4, given " +
+                              std::to_string(out_info ? out_info->struct_size : 0));
+  }
   int count = 0;
   rill_status status = cuda_device_count_raw(&count);
   if (status != RILL_OK) return status;
@@ -106,11 +117,15 @@ rill_status rill_cuda_describe_device(uint32_t index, rill_backend_device_info* 
                 "compute capability %d.%d, %d SMs, %zu KiB shared memory per block, driver %d.%d, runtime %d.%d",
                 prop.major, prop.minor, prop.multiProcessorCount, prop.sharedMemPerBlockOptin / 1024, driver / 1000,
                 (driver % 1000) / 10, runtime / 1000, (runtime % 1000) / 10);
-  copy_text(out_info->name, sizeof out_info->name, prop.name);
-  out_info->type = prop.integrated ? RILL_DEVICE_TYPE_INTEGRATED_GPU : RILL_DEVICE_TYPE_DISCRETE_GPU;
-  out_info->memory_bytes = prop.totalGlobalMem;
-  out_info->subgroup_size = static_cast<uint32_t>(prop.warpSize);
-  copy_text(out_info->details, sizeof out_info->details, details);
+  rill_backend_device_info info{};
+  copy_text(info.name, sizeof info.name, prop.name);
+  info.type = prop.integrated ? RILL_DEVICE_TYPE_INTEGRATED_GPU : RILL_DEVICE_TYPE_DISCRETE_GPU;
+  info.memory_bytes = prop.totalGlobalMem;
+  info.subgroup_size = static_cast<uint32_t>(prop.warpSize);
+  copy_text(info.details, sizeof info.details, details);
+  // Only the members inside the caller's struct_size are written.
+  info.struct_size = std::min<uint32_t>(out_info->struct_size, sizeof info);
+  std::memcpy(out_info, &info, info.struct_size);
   return RILL_OK;
 }
 
@@ -135,7 +150,8 @@ rill_status rill_cuda_context_create(const rill_backend_context_options* options
   rill_backend_context* ctx = new (std::nothrow) rill_backend_context();
   if (!ctx) return rill_cuda_fail(RILL_ERROR_OUT_OF_MEMORY, "cuda: context_create: out of host memory");
   ctx->device = device;
-  ctx->allow_tf32 = options && options->allow_tf32 != 0;
+  ctx->allow_tf32 =
+      options && RILL_STRUCT_HAS(rill_backend_context_options, options, allow_tf32) && options->allow_tf32 != 0;
   ctx->sm_count = prop.multiProcessorCount > 0 ? prop.multiProcessorCount : 1;
   ctx->max_shared_bytes = prop.sharedMemPerBlockOptin;
   ctx->device_name = prop.name;
