@@ -43,7 +43,9 @@
  *      struct (above), with RILL_STRUCT_HAS and RILL_BACKEND_OPS_SIZE;
  *      describe_device refuses a struct_size of 0 instead of reading it as the
  *      full size. A plugin hands out tables carrying the agreed version, for
- *      every version it advertises.
+ *      every version it advertises. host->fail is called on the thread that
+ *      called the backend only: a failure on a backend's worker thread is
+ *      handed to that thread, which reports it.
  */
 #ifndef RILL_BACKEND_H
 #define RILL_BACKEND_H
@@ -78,7 +80,12 @@ typedef struct rill_host_services {
      name ("vulkan"); message is copied before the call returns. */
   void (*log)(rill_log_level level, const char* backend, const char* message);
   /* Records message as the calling thread's rill_last_error() and returns
-     status, so a backend can write `return host->fail(RILL_ERROR_BACKEND, msg);`. */
+     status, so a backend can write `return host->fail(RILL_ERROR_BACKEND, msg);`.
+     (version 3) Call it only on the thread that called into the backend: on
+     any other thread (a worker of the backend's own pool, a driver callback)
+     the message lands in that thread's last error, where no caller sees it. A
+     worker that fails hands its status and message to the calling thread,
+     which calls fail once the work has joined and returns the status. */
   rill_status (*fail)(rill_status status, const char* message);
 } rill_host_services;
 
