@@ -244,6 +244,17 @@ TEST_CASE("the capability query answers from the backend's real limits") {
     CHECK_MESSAGE(table->ops->supports(c.ctx, &attention) == RILL_OK, g_last_error);
   }
 
+  // An operand larger than a GPU backend can bind (16 GiB of gemm weight).
+  rill_backend_op_desc gemm = desc_of(RILL_BACKEND_OP_GEMM);
+  gemm.n = int64_t{1} << 20;
+  gemm.cols = int64_t{1} << 12;
+  if (g_name == "vulkan") {
+    CHECK(table->ops->supports(c.ctx, &gemm) == RILL_ERROR_UNSUPPORTED);
+    rill_test::expect_message_has(g_last_error, {"gemm", "maxStorageBufferRange", "17179869184"});
+  } else {
+    CHECK_MESSAGE(table->ops->supports(c.ctx, &gemm) == RILL_OK, g_last_error);
+  }
+
   // A desc whose struct_size ends before head_dim: the head_dim past it is not read.
   rill_backend_op_desc short_desc = desc_of(RILL_BACKEND_OP_ATTENTION);
   short_desc.struct_size = static_cast<uint32_t>(offsetof(rill_backend_op_desc, head_dim));
