@@ -14,6 +14,18 @@
  * Members are only ever appended. Members marked (optional) may be NULL; the
  * runtime then supplies a default or reports RILL_ERROR_UNSUPPORTED.
  *
+ * struct_size has one meaning everywhere, for tables and for the structs passed
+ * in either direction: it is the caller's size, the size of the struct as
+ * whoever filled it (or, for an out-parameter, whoever will read it) knows it.
+ * The receiver reads only the members that lie wholly inside it
+ * (RILL_STRUCT_HAS) and, for an out-parameter, writes nothing past it: the
+ * bytes past struct_size are never touched.
+ * A receiver that knows fewer members than an out-parameter's struct_size
+ * lowers struct_size to the size it filled. An out-parameter whose struct_size
+ * cannot hold struct_size itself (e.g. 0) is an invalid argument. A plugin
+ * hands out the tables of the version agreed at init, with the struct_size
+ * that version defines (RILL_BACKEND_SIZE, RILL_BACKEND_OPS_SIZE).
+ *
  * Changelog
  *   1  First version: plugin negotiation and init, host services (log, error),
  *      device enumeration, contexts, buffers (alloc, free, write, read, copy),
@@ -31,9 +43,22 @@
  *      device index (by index or name substring, using describe_device) and
  *      passes the index only. The context options' device_name, threads and
  *      allow_tf32 are read by version 1-2 backends only.
+ *      rill_backend_ops.supports (optional): the capability query, with
+ *      rill_backend_op, rill_backend_op_desc and rill_backend_op_name. The
+ *      runtime asks it for every op a model will run, with its dtype and
+ *      parameters, before any work is queued; without it an op counts as
+ *      supported when its member is present. One struct_size rule for every
+ *      struct (above), with RILL_STRUCT_HAS, RILL_BACKEND_SIZE and
+ *      RILL_BACKEND_OPS_SIZE; describe_device refuses a struct_size of 0
+ *      instead of reading it as the full size. A plugin hands out tables carrying the agreed version, for
+ *      every version it advertises. host->fail is called on the thread that
+ *      called the backend only: a failure on a backend's worker thread is
+ *      handed to that thread, which reports it.
  */
 #ifndef RILL_BACKEND_H
 #define RILL_BACKEND_H
+
+#include <stddef.h>
 
 #include "rill.h"
 
@@ -46,6 +71,12 @@ extern "C" {
 /* The oldest interface version the runtime built from this header accepts. */
 #define RILL_BACKEND_ABI_MIN_VERSION 1u
 
+/* Nonzero when the struct at ptr (a pointer to type, with a struct_size first
+   member) holds member wholly inside its struct_size: the one test of the
+   struct_size rule above, for C and C++. */
+#define RILL_STRUCT_HAS(type, ptr, member) \
+  ((size_t)(ptr)->struct_size >= offsetof(type, member) + sizeof(((const type*)0)->member))
+
 /* ------------------------------------------------------------------------- */
 /* Host services: what the runtime offers a backend                           */
 /* ------------------------------------------------------------------------- */
@@ -57,7 +88,12 @@ typedef struct rill_host_services {
      name ("vulkan"); message is copied before the call returns. */
   void (*log)(rill_log_level level, const char* backend, const char* message);
   /* Records message as the calling thread's rill_last_error() and returns
-     status, so a backend can write `return host->fail(RILL_ERROR_BACKEND, msg);`. */
+     status, so a backend can write `return host->fail(RILL_ERROR_BACKEND, msg);`.
+     (version 3) Call it only on the thread that called into the backend: on
+     any other thread (a worker of the backend's own pool, a driver callback)
+     the message lands in that thread's last error, where no caller sees it. A
+     worker that fails hands its status and message to the calling thread,
+     which calls fail once the work has joined and returns the status. */
   rill_status (*fail)(rill_status status, const char* message);
 } rill_host_services;
 
@@ -153,6 +189,67 @@ typedef struct rill_backend_device_info {
 /* asynchronously; a later read, copy or synchronize observes their result.   */
 /* ------------------------------------------------------------------------- */
 
+/* The ops a capability query can ask about, one per member of rill_backend_ops. */
+typedef enum rill_backend_op {
+  RILL_BACKEND_OP_RESIDUAL_ADD = 0,
+  RILL_BACKEND_OP_RMS_NORM = 1,
+  RILL_BACKEND_OP_LAYER_NORM = 2,
+  RILL_BACKEND_OP_FUSED_ADD_RMS_NORM = 3,
+  RILL_BACKEND_OP_FUSED_ADD_LAYER_NORM = 4,
+  RILL_BACKEND_OP_GEMM = 5,
+  RILL_BACKEND_OP_ROPE = 6,
+  RILL_BACKEND_OP_ATTENTION = 7,
+  RILL_BACKEND_OP_ACTIVATION = 8,
+  RILL_BACKEND_OP_MAX_ENUM = 0x7FFFFFFF
+} rill_backend_op;
+
+/* The name of op as rill_backend_ops spells its member ("attention"), or
+   "unknown op" for a value outside the enum: the one spelling for messages. */
+static inline const char* rill_backend_op_name(rill_backend_op op) {
+  switch (op) {
+    case RILL_BACKEND_OP_RESIDUAL_ADD: return "residual_add";
+    case RILL_BACKEND_OP_RMS_NORM: return "rms_norm";
+    case RILL_BACKEND_OP_LAYER_NORM: return "layer_norm";
+    case RILL_BACKEND_OP_FUSED_ADD_RMS_NORM: return "fused_add_rms_norm";
+    case RILL_BACKEND_OP_FUSED_ADD_LAYER_NORM: return "fused_add_layer_norm";
+    case RILL_BACKEND_OP_GEMM: return "gemm";
+    case RILL_BACKEND_OP_ROPE: return "rope";
+    case RILL_BACKEND_OP_ATTENTION: return "attention";
+    case RILL_BACKEND_OP_ACTIVATION: return "activation";
+    default: return "unknown op";
+  }
+}
+
+/* (version 3) One op with its dtype and the parameters that bound what a
+   backend can run, as asked of rill_backend_ops.supports. The asker zeroes the
+   struct and fills struct_size, op, dtype and the parameters of that op; the
+   others stay 0. The dimensions are those of the op's call in rill.h:
+     residual_add, the norms:  rows, cols (the normalized/added row length)
+     gemm:                     rows, cols = K, n = N (out features), has_bias
+     rope:                     rows = tokens, heads, head_dim, rotary_dim
+     attention:                batch, rows = T (queries), kv_length = S,
+                               heads, kv_heads, head_dim
+     activation:               rows * cols elements, act_fn, gated
+   A dimension of 0 means "not known yet": the backend answers for the
+   parameters given and checks the rest when the op runs. */
+typedef struct rill_backend_op_desc {
+  uint32_t struct_size;
+  rill_backend_op op;
+  rill_dtype dtype;
+  int32_t heads;
+  int64_t batch;
+  int64_t rows;
+  int64_t cols;
+  int64_t n;
+  int64_t kv_length;
+  int32_t kv_heads;
+  int32_t head_dim;
+  int32_t rotary_dim;
+  rill_act_fn act_fn;
+  uint32_t gated;    /* activation: nonzero for fn(x) * up */
+  uint32_t has_bias; /* gemm: nonzero with a bias operand */
+} rill_backend_op_desc;
+
 typedef struct rill_backend_ops {
   uint32_t abi_version;
   uint32_t struct_size;
@@ -204,7 +301,30 @@ typedef struct rill_backend_ops {
      out = fn(x) when up is NULL. x, up, out: one shape; out may alias x or up. */
   rill_status (*activation)(rill_backend_context* ctx, rill_act_fn fn, const rill_backend_tensor* x,
                             const rill_backend_tensor* up, const rill_backend_tensor* out);
+
+  /* ---- version 3 ---- */
+
+  /* (optional) The capability query (after ggml's supports_op): can ctx run
+     desc->op in desc->dtype with desc's parameters? Returns RILL_OK when it
+     can, or RILL_ERROR_UNSUPPORTED (or RILL_ERROR_DTYPE) through host->fail
+     with a message that names the op, the parameter, its limit and the value
+     given, e.g. "vulkan: attention: head_dim must be at most 256, given 512".
+     Reads only the members inside desc->struct_size; queues no work, may be
+     called at any time between context_create and context_destroy, from the
+     thread that owns ctx. The runtime asks before it queues a model's ops;
+     when the member is absent it takes an op as supported when the op's
+     member is present. An op the query accepts may still fail when it runs
+     (out of memory, a device lost). */
+  rill_status (*supports)(rill_backend_context* ctx, const rill_backend_op_desc* desc);
 } rill_backend_ops;
+
+/* The struct_size of rill_backend_ops at interface version v (1 to
+   RILL_BACKEND_ABI_VERSION): a plugin that agreed to v hands out its ops table
+   with this size, and its members past it are never read. */
+#define RILL_BACKEND_OPS_SIZE(v)                                                    \
+  ((v) <= 1u   ? (uint32_t)offsetof(rill_backend_ops, rope)                       \
+   : (v) == 2u ? (uint32_t)offsetof(rill_backend_ops, supports)                   \
+               : (uint32_t)sizeof(rill_backend_ops))
 
 /* ------------------------------------------------------------------------- */
 /* The backend                                                               */
@@ -219,11 +339,15 @@ typedef struct rill_backend {
      reason, through host->fail) when the driver or runtime is missing; zero
      devices is a success with *out_count = 0. */
   rill_status (*device_count)(uint32_t* out_count);
+  /* Fills the members of *out_info that lie inside out_info->struct_size (set
+     by the caller) and writes nothing past it; RILL_ERROR_INVALID_ARGUMENT
+     when struct_size cannot hold struct_size itself. */
   rill_status (*describe_device)(uint32_t index, rill_backend_device_info* out_info);
 
   /* Contexts. context_create opens the device options->device_index and fails
-     with RILL_ERROR_BACKEND_UNAVAILABLE when it cannot be had. context_destroy waits
-     for pending work. */
+     with RILL_ERROR_BACKEND_UNAVAILABLE when it cannot be had; it reads only the
+     members of *options inside options->struct_size, the rest taking their
+     defaults. context_destroy waits for pending work. */
   rill_status (*context_create)(const rill_backend_context_options* options, rill_backend_context** out_ctx);
   void (*context_destroy)(rill_backend_context* ctx);
   /* The chosen device's description, valid for the context's life. */
@@ -258,6 +382,11 @@ typedef struct rill_backend {
      any key but `device`. */
   rill_status (*check_options)(const rill_backend_option* options, uint32_t count, uint32_t* out_rejected);
 } rill_backend;
+
+/* The struct_size of rill_backend at interface version v (1 to
+   RILL_BACKEND_ABI_VERSION), as RILL_BACKEND_OPS_SIZE is for the ops table. */
+#define RILL_BACKEND_SIZE(v) \
+  ((v) <= 2u ? (uint32_t)offsetof(rill_backend, check_options) : (uint32_t)sizeof(rill_backend))
 
 /* ------------------------------------------------------------------------- */
 /* Plugin entry points                                                       */

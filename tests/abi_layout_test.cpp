@@ -57,7 +57,7 @@ static_assert(offsetof(rill_backend_device_info, details) == 276);
 static_assert(sizeof(rill_backend_device_info::details) == 512);
 static_assert(sizeof(rill_backend_device_info) == 792);
 
-// rill_backend_ops: version 1 members, then version 2's.
+// rill_backend_ops: version 1 members, then version 2's, then version 3's.
 static_assert(offsetof(rill_backend_ops, abi_version) == 0);
 static_assert(offsetof(rill_backend_ops, struct_size) == 4);
 static_assert(offsetof(rill_backend_ops, residual_add) == 8);
@@ -69,7 +69,31 @@ static_assert(offsetof(rill_backend_ops, gemm) == 48);
 static_assert(offsetof(rill_backend_ops, rope) == 56);
 static_assert(offsetof(rill_backend_ops, attention) == 64);
 static_assert(offsetof(rill_backend_ops, activation) == 72);
-static_assert(sizeof(rill_backend_ops) == 80);
+static_assert(offsetof(rill_backend_ops, supports) == 80);
+static_assert(sizeof(rill_backend_ops) == 88);
+static_assert(RILL_BACKEND_OPS_SIZE(1) == 56 && RILL_BACKEND_OPS_SIZE(2) == 80 && RILL_BACKEND_OPS_SIZE(3) == 88);
+
+// rill_backend_op_desc (version 3)
+static_assert(offsetof(rill_backend_op_desc, struct_size) == 0);
+static_assert(offsetof(rill_backend_op_desc, op) == 4);
+static_assert(offsetof(rill_backend_op_desc, dtype) == 8);
+static_assert(offsetof(rill_backend_op_desc, heads) == 12);
+static_assert(offsetof(rill_backend_op_desc, batch) == 16);
+static_assert(offsetof(rill_backend_op_desc, rows) == 24);
+static_assert(offsetof(rill_backend_op_desc, cols) == 32);
+static_assert(offsetof(rill_backend_op_desc, n) == 40);
+static_assert(offsetof(rill_backend_op_desc, kv_length) == 48);
+static_assert(offsetof(rill_backend_op_desc, kv_heads) == 56);
+static_assert(offsetof(rill_backend_op_desc, head_dim) == 60);
+static_assert(offsetof(rill_backend_op_desc, rotary_dim) == 64);
+static_assert(offsetof(rill_backend_op_desc, act_fn) == 68);
+static_assert(offsetof(rill_backend_op_desc, gated) == 72);
+static_assert(offsetof(rill_backend_op_desc, has_bias) == 76);
+static_assert(sizeof(rill_backend_op_desc) == 80);
+static_assert(sizeof(rill_backend_op) == 4 && RILL_BACKEND_OP_RESIDUAL_ADD == 0 && RILL_BACKEND_OP_RMS_NORM == 1 &&
+              RILL_BACKEND_OP_LAYER_NORM == 2 && RILL_BACKEND_OP_FUSED_ADD_RMS_NORM == 3 &&
+              RILL_BACKEND_OP_FUSED_ADD_LAYER_NORM == 4 && RILL_BACKEND_OP_GEMM == 5 && RILL_BACKEND_OP_ROPE == 6 &&
+              RILL_BACKEND_OP_ATTENTION == 7 && RILL_BACKEND_OP_ACTIVATION == 8);
 
 // rill_backend
 static_assert(offsetof(rill_backend, abi_version) == 0);

@@ -55,6 +55,11 @@ TEST_CASE("cuda: tf32 is a boolean") {
   CHECK(std::string(rill_context_backend_name(accepted.ctx)) == "cpu");
 }
 
+TEST_CASE("vulkan: takes no options of its own, so version 2's threads and tf32 are refused") {
+  expect_refused("threads = 2\n", "unknown key 'threads'; the vulkan backend takes no options but device");
+  expect_refused("tf32 = true\n", "unknown key 'tf32'; the vulkan backend takes no options but device");
+}
+
 int main(int argc, char** argv) {
   const char* env = std::getenv("RILL_TEST_BACKEND");
   g_backend = env != nullptr && *env != '\0' ? env : "vulkan";

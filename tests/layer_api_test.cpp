@@ -5,6 +5,8 @@
 // tests/torch.
 #include <doctest/doctest.h>
 
+#include <dlfcn.h>
+
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -448,5 +450,44 @@ TEST_CASE("a backend without the layer ops: RILL_ERROR_UNSUPPORTED naming backen
   expect_failure(rill_rope(f.ctx, x, positions, 2, 10000.0f, 4), RILL_ERROR_UNSUPPORTED, {"fakehost", "rope"});
   expect_failure(rill_activation(f.ctx, RILL_ACT_RELU, x, nullptr, x), RILL_ERROR_UNSUPPORTED,
                  {"fakehost", "activation"});
+}
+
+// The fakecaps backend (interface version 3) counts the ops it runs and
+// refuses attention with head_dim above 4 through its capability query.
+int fakecaps_ops_called() {
+  const std::string path = std::string(RILL_FAKE_PLUGIN_DIR) + "/librill-fakecaps.so";
+  void* plugin = dlopen(path.c_str(), RTLD_NOW | RTLD_NOLOAD);
+  REQUIRE_MESSAGE(plugin != nullptr, "the runtime has not loaded ", path);
+  const auto* called = static_cast<const int*>(dlsym(plugin, "fake_ops_called"));
+  REQUIRE(called != nullptr);
+  const int value = *called;
+  dlclose(plugin);
+  return value;
+}
+
+TEST_CASE("a backend's capability query refuses a model before any op is queued") {
+  const std::string config =
+      std::string("[runtime]\nbackend = \"fakecaps\"\nplugin_dir = \"") + RILL_FAKE_PLUGIN_DIR + "\"\n";
+  // The same weight shapes as small_desc(), with head_dim 8 over 2 query heads.
+  rill_model_desc wide = small_desc();
+  wide.num_heads = 2;
+  wide.num_kv_heads = 1;
+  wide.head_dim = 8;
+  {
+    Fixture f(wide, config.c_str());
+    f.set_all_weights();
+    rill_tensor* h = f.hidden(1, 2, std::vector<float>(32, 0.5f));
+    const int before = fakecaps_ops_called();
+    expect_failure(rill_model_forward(f.model, nullptr, h, nullptr, 0), RILL_ERROR_UNSUPPORTED,
+                   {"rill_model_forward", "fakecaps", "attention", "head_dim", "at most 4", "given 8"});
+    CHECK_MESSAGE(fakecaps_ops_called() == before, "ops ran before the refusal");
+  }
+  // head_dim 4 is within the limit: the forward pass runs the ops.
+  Fixture f(small_desc(), config.c_str());
+  f.set_all_weights();
+  rill_tensor* h = f.hidden(1, 2, std::vector<float>(32, 0.5f));
+  const int before = fakecaps_ops_called();
+  CHECK_MESSAGE(rill_model_forward(f.model, nullptr, h, nullptr, 0) == RILL_OK, rill_last_error());
+  CHECK(fakecaps_ops_called() > before);
 }
 #endif

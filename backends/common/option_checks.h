@@ -68,8 +68,7 @@ inline const rill_backend_option* find(const rill_backend_option* options, uint3
 /* True when options (a context_create argument) is a version 3 struct that
    carries the option list; false for a version 1-2 caller's shorter struct. */
 inline bool has_option_list(const rill_backend_context_options* options) {
-  return options != nullptr && options->struct_size >= offsetof(rill_backend_context_options, option_count) +
-                                                          sizeof(options->option_count);
+  return options != nullptr && RILL_STRUCT_HAS(rill_backend_context_options, options, option_count);
 }
 
 }  // namespace rill_options

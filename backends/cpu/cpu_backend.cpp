@@ -14,16 +14,17 @@ std::atomic<const rill_host_services*> g_host{nullptr};
 
 const rill_backend_ops kOps = {
     /* .abi_version = */ RILL_BACKEND_ABI_VERSION,
-    /* .struct_size = */ sizeof(rill_backend_ops),
-    /* .residual_add = */ op_residual_add,
-    /* .rms_norm = */ op_rms_norm,
-    /* .layer_norm = */ op_layer_norm,
-    /* .fused_add_rms_norm = */ op_fused_add_rms_norm,
-    /* .fused_add_layer_norm = */ op_fused_add_layer_norm,
-    /* .gemm = */ op_gemm,
-    /* .rope = */ op_rope,
-    /* .attention = */ op_attention,
-    /* .activation = */ op_activation,
+    /* .struct_size = */ RILL_BACKEND_OPS_SIZE(RILL_BACKEND_ABI_VERSION),
+    /* .residual_add = */ Reported<op_residual_add>::call,
+    /* .rms_norm = */ Reported<op_rms_norm>::call,
+    /* .layer_norm = */ Reported<op_layer_norm>::call,
+    /* .fused_add_rms_norm = */ Reported<op_fused_add_rms_norm>::call,
+    /* .fused_add_layer_norm = */ Reported<op_fused_add_layer_norm>::call,
+    /* .gemm = */ Reported<op_gemm>::call,
+    /* .rope = */ Reported<op_rope>::call,
+    /* .attention = */ Reported<op_attention>::call,
+    /* .activation = */ Reported<op_activation>::call,
+    /* .supports = */ supports,
 };
 
 const rill_backend kBackend = {
@@ -50,6 +51,7 @@ const rill_backend kBackend = {
 const rill_host_services* host_services() { return g_host.load(std::memory_order_acquire); }
 
 rill_status fail(rill_status status, const std::string& message) {
+  if (ThreadPool::record_failure(status, message)) return status;
   const rill_host_services* host = host_services();
   if (host && host->fail) return host->fail(status, message.c_str());
   return status;

@@ -23,8 +23,10 @@ rill_status check_options(const rill_backend_option* options, uint32_t count, ui
 }
 
 rill_status context_create(const rill_backend_context_options* options, rill_backend_context** out_ctx) {
-  if (options->device_index != 0) {
-    return fail(RILL_ERROR_BACKEND_UNAVAILABLE, "cpu: device " + std::to_string(options->device_index) +
+  // Only the members inside the caller's struct_size are read.
+  const int32_t index = RILL_STRUCT_HAS(rill_backend_context_options, options, device_index) ? options->device_index : 0;
+  if (index != 0) {
+    return fail(RILL_ERROR_BACKEND_UNAVAILABLE, "cpu: device " + std::to_string(index) +
                                                     " does not exist (the CPU backend has one device, 0)");
   }
   unsigned threads = 0;
@@ -32,7 +34,7 @@ rill_status context_create(const rill_backend_context_options* options, rill_bac
     if (const rill_backend_option* t = rill_options::find(options->options, options->option_count, "threads")) {
       threads = static_cast<unsigned>(t->int_value);
     }
-  } else if (options->struct_size >= offsetof(rill_backend_context_options, threads) + sizeof options->threads) {
+  } else if (RILL_STRUCT_HAS(rill_backend_context_options, options, threads)) {
     threads = options->threads;  // a version 1-2 caller
   }
   if (threads == 0) threads = hardware_threads();

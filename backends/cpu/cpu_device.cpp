@@ -27,6 +27,10 @@ rill_status device_count(uint32_t* out_count) {
 }
 
 rill_status describe_device(uint32_t index, rill_backend_device_info* out_info) {
+  if (out_info->struct_size < sizeof out_info->struct_size) {
+    return fail(RILL_ERROR_INVALID_ARGUMENT, "cpu: describe_device: out_info->struct_size must be at least 4, given " +
+                                                 std::to_string(out_info->struct_size));
+  }
   if (index != 0) {
     return fail(RILL_ERROR_INVALID_ARGUMENT,
                 "cpu: device index: expected 0 (the CPU backend has one device), got " + std::to_string(index));
@@ -43,8 +47,7 @@ rill_status describe_device(uint32_t index, rill_backend_device_info* out_info) 
   std::snprintf(info.details, sizeof info.details, "kernels: %s; hardware threads: %u; GEMM for more than %lld rows: %s",
                 isa_description(), hardware_threads(), static_cast<long long>(kGemmFewRowsMax), gemm_engine());
   // Copy only what the caller's struct holds.
-  const uint32_t size = out_info->struct_size != 0 && out_info->struct_size < sizeof info ? out_info->struct_size
-                                                                                           : sizeof info;
+  const uint32_t size = out_info->struct_size < sizeof info ? out_info->struct_size : sizeof info;
   std::memcpy(out_info, &info, size);
   out_info->struct_size = size;
   return RILL_OK;

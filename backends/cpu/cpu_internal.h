@@ -34,7 +34,25 @@ constexpr uint64_t kBufferAlignment = 64;
 // The host's services, set once by rill_cpu_backend_get.
 const rill_host_services* host_services();
 // Reports a failure through the host (rill_last_error) and returns status.
+// Inside a chunk of a pool job it records the failure in the pool instead
+// (ThreadPool::record_failure), and Reported hands it to the host from the
+// thread that called the op.
 rill_status fail(rill_status status, const std::string& message);
+
+// An ops-table entry: runs op Fn, then reports on the calling thread the first
+// failure that Fn's pool jobs recorded on any thread, which outranks the
+// status Fn returned.
+template <auto Fn>
+struct Reported;
+template <class... Args, rill_status (*Fn)(rill_backend_context*, Args...)>
+struct Reported<Fn> {
+  static rill_status call(rill_backend_context* ctx, Args... args) {
+    const rill_status status = Fn(ctx, args...);
+    std::string message;
+    const rill_status failed = ctx->pool.take_failure(message);
+    return failed != RILL_OK ? fail(failed, message) : status;
+  }
+};
 
 // Bytes per element of a storage dtype.
 inline size_t dtype_bytes(rill_dtype dtype) { return dtype == RILL_DTYPE_F32 ? 4 : 2; }
@@ -68,6 +86,9 @@ rill_status context_create(const rill_backend_context_options* options, rill_bac
 void context_destroy(rill_backend_context* ctx);
 const char* context_device_name(rill_backend_context* ctx);
 rill_status context_synchronize(rill_backend_context* ctx);
+
+// cpu_supports.cpp: the capability query (interface version 3)
+rill_status supports(rill_backend_context* ctx, const rill_backend_op_desc* desc);
 
 // cpu_buffer.cpp
 rill_status buffer_alloc(rill_backend_context* ctx, uint64_t bytes, rill_backend_buffer** out_buffer);

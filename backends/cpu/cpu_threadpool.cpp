@@ -1,6 +1,7 @@
 #include "cpu_threadpool.h"
 
 #include <algorithm>
+#include <new>
 
 #if defined(__x86_64__) || defined(__i386__)
 #  include <immintrin.h>
@@ -24,13 +25,19 @@ constexpr int64_t kChunksPerThread = 4;
 // starting a nested job.
 thread_local bool t_in_job = false;
 thread_local unsigned t_thread = 0;
+// The pool whose chunk this thread runs, while t_in_job.
+thread_local ThreadPool* t_pool = nullptr;
 
 struct InJob {
-  explicit InJob(unsigned thread) {
+  InJob(ThreadPool* pool, unsigned thread) {
     t_in_job = true;
     t_thread = thread;
+    t_pool = pool;
   }
-  ~InJob() { t_in_job = false; }
+  ~InJob() {
+    t_in_job = false;
+    t_pool = nullptr;
+  }
 };
 }  // namespace
 
@@ -54,8 +61,12 @@ void ThreadPool::parallel_for(int64_t count, int64_t grain, TaskFn fn, void* arg
   grain = std::max<int64_t>(grain, 1);
   const int64_t max_chunks = static_cast<int64_t>(size()) * kChunksPerThread;
   const int64_t chunks = std::min<int64_t>((count + grain - 1) / grain, max_chunks);
-  if (chunks <= 1 || workers_.empty() || t_in_job) {
-    fn(arg, 0, count, t_in_job ? t_thread : 0);
+  if (t_in_job) {  // nested: the enclosing chunk's failure handling covers it
+    fn(arg, 0, count, t_thread);
+    return;
+  }
+  if (chunks <= 1 || workers_.empty()) {
+    run_chunk(fn, arg, 0, count, 0);
     return;
   }
   const int64_t chunk_size = (count + chunks - 1) / chunks;
@@ -103,13 +114,45 @@ void ThreadPool::run_chunks(uint32_t generation, unsigned thread) {
     if (index >= chunk_count) return;
     if (!state_.compare_exchange_weak(state, state + 1, std::memory_order_acq_rel)) continue;
     const int64_t begin = static_cast<int64_t>(index) * chunk_size;
-    {
-      const InJob in_job(thread);
-      fn(arg, begin, std::min(begin + chunk_size, count), thread);
-    }
+    run_chunk(fn, arg, begin, std::min(begin + chunk_size, count), thread);
     done_.fetch_add(1, std::memory_order_release);
     state = state_.load(std::memory_order_acquire);
   }
+}
+
+void ThreadPool::run_chunk(TaskFn fn, void* arg, int64_t begin, int64_t end, unsigned thread) {
+  const InJob in_job(this, thread);
+  try {
+    fn(arg, begin, end, thread);
+  } catch (const std::bad_alloc&) {
+    record_failure(RILL_ERROR_OUT_OF_MEMORY, "cpu: out of host memory in a pool thread");
+  } catch (...) {
+    record_failure(RILL_ERROR_INTERNAL, "cpu: unexpected C++ exception in a pool thread");
+  }
+}
+
+bool ThreadPool::record_failure(rill_status status, const std::string& message) {
+  ThreadPool* pool = t_pool;
+  if (!t_in_job || pool == nullptr) return false;
+  std::lock_guard<std::mutex> lock(pool->failure_mutex_);
+  if (pool->failure_ == RILL_OK) {
+    pool->failure_ = status;
+    try {
+      pool->failure_message_ = message;
+    } catch (...) {
+      pool->failure_message_.clear();  // the status still reaches the caller
+    }
+  }
+  return true;
+}
+
+rill_status ThreadPool::take_failure(std::string& message) {
+  std::lock_guard<std::mutex> lock(failure_mutex_);
+  const rill_status status = failure_;
+  message.swap(failure_message_);
+  failure_message_.clear();
+  failure_ = RILL_OK;
+  return status;
 }
 
 void ThreadPool::worker_main(unsigned thread) {

@@ -6,8 +6,11 @@
 #include <condition_variable>
 #include <cstdint>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
+
+#include "rill.h"
 
 namespace rill::cpu {
 
@@ -38,8 +41,22 @@ class ThreadPool {
         &body);
   }
 
+  // A failure raised while a chunk runs, on whichever thread runs it, must
+  // reach the rill_last_error() of the thread that called the backend, not a
+  // worker's. Inside a chunk, record_failure keeps the first failure in the
+  // chunk's pool and returns true; elsewhere it returns false and the caller
+  // reports the failure itself. A C++ exception that escapes a chunk is
+  // recorded the same way (out of memory, or an internal error).
+  static bool record_failure(rill_status status, const std::string& message);
+  // The first failure recorded since the last call, or RILL_OK. Called by the
+  // pool's owner once its jobs have returned.
+  rill_status take_failure(std::string& message);
+
  private:
   void worker_main(unsigned thread);
+  // Runs fn on [begin, end) as a chunk of this pool's job, recording a C++
+  // exception that escapes it as a failure.
+  void run_chunk(TaskFn fn, void* arg, int64_t begin, int64_t end, unsigned thread);
   // Claims and runs chunks of job `generation` until none is left.
   void run_chunks(uint32_t generation, unsigned thread);
 
@@ -60,6 +77,10 @@ class ThreadPool {
   std::atomic<bool> stop_{false};
   std::mutex mutex_;
   std::condition_variable wake_;
+  // The first failure recorded by a chunk (record_failure).
+  std::mutex failure_mutex_;
+  rill_status failure_ = RILL_OK;
+  std::string failure_message_;
 };
 
 }  // namespace rill::cpu

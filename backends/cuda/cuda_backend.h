@@ -113,6 +113,8 @@ rill_status rill_cuda_fused_add_layer_norm(rill_backend_context* ctx, const rill
                                            const rill_backend_tensor* residual, const rill_backend_tensor* gain,
                                            const rill_backend_tensor* weight, const rill_backend_tensor* bias,
                                            float eps, float residual_scale, float update_scale);
+/* The norms' limit on the row length, shared with the capability query. */
+rill_status rill_cuda_check_norm_cols(const char* op, std::int64_t cols);
 /* Checks that this build holds kernels the device can run and lets the norm
    kernels use up to max_shared_bytes of shared memory per block. Called once
    per context, with the context's device current. */
@@ -126,6 +128,12 @@ rill_status rill_cuda_attention(rill_backend_context* ctx, const rill_backend_te
                                 const rill_backend_tensor* out);
 rill_status rill_cuda_activation(rill_backend_context* ctx, rill_act_fn fn, const rill_backend_tensor* x,
                                  const rill_backend_tensor* up, const rill_backend_tensor* out);
+/* Attention's limits, shared with the capability query: head_dim and the
+   query rows B*T*heads. */
+rill_status rill_cuda_check_attention(std::int64_t head_dim, std::int64_t query_rows);
+
+/* The capability query of interface version 3 (cuda_supports.cpp). */
+rill_status rill_cuda_supports(rill_backend_context* ctx, const rill_backend_op_desc* desc);
 
 /* GEMM through cuBLASLt (cuda_gemm.cpp). */
 rill_status rill_cuda_gemm(rill_backend_context* ctx, const rill_backend_tensor* a, const rill_backend_tensor* w,

@@ -1,5 +1,5 @@
 /* CUDA devices and contexts. */
-#include <cstddef>
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <new>
@@ -45,7 +45,9 @@ rill_status cuda_choose_device(const rill_backend_context_options* options, int 
     return rill_cuda_fail(RILL_ERROR_BACKEND_UNAVAILABLE,
                           cudaGetErrorString(cudaErrorNoDevice));
   }
-  const int32_t index = options ? options->device_index : 0;
+  // Only the members inside the caller's struct_size are read.
+  const int32_t index =
+      options && RILL_STRUCT_HAS(rill_backend_context_options, options, device_index) ? options->device_index : 0;
   if (index < 0 || index >= count) {
     return rill_cuda_fail(RILL_ERROR_BACKEND_UNAVAILABLE, "cuda: device index: expected 0 to " +
                                                               std::to_string(count - 1) + ", got " +
@@ -63,8 +65,7 @@ bool cuda_allow_tf32(const rill_backend_context_options* options) {
     const rill_backend_option* tf32 = rill_options::find(options->options, options->option_count, "tf32");
     return tf32 != nullptr && tf32->int_value != 0;
   }
-  return options->struct_size >= offsetof(rill_backend_context_options, allow_tf32) + sizeof options->allow_tf32 &&
-         options->allow_tf32 != 0;
+  return RILL_STRUCT_HAS(rill_backend_context_options, options, allow_tf32) && options->allow_tf32 != 0;
 }
 
 /* Releases whatever part of a context exists. */
@@ -89,6 +90,11 @@ rill_status rill_cuda_device_count(uint32_t* out_count) {
 }
 
 rill_status rill_cuda_describe_device(uint32_t index, rill_backend_device_info* out_info) {
+  if (!out_info || out_info->struct_size < sizeof out_info->struct_size) {
+    return rill_cuda_fail(RILL_ERROR_INVALID_ARGUMENT,
+                          "cuda: describe_device: out_info->struct_size must be at least 4, given " +
+                              std::to_string(out_info ? out_info->struct_size : 0));
+  }
   int count = 0;
   rill_status status = cuda_device_count_raw(&count);
   if (status != RILL_OK) return status;
@@ -109,11 +115,15 @@ rill_status rill_cuda_describe_device(uint32_t index, rill_backend_device_info* 
                 "compute capability %d.%d, %d SMs, %zu KiB shared memory per block, driver %d.%d, runtime %d.%d",
                 prop.major, prop.minor, prop.multiProcessorCount, prop.sharedMemPerBlockOptin / 1024, driver / 1000,
                 (driver % 1000) / 10, runtime / 1000, (runtime % 1000) / 10);
-  copy_text(out_info->name, sizeof out_info->name, prop.name);
-  out_info->type = prop.integrated ? RILL_DEVICE_TYPE_INTEGRATED_GPU : RILL_DEVICE_TYPE_DISCRETE_GPU;
-  out_info->memory_bytes = prop.totalGlobalMem;
-  out_info->subgroup_size = static_cast<uint32_t>(prop.warpSize);
-  copy_text(out_info->details, sizeof out_info->details, details);
+  rill_backend_device_info info{};
+  copy_text(info.name, sizeof info.name, prop.name);
+  info.type = prop.integrated ? RILL_DEVICE_TYPE_INTEGRATED_GPU : RILL_DEVICE_TYPE_DISCRETE_GPU;
+  info.memory_bytes = prop.totalGlobalMem;
+  info.subgroup_size = static_cast<uint32_t>(prop.warpSize);
+  copy_text(info.details, sizeof info.details, details);
+  // Only the members inside the caller's struct_size are written.
+  info.struct_size = std::min<uint32_t>(out_info->struct_size, sizeof info);
+  std::memcpy(out_info, &info, info.struct_size);
   return RILL_OK;
 }
 

@@ -252,16 +252,9 @@ rill_status rill_cuda_attention(rill_backend_context* ctx, const rill_backend_te
   s.slots = k->shape[1];
   s.kv_heads = k->shape[2];
   s.scale = scale;
-  if (s.head_dim > kMaxHeadDim) {
-    return rill_cuda_fail(RILL_ERROR_UNSUPPORTED, "cuda: attention: head_dim must be at most " +
-                                                      std::to_string(kMaxHeadDim) + ", given " +
-                                                      std::to_string(s.head_dim));
-  }
-  if (s.batch * s.queries * s.q_heads > 0x7FFFFFFF) {
-    return rill_cuda_fail(RILL_ERROR_UNSUPPORTED, "cuda: attention: B*T*heads must be below 2^31, given " +
-                                                      std::to_string(s.batch * s.queries * s.q_heads));
-  }
-  rill_status status = rill_cuda_activate(ctx);
+  rill_status status = rill_cuda_check_attention(s.head_dim, s.batch * s.queries * s.q_heads);
+  if (status != RILL_OK) return status;
+  status = rill_cuda_activate(ctx);
   if (status != RILL_OK) return status;
   void* device_lengths = nullptr;
   status = rill_cuda_upload(ctx, kv_lengths, static_cast<std::size_t>(s.batch) * sizeof(int32_t), &device_lengths);
@@ -274,6 +267,19 @@ rill_status rill_cuda_attention(rill_backend_context* ctx, const rill_backend_te
     default: return bad_dtype("attention", q->dtype);
   }
   return rill_cuda_check(cudaGetLastError(), "attention kernel launch");
+}
+
+rill_status rill_cuda_check_attention(int64_t head_dim, int64_t query_rows) {
+  if (head_dim > kMaxHeadDim) {
+    return rill_cuda_fail(RILL_ERROR_UNSUPPORTED, "cuda: attention: head_dim must be at most " +
+                                                      std::to_string(kMaxHeadDim) + ", given " +
+                                                      std::to_string(head_dim));
+  }
+  if (query_rows > 0x7FFFFFFF) {
+    return rill_cuda_fail(RILL_ERROR_UNSUPPORTED, "cuda: attention: B*T*heads must be below 2^31, given " +
+                                                      std::to_string(query_rows));
+  }
+  return RILL_OK;
 }
 
 rill_status rill_cuda_activation(rill_backend_context* ctx, rill_act_fn fn, const rill_backend_tensor* x,

@@ -373,17 +373,26 @@ rill_status norm_for(rill_backend_context* ctx, const rill_backend_tensor* in, c
   return run_norm<T>(ctx, a);
 }
 
+}  // namespace
+
+rill_status rill_cuda_check_norm_cols(const char* op, int64_t cols) {
+  if (cols > INT_MAX) {
+    return rill_cuda_fail(RILL_ERROR_UNSUPPORTED, std::string("cuda: ") + op + ": the last dim must be at most " +
+                                                      std::to_string(INT_MAX) + ", given " + std::to_string(cols));
+  }
+  return RILL_OK;
+}
+
+namespace {
+
 rill_status norm_dispatch(const char* op, rill_backend_context* ctx, const rill_backend_tensor* in,
                           const rill_backend_tensor* residual, const rill_backend_tensor* gain,
                           const rill_backend_tensor* weight, const rill_backend_tensor* bias,
                           const rill_backend_tensor* out, float eps, float residual_scale, float update_scale,
                           bool layer) {
-  const int64_t d = rill_cuda_cols(in);
-  if (d > INT_MAX) {
-    return rill_cuda_fail(RILL_ERROR_UNSUPPORTED, std::string("cuda: ") + op + ": the last dim must be at most " +
-                                                      std::to_string(INT_MAX) + ", given " + std::to_string(d));
-  }
-  const rill_status status = rill_cuda_activate(ctx);
+  rill_status status = rill_cuda_check_norm_cols(op, rill_cuda_cols(in));
+  if (status != RILL_OK) return status;
+  status = rill_cuda_activate(ctx);
   if (status != RILL_OK) return status;
   switch (in->dtype) {
     case RILL_DTYPE_F32:

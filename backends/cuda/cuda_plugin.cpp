@@ -1,8 +1,8 @@
 /* The CUDA backend's tables, its error helpers and the plugin entry points. */
-#include <cstddef>
 #include <new>
 
 #include "cuda_backend.h"
+#include "versioned_tables.h"
 
 const rill_host_services* rill_cuda_host = nullptr;
 
@@ -71,10 +71,9 @@ struct Guarded<Fn> {
   }
 };
 
-/* The tables are filled for the interface version agreed with the host at
-   init: version 1 hosts get the version 1 part of the ops table. */
-rill_backend_ops cuda_ops = {
-    /* .abi_version = */ 2u,
+/* The tables of the newest version; init hands out the agreed version's copy. */
+const rill_backend_ops kCudaOps = {
+    /* .abi_version = */ RILL_BACKEND_ABI_VERSION,
     /* .struct_size = */ static_cast<uint32_t>(sizeof(rill_backend_ops)),
     /* .residual_add = */ Guarded<rill_cuda_residual_add>::call,
     /* .rms_norm = */ Guarded<rill_cuda_rms_norm>::call,
@@ -85,10 +84,11 @@ rill_backend_ops cuda_ops = {
     /* .rope = */ Guarded<rill_cuda_rope>::call,
     /* .attention = */ Guarded<rill_cuda_attention>::call,
     /* .activation = */ Guarded<rill_cuda_activation>::call,
+    /* .supports = */ Guarded<rill_cuda_supports>::call,
 };
 
-rill_backend cuda_backend = {
-    /* .abi_version = */ 2u,
+const rill_backend kCudaBackend = {
+    /* .abi_version = */ RILL_BACKEND_ABI_VERSION,
     /* .struct_size = */ static_cast<uint32_t>(sizeof(rill_backend)),
     /* .name = */ "cuda",
     /* .device_count = */ Guarded<rill_cuda_device_count>::call,
@@ -102,27 +102,29 @@ rill_backend cuda_backend = {
     /* .buffer_write = */ Guarded<rill_cuda_buffer_write>::call,
     /* .buffer_read = */ Guarded<rill_cuda_buffer_read>::call,
     /* .buffer_copy = */ Guarded<rill_cuda_buffer_copy>::call,
-    /* .ops = */ &cuda_ops,
+    /* .ops = */ &kCudaOps,
     /* .check_options = */ Guarded<rill_cuda_check_options>::call,
 };
+
+const rill_backend* backend_for_version(uint32_t version) {
+  static const rill_plugin::VersionedTables tables[] = {
+      {kCudaBackend, kCudaOps, 1u}, {kCudaBackend, kCudaOps, 2u}, {kCudaBackend, kCudaOps, 3u}};
+  static_assert(sizeof tables / sizeof tables[0] == RILL_BACKEND_ABI_VERSION, "one table per version served");
+  return tables[version - 1].backend();
+}
 
 rill_status cuda_plugin_init(uint32_t abi_version, const rill_host_services* host, const rill_backend** out_backend) {
   if (!host || !out_backend) return RILL_ERROR_INVALID_ARGUMENT;
   rill_cuda_host = host;
-  if (abi_version < 1u || abi_version > 3u) {
-    return rill_cuda_fail(RILL_ERROR_BACKEND_UNAVAILABLE, "cuda: init: expected backend interface version 1 to 3, given " +
+  if (abi_version < 1u || abi_version > RILL_BACKEND_ABI_VERSION) {
+    return rill_cuda_fail(RILL_ERROR_BACKEND_UNAVAILABLE, "cuda: init: expected backend interface version 1 to " +
+                                                              std::to_string(RILL_BACKEND_ABI_VERSION) + ", given " +
                                                               std::to_string(abi_version));
   }
-  cuda_backend.abi_version = abi_version;
-  cuda_backend.struct_size = static_cast<uint32_t>(abi_version < 3u ? offsetof(rill_backend, check_options)
-                                                                      : sizeof(rill_backend));
-  cuda_ops.abi_version = abi_version;
-  cuda_ops.struct_size = static_cast<uint32_t>(abi_version == 1u ? offsetof(rill_backend_ops, rope)
-                                                                  : sizeof(rill_backend_ops));
-  *out_backend = &cuda_backend;
+  *out_backend = backend_for_version(abi_version);
   return RILL_OK;
 }
 
 }  // namespace
 
-RILL_BACKEND_PLUGIN_DEFINE(1u, 3u, cuda_plugin_init)
+RILL_BACKEND_PLUGIN_DEFINE(1u, RILL_BACKEND_ABI_VERSION, cuda_plugin_init)

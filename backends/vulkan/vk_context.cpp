@@ -38,7 +38,10 @@ rill_status pick_device(rill_backend_context* ctx, const rill_backend_context_op
   if (result != VK_SUCCESS && result != VK_INCOMPLETE) return fail_vk(result, "vkEnumeratePhysicalDevices");
   physicals.resize(count);
   if (physicals.empty()) return fail(RILL_ERROR_BACKEND_UNAVAILABLE, "Vulkan: no Vulkan device found");
-  const int32_t index = options != nullptr ? options->device_index : 0;
+  // Only the members inside the caller's struct_size are read.
+  const int32_t index =
+      options != nullptr && RILL_STRUCT_HAS(rill_backend_context_options, options, device_index) ? options->device_index
+                                                                                                 : 0;
   if (index < 0 || static_cast<uint32_t>(index) >= physicals.size()) {
     return fail(RILL_ERROR_BACKEND_UNAVAILABLE, "Vulkan: device index: expected 0 to " +
                                                     std::to_string(physicals.size() - 1) + ", got " +

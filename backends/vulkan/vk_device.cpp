@@ -299,6 +299,10 @@ rill_status device_count(uint32_t* out_count) {
 }
 
 rill_status describe_device(uint32_t index, rill_backend_device_info* out_info) {
+  if (out_info->struct_size < sizeof out_info->struct_size) {
+    return fail(RILL_ERROR_INVALID_ARGUMENT, "describe_device: out_info->struct_size must be at least 4, given " +
+                                                 std::to_string(out_info->struct_size));
+  }
   rill_status status = enumerate_devices();
   if (status != RILL_OK) return status;
   std::lock_guard<std::mutex> lock(g_devices_mutex);
@@ -309,8 +313,7 @@ rill_status describe_device(uint32_t index, rill_backend_device_info* out_info) 
   }
   const DeviceCaps& caps = g_devices[index];
   rill_backend_device_info info{};
-  /* A caller that left struct_size 0 is taken to mean this header's size. */
-  uint32_t caller_size = out_info->struct_size == 0 ? static_cast<uint32_t>(sizeof info) : out_info->struct_size;
+  const uint32_t caller_size = out_info->struct_size;
   info.struct_size = caller_size < sizeof info ? caller_size : static_cast<uint32_t>(sizeof info);
   std::snprintf(info.name, sizeof info.name, "%s", caps.name.c_str());
   info.type = to_rill_type(caps.type);

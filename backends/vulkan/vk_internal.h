@@ -251,6 +251,10 @@ uint32_t dtype_size(rill_dtype dtype);
 const char* dtype_suffix(rill_dtype dtype);
 /* Checks the context and that the device can store dtype. */
 rill_status prepare_op(rill_backend_context* ctx, const char* op, rill_dtype dtype);
+/* The limits that the ops and the capability query share; each fails with a
+   message naming the op, the parameter and the limit. */
+rill_status check_dtype(rill_backend_context* ctx, const char* op, rill_dtype dtype);
+rill_status check_gemm_n(uint64_t rows, uint64_t n);
 /* Binds a tensor (or the placeholder for NULL). */
 rill_status bind_tensor(rill_backend_context* ctx, const rill_backend_tensor* t, bool write, BoundRange* out);
 /* Workgroups for work_items split per_group each, capped at the 65535 every
@@ -267,6 +271,13 @@ rill_status layer_attention(rill_backend_context* ctx, const rill_backend_tensor
                             const rill_backend_tensor* out);
 rill_status layer_activation(rill_backend_context* ctx, rill_act_fn fn, const rill_backend_tensor* x,
                              const rill_backend_tensor* up, const rill_backend_tensor* out);
+rill_status check_attention_head_dim(int64_t head_dim);
+
+/* ---- vk_supports.cpp: the capability query (interface version 3) ------- */
+
+rill_status supports(rill_backend_context* ctx, const rill_backend_op_desc* desc);
+/* The backend table of interface version 1 to 3. */
+const rill_backend* backend_for_version(uint32_t version);
 
 }  // namespace rill_vk
 

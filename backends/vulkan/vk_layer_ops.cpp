@@ -74,11 +74,7 @@ rill_status layer_attention(rill_backend_context* ctx, const rill_backend_tensor
   if (status != RILL_OK) return status;
   const int64_t batch = q->shape[0], queries = q->shape[1], q_heads = q->shape[2], head_dim = q->shape[3];
   const int64_t slots = k->shape[1], kv_heads = k->shape[2];
-  if (head_dim > kAttentionMaxHeadDim) {
-    return fail(RILL_ERROR_UNSUPPORTED, "Vulkan: attention supports head_dim up to " +
-                                            std::to_string(kAttentionMaxHeadDim) + "; got " +
-                                            std::to_string(head_dim));
-  }
+  if ((status = check_attention_head_dim(head_dim)) != RILL_OK) return status;
   /* Without lengths every sequence holds all S slots. */
   std::vector<int32_t> lengths(static_cast<size_t>(batch), static_cast<int32_t>(slots));
   if (kv_lengths != nullptr) lengths.assign(kv_lengths, kv_lengths + batch);
@@ -122,6 +118,15 @@ rill_status layer_activation(rill_backend_context* ctx, rill_act_fn fn, const ri
                           up != nullptr ? 1u : 0u,  static_cast<uint32_t>(count),  static_cast<uint32_t>(fn)};
   return record_dispatch(ctx, std::string("activation_") + dtype_suffix(x->dtype), ranges, &params, sizeof params,
                          groups_for(count, kElementwiseGroupSize), 1);
+}
+
+rill_status check_attention_head_dim(int64_t head_dim) {
+  if (head_dim > kAttentionMaxHeadDim) {
+    return fail(RILL_ERROR_UNSUPPORTED, "Vulkan: attention: head_dim must be at most " +
+                                            std::to_string(kAttentionMaxHeadDim) + ", given " +
+                                            std::to_string(head_dim));
+  }
+  return RILL_OK;
 }
 
 }  // namespace rill_vk

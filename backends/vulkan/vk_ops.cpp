@@ -114,7 +114,7 @@ rill_status vk_gemm(rill_backend_context* ctx, const rill_backend_tensor* a, con
                     const rill_backend_tensor* bias, float alpha, float beta, const rill_backend_tensor* out) {
   rill_status status = prepare_op(ctx, "gemm", a->dtype);
   if (status != RILL_OK) return status;
-  uint64_t k = last_dim(a);
+  const uint64_t k = last_dim(a);
   uint64_t rows = tensor_numel(a) / k;
   uint64_t n = static_cast<uint64_t>(w->shape[0]);
   BoundRange ranges[kBindingCount];
@@ -138,12 +138,8 @@ rill_status vk_gemm(rill_backend_context* ctx, const rill_backend_tensor* a, con
     std::string shader = std::string("gemm_rows_") + dtype_suffix(a->dtype) + reduction_suffix(ctx);
     return record_dispatch(ctx, shader, ranges, &params, sizeof params, groups_for(n, 1), 1);
   }
-  uint64_t column_tiles = (n + kGemmTile - 1) / kGemmTile;
-  if (column_tiles > kMaxGroupsPerDispatch) {
-    return fail(RILL_ERROR_UNSUPPORTED, "Vulkan: gemm with N = " + std::to_string(n) + " exceeds the " +
-                                            std::to_string(uint64_t{kMaxGroupsPerDispatch} * kGemmTile) +
-                                            " output features one dispatch covers");
-  }
+  if ((status = check_gemm_n(rows, n)) != RILL_OK) return status;
+  const uint64_t column_tiles = (n + kGemmTile - 1) / kGemmTile;
   return record_dispatch(ctx, std::string("gemm_") + dtype_suffix(a->dtype), ranges, &params, sizeof params,
                          static_cast<uint32_t>(column_tiles), groups_for(rows, kGemmTile));
 }
@@ -166,15 +162,34 @@ const char* dtype_suffix(rill_dtype dtype) {
   }
 }
 
-rill_status prepare_op(rill_backend_context* ctx, const char* op, rill_dtype dtype) {
-  rill_status status = check_usable(ctx);
-  if (status != RILL_OK) return status;
+rill_status check_dtype(rill_backend_context* ctx, const char* op, rill_dtype dtype) {
+  if (dtype != RILL_DTYPE_F32 && dtype != RILL_DTYPE_F16 && dtype != RILL_DTYPE_BF16) {
+    return fail(RILL_ERROR_DTYPE, std::string("Vulkan: ") + op + ": dtype must be f32, f16 or bf16, given " +
+                                      std::to_string(static_cast<int32_t>(dtype)));
+  }
   if (dtype != RILL_DTYPE_F32 && !ctx->caps.storage_16bit) {
     return fail(RILL_ERROR_UNSUPPORTED, std::string("Vulkan: ") + op + " in " + dtype_suffix(dtype) +
                                             " needs 16-bit storage buffers, which device \"" + ctx->caps.name +
                                             "\" does not support; use f32");
   }
   return RILL_OK;
+}
+
+rill_status check_gemm_n(uint64_t rows, uint64_t n) {
+  /* Few rows take gemm_rows.comp, whose dispatches loop over any N. */
+  const uint64_t max_n = uint64_t{kMaxGroupsPerDispatch} * kGemmTile;
+  if (rows > static_cast<uint64_t>(kGemmRowsMax) && n > max_n) {
+    return fail(RILL_ERROR_UNSUPPORTED, "Vulkan: gemm: N (out features) must be at most " + std::to_string(max_n) +
+                                            " with more than " + std::to_string(kGemmRowsMax) + " rows, given " +
+                                            std::to_string(n));
+  }
+  return RILL_OK;
+}
+
+rill_status prepare_op(rill_backend_context* ctx, const char* op, rill_dtype dtype) {
+  const rill_status status = check_usable(ctx);
+  if (status != RILL_OK) return status;
+  return check_dtype(ctx, op, dtype);
 }
 
 rill_status bind_tensor(rill_backend_context* ctx, const rill_backend_tensor* t, bool write, BoundRange* out) {
@@ -193,7 +208,7 @@ std::string reduction_suffix(rill_backend_context* ctx) { return ctx->use_subgro
 
 /* Entries run under guarded(), so that no C++ exception reaches the runtime. */
 const rill_backend_ops g_ops = {
-    /* .abi_version = */ 2u,
+    /* .abi_version = */ RILL_BACKEND_ABI_VERSION,
     /* .struct_size = */ static_cast<uint32_t>(sizeof(rill_backend_ops)),
     /* .residual_add = */
     [](rill_backend_context* ctx, const rill_backend_tensor* residual, const rill_backend_tensor* update,
@@ -238,6 +253,10 @@ const rill_backend_ops g_ops = {
     /* .activation = */
     [](rill_backend_context* ctx, rill_act_fn fn, const rill_backend_tensor* x, const rill_backend_tensor* up,
        const rill_backend_tensor* out) { return guarded("activation", layer_activation, ctx, fn, x, up, out); },
+    /* .supports = */
+    [](rill_backend_context* ctx, const rill_backend_op_desc* desc) {
+      return guarded("supports", rill_vk::supports, ctx, desc);
+    },
 };
 
 }  // namespace rill_vk

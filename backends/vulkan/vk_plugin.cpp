@@ -1,4 +1,5 @@
 /* The plugin's entry points and its backend table. */
+#include "versioned_tables.h"
 #include "vk_internal.h"
 
 namespace {
@@ -8,7 +9,7 @@ using namespace rill_vk;
 /* Each entry point runs its implementation under guarded(), so that no C++
    exception reaches the runtime. */
 const rill_backend kVulkanBackend = {
-    /* .abi_version = */ 2u,
+    /* .abi_version = */ RILL_BACKEND_ABI_VERSION,
     /* .struct_size = */ static_cast<uint32_t>(sizeof(rill_backend)),
     /* .name = */ "vulkan",
     /* .device_count = */
@@ -62,15 +63,23 @@ rill_status vulkan_plugin_init(uint32_t abi_version, const rill_host_services* h
                                const rill_backend** out_backend) {
   if (host == nullptr || out_backend == nullptr) return RILL_ERROR_INVALID_ARGUMENT;
   rill_vk::g_host = host;
-  if (abi_version < 1u || abi_version > 2u) {
+  if (abi_version < 1u || abi_version > RILL_BACKEND_ABI_VERSION) {
     return rill_vk::fail(RILL_ERROR_BACKEND_UNAVAILABLE,
                          "Vulkan plugin: interface version " + std::to_string(abi_version) +
-                             " was agreed, but this plugin implements versions 1 to 2");
+                             " was agreed, but this plugin implements versions 1 to " +
+                             std::to_string(RILL_BACKEND_ABI_VERSION));
   }
-  *out_backend = &kVulkanBackend;
+  *out_backend = backend_for_version(abi_version);
   return RILL_OK;
 }
 
 }  // namespace
 
-RILL_BACKEND_PLUGIN_DEFINE(1u, 2u, vulkan_plugin_init)
+const rill_backend* rill_vk::backend_for_version(uint32_t version) {
+  static const rill_plugin::VersionedTables tables[] = {
+      {kVulkanBackend, g_ops, 1u}, {kVulkanBackend, g_ops, 2u}, {kVulkanBackend, g_ops, 3u}};
+  static_assert(sizeof tables / sizeof tables[0] == RILL_BACKEND_ABI_VERSION, "one table per version served");
+  return tables[version - 1].backend();
+}
+
+RILL_BACKEND_PLUGIN_DEFINE(1u, RILL_BACKEND_ABI_VERSION, vulkan_plugin_init)

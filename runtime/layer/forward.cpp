@@ -2,6 +2,7 @@
 // code lives here; every step is one op of the context's backend on views of
 // the hidden states, the weights, the KV cache and the scratch tensors.
 #include <cmath>
+#include <vector>
 
 #include "errors.h"
 #include "host_services.h"
@@ -60,28 +61,24 @@ class Forward {
         tokens_(tokens),
         rows_(batch * tokens) {}
 
-  // Fails with RILL_ERROR_UNSUPPORTED, before anything runs, when the
-  // backend lacks an op this model needs.
+  // Fails before any work is queued when the backend lacks an op this model
+  // needs or, through its capability query (interface version 3), refuses
+  // one for this call's dtype and shapes; the refusal names the op, the
+  // parameter and the limit. Without the query an op counts as supported
+  // when its member is present.
   rill_status check_ops() const {
     const Backend& b = *ctx_.backend;
-    const bool rms = d_.norm == RILL_NORM_RMS;
-    const std::pair<bool, const char*> needed[] = {
-        {RILL_BACKEND_OP(b, gemm) != nullptr, "gemm"},
-        {RILL_BACKEND_OP(b, residual_add) != nullptr, "residual_add"},
-        {rms ? RILL_BACKEND_OP(b, rms_norm) != nullptr : RILL_BACKEND_OP(b, layer_norm) != nullptr,
-         rms ? "rms_norm" : "layer_norm"},
-        {rms ? RILL_BACKEND_OP(b, fused_add_rms_norm) != nullptr : RILL_BACKEND_OP(b, fused_add_layer_norm) != nullptr,
-         rms ? "fused_add_rms_norm" : "fused_add_layer_norm"},
-        {d_.rope_theta == 0.0f || RILL_BACKEND_OP(b, rope) != nullptr, "rope"},
-        {RILL_BACKEND_OP(b, attention) != nullptr, "attention"},
-        {RILL_BACKEND_OP(b, activation) != nullptr, "activation"},
-    };
-    for (const auto& [present, name] : needed) {
-      if (!present) {
+    const auto supports = RILL_BACKEND_OP(b, supports);
+    for (const Needed& needed : needed_ops()) {
+      if (!needed.present) {
         return fail(RILL_ERROR_UNSUPPORTED, std::string(fn_) + ": the " + b.name + " backend (interface version " +
-                                                std::to_string(b.abi_version) + ") does not implement the op " + name +
-                                                " that this model needs");
+                                                std::to_string(b.abi_version) + ") does not implement the op " +
+                                                rill_backend_op_name(needed.desc.op) + " that this model needs");
       }
+      if (supports == nullptr) continue;
+      clear_backend_message();
+      const rill_status status = supports(ctx_.impl, &needed.desc);
+      if (status != RILL_OK) return backend_failure(fn_, b.name, status);
     }
     return RILL_OK;
   }
@@ -124,6 +121,76 @@ class Forward {
   }
 
  private:
+  // An op the forward pass runs, described for the capability query.
+  struct Needed {
+    bool present;
+    rill_backend_op_desc desc;
+  };
+
+  rill_backend_op_desc op_desc(rill_backend_op op, int64_t cols) const {
+    rill_backend_op_desc desc{};
+    desc.struct_size = sizeof desc;
+    desc.op = op;
+    desc.dtype = d_.dtype;
+    desc.rows = rows_;
+    desc.cols = cols;
+    return desc;
+  }
+
+  // Every op of this call with its shapes, in the order they first run.
+  std::vector<Needed> needed_ops() const {
+    const Backend& b = *ctx_.backend;
+    const LayerWeights& w = model_.layers[0];
+    const int64_t hidden = d_.hidden_size, inter = d_.intermediate_size, hd = d_.head_dim;
+    const int64_t q = int64_t{d_.num_heads} * hd, kv = int64_t{d_.num_kv_heads} * hd;
+    const bool rms = d_.norm == RILL_NORM_RMS;
+    const bool gemm = RILL_BACKEND_OP(b, gemm) != nullptr;
+    auto gemm_desc = [&](int64_t k, int64_t n, int32_t bias) {
+      rill_backend_op_desc desc = op_desc(RILL_BACKEND_OP_GEMM, k);
+      desc.n = n;
+      desc.has_bias = bias != kAbsent ? 1u : 0u;
+      return Needed{gemm, desc};
+    };
+    std::vector<Needed> needed;
+    needed.push_back(rms ? Needed{RILL_BACKEND_OP(b, rms_norm) != nullptr, op_desc(RILL_BACKEND_OP_RMS_NORM, hidden)}
+                         : Needed{RILL_BACKEND_OP(b, layer_norm) != nullptr,
+                                  op_desc(RILL_BACKEND_OP_LAYER_NORM, hidden)});
+    needed.push_back(gemm_desc(hidden, q, w.q_b));
+    needed.push_back(gemm_desc(hidden, kv, w.k_b));
+    needed.push_back(gemm_desc(hidden, kv, w.v_b));
+    if (d_.rope_theta != 0.0f) {
+      for (int32_t heads : {d_.num_heads, d_.num_kv_heads}) {
+        rill_backend_op_desc rope = op_desc(RILL_BACKEND_OP_ROPE, hd);
+        rope.heads = heads;
+        rope.head_dim = d_.head_dim;
+        rope.rotary_dim = d_.rope_dim;
+        needed.push_back({RILL_BACKEND_OP(b, rope) != nullptr, rope});
+      }
+    }
+    rill_backend_op_desc attention = op_desc(RILL_BACKEND_OP_ATTENTION, hd);
+    attention.batch = batch_;
+    attention.rows = tokens_;
+    attention.kv_length = cache_ != nullptr ? cache_->capacity : tokens_;
+    attention.heads = d_.num_heads;
+    attention.kv_heads = d_.num_kv_heads;
+    attention.head_dim = d_.head_dim;
+    needed.push_back({RILL_BACKEND_OP(b, attention) != nullptr, attention});
+    needed.push_back(gemm_desc(q, hidden, w.o_b));
+    needed.push_back(rms ? Needed{RILL_BACKEND_OP(b, fused_add_rms_norm) != nullptr,
+                                  op_desc(RILL_BACKEND_OP_FUSED_ADD_RMS_NORM, hidden)}
+                         : Needed{RILL_BACKEND_OP(b, fused_add_layer_norm) != nullptr,
+                                  op_desc(RILL_BACKEND_OP_FUSED_ADD_LAYER_NORM, hidden)});
+    needed.push_back(gemm_desc(hidden, inter, w.up_b));
+    if (is_gated(d_.activation)) needed.push_back(gemm_desc(hidden, inter, w.gate_b));
+    rill_backend_op_desc activation = op_desc(RILL_BACKEND_OP_ACTIVATION, inter);
+    activation.act_fn = act_fn(d_.activation);
+    activation.gated = is_gated(d_.activation) ? 1u : 0u;
+    needed.push_back({RILL_BACKEND_OP(b, activation) != nullptr, activation});
+    needed.push_back(gemm_desc(inter, hidden, w.down_b));
+    needed.push_back({RILL_BACKEND_OP(b, residual_add) != nullptr, op_desc(RILL_BACKEND_OP_RESIDUAL_ADD, hidden)});
+    return needed;
+  }
+
   rill_backend_tensor rows_view(const rill_tensor* t, int64_t cols) const { return view_of(t, {rows_, cols}); }
 
   OptionalView weight(int32_t index) const {

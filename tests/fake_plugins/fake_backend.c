@@ -11,7 +11,12 @@
    The OPTIONS plugin implements interface version 3 and takes options of its
    own (see fake_check_options); every working context names in its device
    name what it received: the version 3 option list, or the version 1-2 fields
-   threads and allow_tf32. */
+   threads and allow_tf32.
+
+   The "capabilities" backend (FAKE_MODE_CAPABILITIES) speaks interface
+   version 3 too: every op a decoder stack with RMSNorm needs only counts
+   its calls (fake_ops_called, which tests read through dlsym), and its
+   capability query refuses attention with head_dim above 4. */
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,7 +33,7 @@
 int fake_dependency_answer(void);
 #endif
 
-#if defined(FAKE_MODE_OPTIONS)
+#if defined(FAKE_MODE_OPTIONS) || defined(FAKE_MODE_CAPABILITIES)
 #define FAKE_ABI_VERSION 3u
 #else
 #define FAKE_ABI_VERSION 1u
@@ -193,6 +198,87 @@ static rill_status fake_buffer_copy(rill_backend_context* ctx, rill_backend_buff
   return RILL_OK;
 }
 
+#if defined(FAKE_MODE_CAPABILITIES)
+RILL_PLUGIN_EXPORT int fake_ops_called;
+int fake_ops_called = 0;
+
+static rill_status counted(void) {
+  ++fake_ops_called;
+  return RILL_OK;
+}
+
+static rill_status caps_residual_add(rill_backend_context* ctx, const rill_backend_tensor* residual,
+                                     const rill_backend_tensor* update, const rill_backend_tensor* gain,
+                                     float residual_scale, float update_scale) {
+  (void)ctx, (void)residual, (void)update, (void)gain, (void)residual_scale, (void)update_scale;
+  return counted();
+}
+
+static rill_status caps_rms_norm(rill_backend_context* ctx, const rill_backend_tensor* x,
+                                 const rill_backend_tensor* weight, float eps, const rill_backend_tensor* out) {
+  (void)ctx, (void)x, (void)weight, (void)eps, (void)out;
+  return counted();
+}
+
+static rill_status caps_fused_add_rms_norm(rill_backend_context* ctx, const rill_backend_tensor* x,
+                                           const rill_backend_tensor* residual, const rill_backend_tensor* gain,
+                                           const rill_backend_tensor* weight, float eps, float residual_scale,
+                                           float update_scale) {
+  (void)ctx, (void)x, (void)residual, (void)gain, (void)weight, (void)eps, (void)residual_scale, (void)update_scale;
+  return counted();
+}
+
+static rill_status caps_gemm(rill_backend_context* ctx, const rill_backend_tensor* a, const rill_backend_tensor* w,
+                             const rill_backend_tensor* bias, float alpha, float beta, const rill_backend_tensor* out) {
+  (void)ctx, (void)a, (void)w, (void)bias, (void)alpha, (void)beta, (void)out;
+  return counted();
+}
+
+static rill_status caps_rope(rill_backend_context* ctx, const rill_backend_tensor* x, const int32_t* positions,
+                             float theta, int32_t rotary_dim) {
+  (void)ctx, (void)x, (void)positions, (void)theta, (void)rotary_dim;
+  return counted();
+}
+
+static rill_status caps_attention(rill_backend_context* ctx, const rill_backend_tensor* q,
+                                  const rill_backend_tensor* k, const rill_backend_tensor* v,
+                                  const int32_t* kv_lengths, float scale, const rill_backend_tensor* out) {
+  (void)ctx, (void)q, (void)k, (void)v, (void)kv_lengths, (void)scale, (void)out;
+  return counted();
+}
+
+static rill_status caps_activation(rill_backend_context* ctx, rill_act_fn fn, const rill_backend_tensor* x,
+                                   const rill_backend_tensor* up, const rill_backend_tensor* out) {
+  (void)ctx, (void)fn, (void)x, (void)up, (void)out;
+  return counted();
+}
+
+static rill_status caps_supports(rill_backend_context* ctx, const rill_backend_op_desc* desc) {
+  (void)ctx;
+  if (desc->op == RILL_BACKEND_OP_ATTENTION && RILL_STRUCT_HAS(rill_backend_op_desc, desc, head_dim) &&
+      desc->head_dim > 4) {
+    char message[96];
+    snprintf(message, sizeof message, "fake: attention: head_dim must be at most 4, given %d", (int)desc->head_dim);
+    return g_host->fail(RILL_ERROR_UNSUPPORTED, message);
+  }
+  return RILL_OK;
+}
+
+static const rill_backend_ops g_ops = {
+    /* .abi_version = */ 3,
+    /* .struct_size = */ (uint32_t)sizeof(rill_backend_ops),
+    /* .residual_add = */ caps_residual_add,
+    /* .rms_norm = */ caps_rms_norm,
+    /* .layer_norm = */ NULL,
+    /* .fused_add_rms_norm = */ caps_fused_add_rms_norm,
+    /* .fused_add_layer_norm = */ NULL,
+    /* .gemm = */ caps_gemm,
+    /* .rope = */ caps_rope,
+    /* .attention = */ caps_attention,
+    /* .activation = */ caps_activation,
+    /* .supports = */ caps_supports,
+};
+#else
 static float* f32_data(const rill_backend_tensor* t) { return (float*)(void*)(t->buffer->data + t->offset); }
 
 static size_t numel(const rill_backend_tensor* t) {
@@ -252,7 +338,9 @@ static const rill_backend_ops g_ops = {
     /* .rope = */ NULL,
     /* .attention = */ NULL,
     /* .activation = */ NULL,
+    /* .supports = */ NULL,
 };
+#endif
 
 static const rill_backend g_backend = {
     /* .abi_version = */ FAKE_ABI_VERSION,
