@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "dtype_convert.h"
+#include "enum_names.h"
 #include "errors.h"
 #include "host_services.h"
 
@@ -65,7 +66,7 @@ rill_status tensor_create(const std::string& where, rill_context& ctx, rill_dtyp
                           const int64_t* shape, rill_tensor*& out) {
   if (rill_dtype_size(dtype) == 0) {
     return fail(RILL_ERROR_INVALID_ARGUMENT,
-                where + ": dtype: expected RILL_DTYPE_F32, _F16 or _BF16, got " + std::to_string(enum_value(dtype)));
+                where + ": dtype: expected RILL_DTYPE_F32, _F16 or _BF16, got " + enum_name(dtype));
   }
   if (ndim < 1 || ndim > RILL_MAX_DIMS) {
     return fail(RILL_ERROR_INVALID_ARGUMENT,

@@ -126,7 +126,7 @@ TEST_CASE("rill_tensor_create: bad arguments") {
   const int64_t shape[4] = {2, 3, 4, 5};
   expect_failure(rill_tensor_create(nullptr, RILL_DTYPE_F32, 1, shape, &untouched), RILL_ERROR_INVALID_ARGUMENT, {"ctx"});
   expect_failure(rill_tensor_create(ctx, static_cast<rill_dtype>(3), 1, shape, &untouched),
-                 RILL_ERROR_INVALID_ARGUMENT, {"dtype", "got 3"});
+                 RILL_ERROR_INVALID_ARGUMENT, {"dtype", "got unknown value 3"});
   expect_failure(rill_tensor_create(ctx, RILL_DTYPE_F32, 0, shape, &untouched), RILL_ERROR_INVALID_ARGUMENT,
                  {"ndim", "1 to 4", "got 0"});
   expect_failure(rill_tensor_create(ctx, RILL_DTYPE_F32, 5, shape, &untouched), RILL_ERROR_INVALID_ARGUMENT,
