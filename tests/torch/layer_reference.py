@@ -21,7 +21,8 @@ decode steps only (`--decode-from`), and each output must match the reference
 by the limits of tests/python/tolerance.py (NMSE, worst element, finiteness).
 Each output must also fail against every negative control (CONTROLS): the
 reference built with a wrong eps, rope_theta, GQA head mapping or a transposed
-weight, so a tolerance too loose to see those mistakes fails the test.
+weight, or without its branch scale or LayerScale gains, so a tolerance too
+loose to see those mistakes fails the test.
 
 Weight files are written with PyPI's safetensors package, or where it is
 missing with safetensors_fallback.py beside this script.
@@ -94,6 +95,7 @@ CONTROLS = {
     "rope_theta": "rope_theta 10000 and 1e6 swapped",
     "gqa": "query heads read the next KV head",
     "transpose": "o_proj's weight transposed",
+    "scale": "the branch scale 1 and the LayerScale gains ones (the residual variant left out)",
 }
 
 
@@ -135,8 +137,8 @@ def roll_kv_heads(t, kv_heads, dim=0):
 
 def encoder_case(gen, config, control=None):
     d, heads, inter = config["hidden_size"], config["num_heads"], config["intermediate_size"]
-    if control == "rope_theta":
-        return None, None  # torch's encoder layer has no RoPE
+    if control in ("rope_theta", "scale"):
+        return None, None  # torch's encoder layer has no RoPE, no branch scale and no LayerScale
     eps = wrong_eps(config["norm_eps"], config["dtype"]) if control == "eps" else config["norm_eps"]
     layers = []
     weights = {}
@@ -222,6 +224,8 @@ def decoder_case(gen, config, control=None):
         c["rope_theta"] = wrong_rope_theta(c["rope_theta"])
     elif control == "gqa" and c["num_kv_heads"] == 1:
         return None, None  # one KV head: every query head reads it, there is no mapping to get wrong
+    elif control == "scale" and c["branch_scale"] == 1.0 and not c["layer_scale"]:
+        return None, None  # no branch scale or LayerScale to leave out
     d, hq, hkv, hd, inter = c["hidden_size"], c["num_heads"], c["num_kv_heads"], c["head_dim"], c["intermediate_size"]
     gated = c["activation"] in ("silu_glu", "gelu_glu")
     placement = c["norm_placement"]
@@ -312,10 +316,11 @@ def decoder_case(gen, config, control=None):
             return linear(act(linear(x, layer["gate"])) * linear(x, layer["up"]), layer["down"])
         return linear(act(linear(x, layer["up"])), layer["down"])
 
-    alpha, beta = c["residual_scale"], c["branch_scale"]
+    alpha, beta = c["residual_scale"], 1.0 if control == "scale" else c["branch_scale"]
+    gains = c["layer_scale"] and control != "scale"  # the control still draws the gains: the later draws stay put
 
     def branch(out, layer, gain):
-        return beta * (out * layer[gain] if c["layer_scale"] else out)
+        return beta * (out * layer[gain] if gains else out)
 
     def reference(x):
         for layer in layers:
@@ -357,6 +362,8 @@ def gemma2_case(gen, config, control=None):
     # What Gemma2 can express: RMSNorm, a gated MLP, full RoPE, no biases, unit residual scales.
     assert c["norm"] == "rms" and c["rope_dim"] == 0 and c["residual_scale"] == c["branch_scale"] == 1.0
     assert not (c["qkv_bias"] or c["o_bias"] or c["mlp_bias"])
+    if control == "scale" and not c["layer_scale"]:
+        return None, None  # no LayerScale to leave out
     hidden_activation = {"silu_glu": "silu", "gelu_glu": "gelu"}[c["activation"]]
     hf = Gemma2Config(hidden_size=d, intermediate_size=c["intermediate_size"], num_hidden_layers=c["num_layers"],
                       num_attention_heads=hq, num_key_value_heads=hkv, head_dim=hd, hidden_activation=hidden_activation,
@@ -388,7 +395,9 @@ def gemma2_case(gen, config, control=None):
             if c["layer_scale"]:  # LayerScale (CaiT): gain * branch, folded into the branch's last norm
                 for norm_name, gain_name in (("post_attention_layernorm", "self_attn_gain"),
                                              ("post_feedforward_layernorm", "mlp_gain")):
-                    norms[norm_name] = norms[norm_name] * param(p + gain_name, (d,), 0.5)
+                    gain = param(p + gain_name, (d,), 0.5)  # drawn for the control too: the later draws stay put
+                    if control != "scale":
+                        norms[norm_name] = norms[norm_name] * gain
             for name, w in norms.items():
                 modules[name].weight.copy_(w - 1.0)  # Gemma's RMSNorm scales by (1 + weight); rill's by weight
             if control == "gqa":
