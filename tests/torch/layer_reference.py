@@ -424,6 +424,87 @@ def gemma2_case(gen, config, control=None):
     return weights, reference
 
 
+def granite_case(gen, config, control=None):
+    """GraniteDecoderLayer (eager attention) and GraniteRMSNorm: a Llama-style
+    pre-norm layer that adds each sublayer's output times residual_multiplier,
+    h = h + residual_multiplier * F(norm(h)), which is rill's branch scale. In
+    float64 but for what Granite itself computes in float32 (norms, RoPE
+    tables, softmax)."""
+    try:
+        from transformers import GraniteConfig
+        from transformers.models.granite.modeling_granite import (GraniteDecoderLayer, GraniteRMSNorm,
+                                                                  GraniteRotaryEmbedding)
+    except ImportError as missing:
+        raise Skip(f"the Granite reference needs transformers: {missing}")
+
+    c = config
+    d, hq, hkv, hd, inter = c["hidden_size"], c["num_heads"], c["num_kv_heads"], c["head_dim"], c["intermediate_size"]
+    # What Granite can express: pre RMSNorm, a gated MLP, full RoPE, head_dim = hidden_size / num_heads, one bias
+    # switch for all four attention projections (attention_bias) and one for the MLP's, no LayerScale and an
+    # unscaled skip path.
+    assert c["norm"] == "rms" and c["norm_placement"] == "pre" and c["rope_dim"] == 0 and hq * hd == d
+    assert c["qkv_bias"] == c["o_bias"] and c["residual_scale"] == 1.0 and not c["layer_scale"]
+    hf = GraniteConfig(hidden_size=d, intermediate_size=inter, num_hidden_layers=c["num_layers"],
+                       num_attention_heads=hq, num_key_value_heads=hkv,
+                       hidden_act={"silu_glu": "silu", "gelu_glu": "gelu"}[c["activation"]],
+                       rms_norm_eps=wrong_eps(c["norm_eps"], c["dtype"]) if control == "eps" else c["norm_eps"],
+                       rope_theta=wrong_rope_theta(c["rope_theta"]) if control == "rope_theta" else c["rope_theta"],
+                       attention_bias=c["qkv_bias"], mlp_bias=c["mlp_bias"],
+                       residual_multiplier=1.0 if control == "scale" else c["branch_scale"],
+                       # Granite scales q.k by attention_multiplier, a config value of its own (not derived from
+                       # head_dim); rill's attention scales by 1/sqrt(head_dim)
+                       attention_multiplier=hd ** -0.5, attn_implementation="eager")
+    weights = {}
+
+    def param(name, shape, scale, offset=0.0):
+        weights[name] = rounded(offset + scale * torch.randn(shape, generator=gen, dtype=torch.float64), c["dtype"])
+        return weights[name]
+
+    layers = []
+    for i in range(c["num_layers"]):
+        p = f"model.layers.{i}."
+        layer = GraniteDecoderLayer(hf, layer_idx=i).double().eval()
+        modules = dict(layer.named_modules())
+        linears = [("self_attn.q_proj", d, c["qkv_bias"]), ("self_attn.k_proj", d, c["qkv_bias"]),
+                   ("self_attn.v_proj", d, c["qkv_bias"]), ("self_attn.o_proj", hq * hd, c["o_bias"]),
+                   ("mlp.gate_proj", d, c["mlp_bias"]), ("mlp.up_proj", d, c["mlp_bias"]),
+                   ("mlp.down_proj", inter, c["mlp_bias"])]
+        with torch.no_grad():
+            for name, fan_in, bias in linears:
+                module = modules[name]
+                module.weight.copy_(param(p + name + ".weight", module.weight.shape, fan_in ** -0.5))
+                if bias:
+                    module.bias.copy_(param(p + name + ".bias", module.bias.shape, 0.2))
+            for name in ("input_layernorm", "post_attention_layernorm"):
+                modules[name].weight.copy_(param(p + name + ".weight", (d,), 0.3, 1.0))
+            if control == "gqa":
+                for name in ("self_attn.k_proj", "self_attn.v_proj"):
+                    modules[name].weight.copy_(roll_kv_heads(modules[name].weight.clone(), hkv))
+                    if c["qkv_bias"]:
+                        modules[name].bias.copy_(roll_kv_heads(modules[name].bias.clone(), hkv))
+            elif control == "transpose":
+                modules["self_attn.o_proj"].weight.copy_(modules["self_attn.o_proj"].weight.t().clone())
+        layers.append(layer)
+    final = None
+    if c["final_norm"]:
+        final = GraniteRMSNorm(d, eps=hf.rms_norm_eps).double()
+        with torch.no_grad():
+            final.weight.copy_(param("model.norm.weight", (d,), 0.3, 1.0))
+    rotary = GraniteRotaryEmbedding(hf)  # GraniteModel computes the RoPE tables once for every layer
+
+    def reference(x):
+        b, t, _ = x.shape
+        mask = torch.triu(torch.full((t, t), float("-inf"), dtype=torch.float64), diagonal=1)[None, None]
+        positions = torch.arange(t)[None].expand(b, t)
+        with torch.no_grad():
+            position_embeddings = rotary(x, positions)
+            for layer in layers:
+                x = layer(x, attention_mask=mask, position_ids=positions, position_embeddings=position_embeddings)[0]
+            return final(x) if final is not None else x
+
+    return weights, reference
+
+
 # ---------------------------------------------------------------------------
 
 ENCODER = dict(norm="layer", norm_eps=1e-5, num_kv_heads=4, rope_theta=0.0, qkv_bias=True, o_bias=True,
@@ -443,7 +524,8 @@ CASES = {
     "qwen2_bf16": ("decoder", base_config(qkv_bias=True, rope_theta=1e6, dtype="bf16")),
     "llama_mqa_partial_rope": ("decoder", base_config(num_kv_heads=1, rope_dim=8, num_layers=3)),
     "pre_no_final_norm_gelu_tanh": ("decoder", base_config(final_norm=False, activation="gelu_tanh", mlp_bias=True)),
-    # the other placements and residual variants; "gemma2": Hugging Face's Gemma2DecoderLayer
+    # the other placements and residual variants; "gemma2": Hugging Face's Gemma2DecoderLayer, "granite": its
+    # GraniteDecoderLayer
     "post_rms_relu": ("decoder", base_config(norm_placement="post", activation="relu", o_bias=True)),
     "post_layer_final_norm": ("decoder", base_config(norm_placement="post", norm="layer", activation="gelu")),
     "sandwich_geglu": ("gemma2", base_config(norm_placement="sandwich", activation="gelu_glu")),
@@ -452,7 +534,8 @@ CASES = {
                                               activation="gelu", final_norm=False)),
     "deepnorm_f16": ("decoder", base_config(norm_placement="deepnorm", num_layers=3, residual_scale=deepnet_alpha(3),
                                             dtype="f16")),
-    "pre_branch_scale": ("decoder", base_config(branch_scale=0.5)),
+    "pre_branch_scale": ("granite", base_config(branch_scale=0.5, qkv_bias=True, o_bias=True, mlp_bias=True)),
+    "pre_branch_scale_bf16": ("granite", base_config(branch_scale=0.5, dtype="bf16")),
     "pre_layer_scale": ("decoder", base_config(layer_scale=True)),
     "post_layer_scale_branch": ("decoder", base_config(norm_placement="post", layer_scale=True, branch_scale=0.7)),
     "sandwich_layer_scale_f16": ("gemma2", base_config(norm_placement="sandwich", layer_scale=True, dtype="f16")),
@@ -461,8 +544,8 @@ GROUPS = {
     "encoder": [n for n in CASES if n.startswith("encoder")],
     "llama": ["qwen2_f32", "qwen2_f16", "qwen2_bf16", "llama_mqa_partial_rope", "pre_no_final_norm_gelu_tanh"],
     "placements": [n for n in CASES if not n.startswith(("encoder", "qwen2", "llama", "pre_no"))
-                   and CASES[n][0] != "gemma2"],
-    "gemma2": [n for n in CASES if CASES[n][0] == "gemma2"],
+                   and CASES[n][0] not in ("gemma2", "granite")],
+    "gemma2": [n for n in CASES if CASES[n][0] in ("gemma2", "granite")],
 }
 
 
@@ -477,7 +560,8 @@ def run_rill(rill, args):
 
 def check_case(name, rill, backend, workdir, seed):
     kind, config = CASES[name]
-    build = {"encoder": encoder_case, "decoder": decoder_case, "gemma2": gemma2_case}[kind]
+    build = {"encoder": encoder_case, "decoder": decoder_case, "gemma2": gemma2_case,
+             "granite": granite_case}[kind]
     gen = torch.Generator().manual_seed(seed)
     weights, reference = build(gen, config)
     dtype = config["dtype"]
