@@ -505,6 +505,85 @@ def granite_case(gen, config, control=None):
     return weights, reference
 
 
+def mimi_case(gen, config, control=None):
+    """MimiTransformerLayer (eager attention), the transformer of the Mimi audio
+    codec: pre LayerNorm (weight and bias), LayerScale on each sublayer's output
+    (MimiLayerScale, h = h + scale * F(norm(h)) with a per-channel scale: rill's
+    self_attn_gain and mlp_gain) and a plain MLP fc2(act(fc1(x))) (rill's
+    up_proj and down_proj). In float64 but for what Mimi itself computes in
+    float32 (RoPE tables, softmax)."""
+    try:
+        from transformers import MimiConfig
+        from transformers.models.mimi.modeling_mimi import MimiTransformerLayer
+    except ImportError as missing:
+        raise Skip(f"the Mimi reference needs transformers: {missing}")
+
+    c = config
+    d, hq, hkv, hd, inter = c["hidden_size"], c["num_heads"], c["num_kv_heads"], c["head_dim"], c["intermediate_size"]
+    # What Mimi can express: pre LayerNorm, LayerScale, a plain MLP without biases, full RoPE, one bias switch for
+    # all four attention projections (attention_bias), unit residual scales, and no final norm
+    # (MimiTransformerModel has none).
+    assert c["norm"] == "layer" and c["norm_placement"] == "pre" and c["rope_dim"] == 0 and c["layer_scale"]
+    assert c["qkv_bias"] == c["o_bias"] and not c["mlp_bias"] and not c["final_norm"]
+    assert c["residual_scale"] == c["branch_scale"] == 1.0
+    # ACT2FN's "gelu" is PyTorch's erf GELU, "gelu_pytorch_tanh" its tanh approximation.
+    hidden_act = {"gelu": "gelu", "gelu_tanh": "gelu_pytorch_tanh", "relu": "relu"}[c["activation"]]
+    # sliding_window only shapes the mask MimiTransformerModel builds; the layer applies the causal mask it is given.
+    hf = MimiConfig(hidden_size=d, intermediate_size=inter, num_hidden_layers=c["num_layers"], num_attention_heads=hq,
+                    num_key_value_heads=hkv, head_dim=hd, hidden_act=hidden_act,
+                    norm_eps=wrong_eps(c["norm_eps"], c["dtype"]) if control == "eps" else c["norm_eps"],
+                    rope_theta=wrong_rope_theta(c["rope_theta"]) if control == "rope_theta" else c["rope_theta"],
+                    attention_bias=c["qkv_bias"], attn_implementation="eager")
+    weights = {}
+
+    def param(name, shape, scale, offset=0.0):
+        weights[name] = rounded(offset + scale * torch.randn(shape, generator=gen, dtype=torch.float64), c["dtype"])
+        return weights[name]
+
+    layers = []
+    for i in range(c["num_layers"]):
+        p = f"model.layers.{i}."
+        layer = MimiTransformerLayer(hf, layer_idx=i).double().eval()
+        modules = dict(layer.named_modules())
+        # (Mimi's module, rill's weight name, fan-in, bias)
+        linears = [("self_attn.q_proj", "self_attn.q_proj", d, c["qkv_bias"]),
+                   ("self_attn.k_proj", "self_attn.k_proj", d, c["qkv_bias"]),
+                   ("self_attn.v_proj", "self_attn.v_proj", d, c["qkv_bias"]),
+                   ("self_attn.o_proj", "self_attn.o_proj", hq * hd, c["o_bias"]),
+                   ("mlp.fc1", "mlp.up_proj", d, False), ("mlp.fc2", "mlp.down_proj", inter, False)]
+        with torch.no_grad():
+            for name, rill_name, fan_in, bias in linears:
+                module = modules[name]
+                module.weight.copy_(param(p + rill_name + ".weight", module.weight.shape, fan_in ** -0.5))
+                if bias:
+                    module.bias.copy_(param(p + rill_name + ".bias", module.bias.shape, 0.2))
+            for name in ("input_layernorm", "post_attention_layernorm"):
+                modules[name].weight.copy_(param(p + name + ".weight", (d,), 0.3, 1.0))
+                modules[name].bias.copy_(param(p + name + ".bias", (d,), 0.3))
+            for name, rill_name in (("self_attn_layer_scale", "self_attn_gain"), ("mlp_layer_scale", "mlp_gain")):
+                gain = param(p + rill_name, (d,), 0.5)  # drawn for the control too: the later draws stay put
+                modules[name].scale.copy_(torch.ones(d) if control == "scale" else gain)
+            if control == "gqa":
+                for name in ("self_attn.k_proj", "self_attn.v_proj"):
+                    modules[name].weight.copy_(roll_kv_heads(modules[name].weight.clone(), hkv))
+                    if c["qkv_bias"]:
+                        modules[name].bias.copy_(roll_kv_heads(modules[name].bias.clone(), hkv))
+            elif control == "transpose":
+                modules["self_attn.o_proj"].weight.copy_(modules["self_attn.o_proj"].weight.t().clone())
+        layers.append(layer)
+
+    def reference(x):
+        b, t, _ = x.shape
+        mask = torch.triu(torch.full((t, t), float("-inf"), dtype=torch.float64), diagonal=1)[None, None]
+        positions = torch.arange(t)[None].expand(b, t)
+        with torch.no_grad():
+            for layer in layers:
+                x = layer(x, attention_mask=mask, position_ids=positions)[0]
+        return x
+
+    return weights, reference
+
+
 # ---------------------------------------------------------------------------
 
 ENCODER = dict(norm="layer", norm_eps=1e-5, num_kv_heads=4, rope_theta=0.0, qkv_bias=True, o_bias=True,
@@ -525,7 +604,7 @@ CASES = {
     "llama_mqa_partial_rope": ("decoder", base_config(num_kv_heads=1, rope_dim=8, num_layers=3)),
     "pre_no_final_norm_gelu_tanh": ("decoder", base_config(final_norm=False, activation="gelu_tanh", mlp_bias=True)),
     # the other placements and residual variants; "gemma2": Hugging Face's Gemma2DecoderLayer, "granite": its
-    # GraniteDecoderLayer
+    # GraniteDecoderLayer, "mimi": its MimiTransformerLayer
     "post_rms_relu": ("decoder", base_config(norm_placement="post", activation="relu", o_bias=True)),
     "post_layer_final_norm": ("decoder", base_config(norm_placement="post", norm="layer", activation="gelu")),
     "sandwich_geglu": ("gemma2", base_config(norm_placement="sandwich", activation="gelu_glu")),
@@ -536,7 +615,10 @@ CASES = {
                                             dtype="f16")),
     "pre_branch_scale": ("granite", base_config(branch_scale=0.5, qkv_bias=True, o_bias=True, mlp_bias=True)),
     "pre_branch_scale_bf16": ("granite", base_config(branch_scale=0.5, dtype="bf16")),
-    "pre_layer_scale": ("decoder", base_config(layer_scale=True)),
+    "pre_layer_scale": ("mimi", base_config(norm="layer", norm_eps=1e-5, activation="gelu", layer_scale=True,
+                                            final_norm=False, qkv_bias=True, o_bias=True)),
+    "pre_layer_scale_f16": ("mimi", base_config(norm="layer", norm_eps=1e-5, activation="gelu", layer_scale=True,
+                                                final_norm=False, dtype="f16")),
     "post_layer_scale_branch": ("decoder", base_config(norm_placement="post", layer_scale=True, branch_scale=0.7)),
     "sandwich_layer_scale_f16": ("gemma2", base_config(norm_placement="sandwich", layer_scale=True, dtype="f16")),
 }
@@ -544,8 +626,8 @@ GROUPS = {
     "encoder": [n for n in CASES if n.startswith("encoder")],
     "llama": ["qwen2_f32", "qwen2_f16", "qwen2_bf16", "llama_mqa_partial_rope", "pre_no_final_norm_gelu_tanh"],
     "placements": [n for n in CASES if not n.startswith(("encoder", "qwen2", "llama", "pre_no"))
-                   and CASES[n][0] not in ("gemma2", "granite")],
-    "gemma2": [n for n in CASES if CASES[n][0] in ("gemma2", "granite")],
+                   and CASES[n][0] not in ("gemma2", "granite", "mimi")],
+    "gemma2": [n for n in CASES if CASES[n][0] in ("gemma2", "granite", "mimi")],
 }
 
 
@@ -561,7 +643,7 @@ def run_rill(rill, args):
 def check_case(name, rill, backend, workdir, seed):
     kind, config = CASES[name]
     build = {"encoder": encoder_case, "decoder": decoder_case, "gemma2": gemma2_case,
-             "granite": granite_case}[kind]
+             "granite": granite_case, "mimi": mimi_case}[kind]
     gen = torch.Generator().manual_seed(seed)
     weights, reference = build(gen, config)
     dtype = config["dtype"]
