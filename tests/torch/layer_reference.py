@@ -10,12 +10,16 @@ and inputs that rill gets:
   * a Llama/Qwen2-style decoder (RMSNorm, grouped-query attention, NeoX RoPE,
     SwiGLU, QKV bias) in plain torch, following the Hugging Face modelling
     code, extended with the deepnorm placement from the DeepNet paper
-    (alpha, beta and x = LN(alpha * x + G(x))), and with post norm, LayerScale
-    (CaiT's x + diag(g) * F(x)) and branch scale as the rill header defines
-    them: branch scale is rill's own, no published model has it;
-  * Hugging Face transformers' own Gemma2DecoderLayer and Gemma2RMSNorm for
-    the sandwich norm (the gemma2 group; transformers comes from a venv,
-    --venv, and the group reports skipped without it).
+    (alpha, beta and x = LN(alpha * x + G(x))), with post norm, and for one
+    case (post_layer_scale_branch) with LayerScale and branch scale behind a
+    post norm as the rill header defines them: no published model has that;
+  * Hugging Face transformers' own decoder layers (the transformers group;
+    transformers comes from a venv, --venv, and the group reports skipped
+    without it): Gemma2DecoderLayer and Gemma2RMSNorm for the sandwich norm
+    (with LayerScale folded into its post-sublayer norms),
+    GraniteDecoderLayer for the branch scale (Granite's residual_multiplier)
+    and MimiTransformerLayer for LayerScale (MimiLayerScale) with LayerNorm
+    and a plain GELU MLP.
 Every case runs as one prefill, as a prefill followed by decode steps and as
 decode steps only (`--decode-from`), and each output must match the reference
 by the limits of tests/python/tolerance.py (NMSE, worst element, finiteness).
@@ -345,7 +349,8 @@ def decoder_case(gen, config, control=None):
 
 
 # ---------------------------------------------------------------------------
-# Reference 3: Hugging Face transformers' Gemma2 decoder layers (sandwich norm)
+# Reference 3: Hugging Face transformers' own decoder layers: Gemma2 (sandwich
+# norm), Granite (branch scale) and Mimi (LayerScale)
 
 
 def gemma2_case(gen, config, control=None):
@@ -603,8 +608,8 @@ CASES = {
     "qwen2_bf16": ("decoder", base_config(qkv_bias=True, rope_theta=1e6, dtype="bf16")),
     "llama_mqa_partial_rope": ("decoder", base_config(num_kv_heads=1, rope_dim=8, num_layers=3)),
     "pre_no_final_norm_gelu_tanh": ("decoder", base_config(final_norm=False, activation="gelu_tanh", mlp_bias=True)),
-    # the other placements and residual variants; "gemma2": Hugging Face's Gemma2DecoderLayer, "granite": its
-    # GraniteDecoderLayer, "mimi": its MimiTransformerLayer
+    # the other placements and residual variants (plain torch); the ones that name gemma2, granite or mimi take
+    # the layers of that model from transformers
     "post_rms_relu": ("decoder", base_config(norm_placement="post", activation="relu", o_bias=True)),
     "post_layer_final_norm": ("decoder", base_config(norm_placement="post", norm="layer", activation="gelu")),
     "sandwich_geglu": ("gemma2", base_config(norm_placement="sandwich", activation="gelu_glu")),
@@ -619,15 +624,21 @@ CASES = {
                                             final_norm=False, qkv_bias=True, o_bias=True)),
     "pre_layer_scale_f16": ("mimi", base_config(norm="layer", norm_eps=1e-5, activation="gelu", layer_scale=True,
                                                 final_norm=False, dtype="f16")),
+    # No published model puts LayerScale or a branch scale behind a post norm: this case's reference is the plain
+    # torch decoder written from rill.h's description of the post placement, so it checks rill against its own
+    # header (the post path's gains and branch scale), not against a model.
     "post_layer_scale_branch": ("decoder", base_config(norm_placement="post", layer_scale=True, branch_scale=0.7)),
     "sandwich_layer_scale_f16": ("gemma2", base_config(norm_placement="sandwich", layer_scale=True, dtype="f16")),
 }
+BUILDERS = {"encoder": encoder_case, "decoder": decoder_case, "gemma2": gemma2_case, "granite": granite_case,
+            "mimi": mimi_case}
+TRANSFORMERS = ("gemma2", "granite", "mimi")  # the builders that need transformers (--venv)
 GROUPS = {
     "encoder": [n for n in CASES if n.startswith("encoder")],
     "llama": ["qwen2_f32", "qwen2_f16", "qwen2_bf16", "llama_mqa_partial_rope", "pre_no_final_norm_gelu_tanh"],
     "placements": [n for n in CASES if not n.startswith(("encoder", "qwen2", "llama", "pre_no"))
-                   and CASES[n][0] not in ("gemma2", "granite", "mimi")],
-    "gemma2": [n for n in CASES if CASES[n][0] in ("gemma2", "granite", "mimi")],
+                   and CASES[n][0] not in TRANSFORMERS],
+    "transformers": [n for n in CASES if CASES[n][0] in TRANSFORMERS],
 }
 
 
@@ -642,8 +653,7 @@ def run_rill(rill, args):
 
 def check_case(name, rill, backend, workdir, seed):
     kind, config = CASES[name]
-    build = {"encoder": encoder_case, "decoder": decoder_case, "gemma2": gemma2_case,
-             "granite": granite_case, "mimi": mimi_case}[kind]
+    build = BUILDERS[kind]
     gen = torch.Generator().manual_seed(seed)
     weights, reference = build(gen, config)
     dtype = config["dtype"]
