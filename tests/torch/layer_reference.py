@@ -10,18 +10,23 @@ and inputs that rill gets:
   * a Llama/Qwen2-style decoder (RMSNorm, grouped-query attention, NeoX RoPE,
     SwiGLU, QKV bias) in plain torch, following the Hugging Face modelling
     code, extended with the deepnorm placement from the DeepNet paper
-    (alpha, beta and x = LN(alpha * x + G(x))), and with post norm, LayerScale
-    (CaiT's x + diag(g) * F(x)) and branch scale as the rill header defines
-    them: branch scale is rill's own, no published model has it;
-  * Hugging Face transformers' own Gemma2DecoderLayer and Gemma2RMSNorm for
-    the sandwich norm (the gemma2 group; transformers comes from a venv,
-    --venv, and the group reports skipped without it).
+    (alpha, beta and x = LN(alpha * x + G(x))), with post norm, and for one
+    case (post_layer_scale_branch) with LayerScale and branch scale behind a
+    post norm as the rill header defines them: no published model has that;
+  * Hugging Face transformers' own decoder layers (the transformers group;
+    transformers comes from a venv, --venv, and the group reports skipped
+    without it): Gemma2DecoderLayer and Gemma2RMSNorm for the sandwich norm
+    (with LayerScale folded into its post-sublayer norms),
+    GraniteDecoderLayer for the branch scale (Granite's residual_multiplier)
+    and MimiTransformerLayer for LayerScale (MimiLayerScale) with LayerNorm
+    and a plain GELU MLP.
 Every case runs as one prefill, as a prefill followed by decode steps and as
 decode steps only (`--decode-from`), and each output must match the reference
 by the limits of tests/python/tolerance.py (NMSE, worst element, finiteness).
 Each output must also fail against every negative control (CONTROLS): the
 reference built with a wrong eps, rope_theta, GQA head mapping or a transposed
-weight, so a tolerance too loose to see those mistakes fails the test.
+weight, or without its branch scale or LayerScale gains, so a tolerance too
+loose to see those mistakes fails the test.
 
 Weight files are written with PyPI's safetensors package, or where it is
 missing with safetensors_fallback.py beside this script.
@@ -94,6 +99,7 @@ CONTROLS = {
     "rope_theta": "rope_theta 10000 and 1e6 swapped",
     "gqa": "query heads read the next KV head",
     "transpose": "o_proj's weight transposed",
+    "scale": "the branch scale 1 and the LayerScale gains ones (the residual variant left out)",
 }
 
 
@@ -135,8 +141,8 @@ def roll_kv_heads(t, kv_heads, dim=0):
 
 def encoder_case(gen, config, control=None):
     d, heads, inter = config["hidden_size"], config["num_heads"], config["intermediate_size"]
-    if control == "rope_theta":
-        return None, None  # torch's encoder layer has no RoPE
+    if control in ("rope_theta", "scale"):
+        return None, None  # torch's encoder layer has no RoPE, no branch scale and no LayerScale
     eps = wrong_eps(config["norm_eps"], config["dtype"]) if control == "eps" else config["norm_eps"]
     layers = []
     weights = {}
@@ -222,6 +228,8 @@ def decoder_case(gen, config, control=None):
         c["rope_theta"] = wrong_rope_theta(c["rope_theta"])
     elif control == "gqa" and c["num_kv_heads"] == 1:
         return None, None  # one KV head: every query head reads it, there is no mapping to get wrong
+    elif control == "scale" and c["branch_scale"] == 1.0 and not c["layer_scale"]:
+        return None, None  # no branch scale or LayerScale to leave out
     d, hq, hkv, hd, inter = c["hidden_size"], c["num_heads"], c["num_kv_heads"], c["head_dim"], c["intermediate_size"]
     gated = c["activation"] in ("silu_glu", "gelu_glu")
     placement = c["norm_placement"]
@@ -312,10 +320,11 @@ def decoder_case(gen, config, control=None):
             return linear(act(linear(x, layer["gate"])) * linear(x, layer["up"]), layer["down"])
         return linear(act(linear(x, layer["up"])), layer["down"])
 
-    alpha, beta = c["residual_scale"], c["branch_scale"]
+    alpha, beta = c["residual_scale"], 1.0 if control == "scale" else c["branch_scale"]
+    gains = c["layer_scale"] and control != "scale"  # the control still draws the gains: the later draws stay put
 
     def branch(out, layer, gain):
-        return beta * (out * layer[gain] if c["layer_scale"] else out)
+        return beta * (out * layer[gain] if gains else out)
 
     def reference(x):
         for layer in layers:
@@ -340,7 +349,8 @@ def decoder_case(gen, config, control=None):
 
 
 # ---------------------------------------------------------------------------
-# Reference 3: Hugging Face transformers' Gemma2 decoder layers (sandwich norm)
+# Reference 3: Hugging Face transformers' own decoder layers: Gemma2 (sandwich
+# norm), Granite (branch scale) and Mimi (LayerScale)
 
 
 def gemma2_case(gen, config, control=None):
@@ -357,6 +367,8 @@ def gemma2_case(gen, config, control=None):
     # What Gemma2 can express: RMSNorm, a gated MLP, full RoPE, no biases, unit residual scales.
     assert c["norm"] == "rms" and c["rope_dim"] == 0 and c["residual_scale"] == c["branch_scale"] == 1.0
     assert not (c["qkv_bias"] or c["o_bias"] or c["mlp_bias"])
+    if control == "scale" and not c["layer_scale"]:
+        return None, None  # no LayerScale to leave out
     hidden_activation = {"silu_glu": "silu", "gelu_glu": "gelu"}[c["activation"]]
     hf = Gemma2Config(hidden_size=d, intermediate_size=c["intermediate_size"], num_hidden_layers=c["num_layers"],
                       num_attention_heads=hq, num_key_value_heads=hkv, head_dim=hd, hidden_activation=hidden_activation,
@@ -388,7 +400,9 @@ def gemma2_case(gen, config, control=None):
             if c["layer_scale"]:  # LayerScale (CaiT): gain * branch, folded into the branch's last norm
                 for norm_name, gain_name in (("post_attention_layernorm", "self_attn_gain"),
                                              ("post_feedforward_layernorm", "mlp_gain")):
-                    norms[norm_name] = norms[norm_name] * param(p + gain_name, (d,), 0.5)
+                    gain = param(p + gain_name, (d,), 0.5)  # drawn for the control too: the later draws stay put
+                    if control != "scale":
+                        norms[norm_name] = norms[norm_name] * gain
             for name, w in norms.items():
                 modules[name].weight.copy_(w - 1.0)  # Gemma's RMSNorm scales by (1 + weight); rill's by weight
             if control == "gqa":
@@ -415,6 +429,166 @@ def gemma2_case(gen, config, control=None):
     return weights, reference
 
 
+def granite_case(gen, config, control=None):
+    """GraniteDecoderLayer (eager attention) and GraniteRMSNorm: a Llama-style
+    pre-norm layer that adds each sublayer's output times residual_multiplier,
+    h = h + residual_multiplier * F(norm(h)), which is rill's branch scale. In
+    float64 but for what Granite itself computes in float32 (norms, RoPE
+    tables, softmax)."""
+    try:
+        from transformers import GraniteConfig
+        from transformers.models.granite.modeling_granite import (GraniteDecoderLayer, GraniteRMSNorm,
+                                                                  GraniteRotaryEmbedding)
+    except ImportError as missing:
+        raise Skip(f"the Granite reference needs transformers: {missing}")
+
+    c = config
+    d, hq, hkv, hd, inter = c["hidden_size"], c["num_heads"], c["num_kv_heads"], c["head_dim"], c["intermediate_size"]
+    # What Granite can express: pre RMSNorm, a gated MLP, full RoPE, head_dim = hidden_size / num_heads, one bias
+    # switch for all four attention projections (attention_bias) and one for the MLP's, no LayerScale and an
+    # unscaled skip path.
+    assert c["norm"] == "rms" and c["norm_placement"] == "pre" and c["rope_dim"] == 0 and hq * hd == d
+    assert c["qkv_bias"] == c["o_bias"] and c["residual_scale"] == 1.0 and not c["layer_scale"]
+    hf = GraniteConfig(hidden_size=d, intermediate_size=inter, num_hidden_layers=c["num_layers"],
+                       num_attention_heads=hq, num_key_value_heads=hkv,
+                       hidden_act={"silu_glu": "silu", "gelu_glu": "gelu"}[c["activation"]],
+                       rms_norm_eps=wrong_eps(c["norm_eps"], c["dtype"]) if control == "eps" else c["norm_eps"],
+                       rope_theta=wrong_rope_theta(c["rope_theta"]) if control == "rope_theta" else c["rope_theta"],
+                       attention_bias=c["qkv_bias"], mlp_bias=c["mlp_bias"],
+                       residual_multiplier=1.0 if control == "scale" else c["branch_scale"],
+                       # Granite scales q.k by attention_multiplier, a config value of its own (not derived from
+                       # head_dim); rill's attention scales by 1/sqrt(head_dim)
+                       attention_multiplier=hd ** -0.5, attn_implementation="eager")
+    weights = {}
+
+    def param(name, shape, scale, offset=0.0):
+        weights[name] = rounded(offset + scale * torch.randn(shape, generator=gen, dtype=torch.float64), c["dtype"])
+        return weights[name]
+
+    layers = []
+    for i in range(c["num_layers"]):
+        p = f"model.layers.{i}."
+        layer = GraniteDecoderLayer(hf, layer_idx=i).double().eval()
+        modules = dict(layer.named_modules())
+        linears = [("self_attn.q_proj", d, c["qkv_bias"]), ("self_attn.k_proj", d, c["qkv_bias"]),
+                   ("self_attn.v_proj", d, c["qkv_bias"]), ("self_attn.o_proj", hq * hd, c["o_bias"]),
+                   ("mlp.gate_proj", d, c["mlp_bias"]), ("mlp.up_proj", d, c["mlp_bias"]),
+                   ("mlp.down_proj", inter, c["mlp_bias"])]
+        with torch.no_grad():
+            for name, fan_in, bias in linears:
+                module = modules[name]
+                module.weight.copy_(param(p + name + ".weight", module.weight.shape, fan_in ** -0.5))
+                if bias:
+                    module.bias.copy_(param(p + name + ".bias", module.bias.shape, 0.2))
+            for name in ("input_layernorm", "post_attention_layernorm"):
+                modules[name].weight.copy_(param(p + name + ".weight", (d,), 0.3, 1.0))
+            if control == "gqa":
+                for name in ("self_attn.k_proj", "self_attn.v_proj"):
+                    modules[name].weight.copy_(roll_kv_heads(modules[name].weight.clone(), hkv))
+                    if c["qkv_bias"]:
+                        modules[name].bias.copy_(roll_kv_heads(modules[name].bias.clone(), hkv))
+            elif control == "transpose":
+                modules["self_attn.o_proj"].weight.copy_(modules["self_attn.o_proj"].weight.t().clone())
+        layers.append(layer)
+    final = None
+    if c["final_norm"]:
+        final = GraniteRMSNorm(d, eps=hf.rms_norm_eps).double()
+        with torch.no_grad():
+            final.weight.copy_(param("model.norm.weight", (d,), 0.3, 1.0))
+    rotary = GraniteRotaryEmbedding(hf)  # GraniteModel computes the RoPE tables once for every layer
+
+    def reference(x):
+        b, t, _ = x.shape
+        mask = torch.triu(torch.full((t, t), float("-inf"), dtype=torch.float64), diagonal=1)[None, None]
+        positions = torch.arange(t)[None].expand(b, t)
+        with torch.no_grad():
+            position_embeddings = rotary(x, positions)
+            for layer in layers:
+                x = layer(x, attention_mask=mask, position_ids=positions, position_embeddings=position_embeddings)[0]
+            return final(x) if final is not None else x
+
+    return weights, reference
+
+
+def mimi_case(gen, config, control=None):
+    """MimiTransformerLayer (eager attention), the transformer of the Mimi audio
+    codec: pre LayerNorm (weight and bias), LayerScale on each sublayer's output
+    (MimiLayerScale, h = h + scale * F(norm(h)) with a per-channel scale: rill's
+    self_attn_gain and mlp_gain) and a plain MLP fc2(act(fc1(x))) (rill's
+    up_proj and down_proj). In float64 but for what Mimi itself computes in
+    float32 (RoPE tables, softmax)."""
+    try:
+        from transformers import MimiConfig
+        from transformers.models.mimi.modeling_mimi import MimiTransformerLayer
+    except ImportError as missing:
+        raise Skip(f"the Mimi reference needs transformers: {missing}")
+
+    c = config
+    d, hq, hkv, hd, inter = c["hidden_size"], c["num_heads"], c["num_kv_heads"], c["head_dim"], c["intermediate_size"]
+    # What Mimi can express: pre LayerNorm, LayerScale, a plain MLP without biases, full RoPE, one bias switch for
+    # all four attention projections (attention_bias), unit residual scales, and no final norm
+    # (MimiTransformerModel has none).
+    assert c["norm"] == "layer" and c["norm_placement"] == "pre" and c["rope_dim"] == 0 and c["layer_scale"]
+    assert c["qkv_bias"] == c["o_bias"] and not c["mlp_bias"] and not c["final_norm"]
+    assert c["residual_scale"] == c["branch_scale"] == 1.0
+    # ACT2FN's "gelu" is PyTorch's erf GELU, "gelu_pytorch_tanh" its tanh approximation.
+    hidden_act = {"gelu": "gelu", "gelu_tanh": "gelu_pytorch_tanh", "relu": "relu"}[c["activation"]]
+    # sliding_window only shapes the mask MimiTransformerModel builds; the layer applies the causal mask it is given.
+    hf = MimiConfig(hidden_size=d, intermediate_size=inter, num_hidden_layers=c["num_layers"], num_attention_heads=hq,
+                    num_key_value_heads=hkv, head_dim=hd, hidden_act=hidden_act,
+                    norm_eps=wrong_eps(c["norm_eps"], c["dtype"]) if control == "eps" else c["norm_eps"],
+                    rope_theta=wrong_rope_theta(c["rope_theta"]) if control == "rope_theta" else c["rope_theta"],
+                    attention_bias=c["qkv_bias"], attn_implementation="eager")
+    weights = {}
+
+    def param(name, shape, scale, offset=0.0):
+        weights[name] = rounded(offset + scale * torch.randn(shape, generator=gen, dtype=torch.float64), c["dtype"])
+        return weights[name]
+
+    layers = []
+    for i in range(c["num_layers"]):
+        p = f"model.layers.{i}."
+        layer = MimiTransformerLayer(hf, layer_idx=i).double().eval()
+        modules = dict(layer.named_modules())
+        # (Mimi's module, rill's weight name, fan-in, bias)
+        linears = [("self_attn.q_proj", "self_attn.q_proj", d, c["qkv_bias"]),
+                   ("self_attn.k_proj", "self_attn.k_proj", d, c["qkv_bias"]),
+                   ("self_attn.v_proj", "self_attn.v_proj", d, c["qkv_bias"]),
+                   ("self_attn.o_proj", "self_attn.o_proj", hq * hd, c["o_bias"]),
+                   ("mlp.fc1", "mlp.up_proj", d, False), ("mlp.fc2", "mlp.down_proj", inter, False)]
+        with torch.no_grad():
+            for name, rill_name, fan_in, bias in linears:
+                module = modules[name]
+                module.weight.copy_(param(p + rill_name + ".weight", module.weight.shape, fan_in ** -0.5))
+                if bias:
+                    module.bias.copy_(param(p + rill_name + ".bias", module.bias.shape, 0.2))
+            for name in ("input_layernorm", "post_attention_layernorm"):
+                modules[name].weight.copy_(param(p + name + ".weight", (d,), 0.3, 1.0))
+                modules[name].bias.copy_(param(p + name + ".bias", (d,), 0.3))
+            for name, rill_name in (("self_attn_layer_scale", "self_attn_gain"), ("mlp_layer_scale", "mlp_gain")):
+                gain = param(p + rill_name, (d,), 0.5)  # drawn for the control too: the later draws stay put
+                modules[name].scale.copy_(torch.ones(d) if control == "scale" else gain)
+            if control == "gqa":
+                for name in ("self_attn.k_proj", "self_attn.v_proj"):
+                    modules[name].weight.copy_(roll_kv_heads(modules[name].weight.clone(), hkv))
+                    if c["qkv_bias"]:
+                        modules[name].bias.copy_(roll_kv_heads(modules[name].bias.clone(), hkv))
+            elif control == "transpose":
+                modules["self_attn.o_proj"].weight.copy_(modules["self_attn.o_proj"].weight.t().clone())
+        layers.append(layer)
+
+    def reference(x):
+        b, t, _ = x.shape
+        mask = torch.triu(torch.full((t, t), float("-inf"), dtype=torch.float64), diagonal=1)[None, None]
+        positions = torch.arange(t)[None].expand(b, t)
+        with torch.no_grad():
+            for layer in layers:
+                x = layer(x, attention_mask=mask, position_ids=positions)[0]
+        return x
+
+    return weights, reference
+
+
 # ---------------------------------------------------------------------------
 
 ENCODER = dict(norm="layer", norm_eps=1e-5, num_kv_heads=4, rope_theta=0.0, qkv_bias=True, o_bias=True,
@@ -434,7 +608,8 @@ CASES = {
     "qwen2_bf16": ("decoder", base_config(qkv_bias=True, rope_theta=1e6, dtype="bf16")),
     "llama_mqa_partial_rope": ("decoder", base_config(num_kv_heads=1, rope_dim=8, num_layers=3)),
     "pre_no_final_norm_gelu_tanh": ("decoder", base_config(final_norm=False, activation="gelu_tanh", mlp_bias=True)),
-    # the other placements and residual variants; "gemma2": Hugging Face's Gemma2DecoderLayer
+    # the other placements and residual variants (plain torch); the ones that name gemma2, granite or mimi take
+    # the layers of that model from transformers
     "post_rms_relu": ("decoder", base_config(norm_placement="post", activation="relu", o_bias=True)),
     "post_layer_final_norm": ("decoder", base_config(norm_placement="post", norm="layer", activation="gelu")),
     "sandwich_geglu": ("gemma2", base_config(norm_placement="sandwich", activation="gelu_glu")),
@@ -443,17 +618,27 @@ CASES = {
                                               activation="gelu", final_norm=False)),
     "deepnorm_f16": ("decoder", base_config(norm_placement="deepnorm", num_layers=3, residual_scale=deepnet_alpha(3),
                                             dtype="f16")),
-    "pre_branch_scale": ("decoder", base_config(branch_scale=0.5)),
-    "pre_layer_scale": ("decoder", base_config(layer_scale=True)),
+    "pre_branch_scale": ("granite", base_config(branch_scale=0.5, qkv_bias=True, o_bias=True, mlp_bias=True)),
+    "pre_branch_scale_bf16": ("granite", base_config(branch_scale=0.5, dtype="bf16")),
+    "pre_layer_scale": ("mimi", base_config(norm="layer", norm_eps=1e-5, activation="gelu", layer_scale=True,
+                                            final_norm=False, qkv_bias=True, o_bias=True)),
+    "pre_layer_scale_f16": ("mimi", base_config(norm="layer", norm_eps=1e-5, activation="gelu", layer_scale=True,
+                                                final_norm=False, dtype="f16")),
+    # No published model puts LayerScale or a branch scale behind a post norm: this case's reference is the plain
+    # torch decoder written from rill.h's description of the post placement, so it checks rill against its own
+    # header (the post path's gains and branch scale), not against a model.
     "post_layer_scale_branch": ("decoder", base_config(norm_placement="post", layer_scale=True, branch_scale=0.7)),
     "sandwich_layer_scale_f16": ("gemma2", base_config(norm_placement="sandwich", layer_scale=True, dtype="f16")),
 }
+BUILDERS = {"encoder": encoder_case, "decoder": decoder_case, "gemma2": gemma2_case, "granite": granite_case,
+            "mimi": mimi_case}
+TRANSFORMERS = ("gemma2", "granite", "mimi")  # the builders that need transformers (--venv)
 GROUPS = {
     "encoder": [n for n in CASES if n.startswith("encoder")],
     "llama": ["qwen2_f32", "qwen2_f16", "qwen2_bf16", "llama_mqa_partial_rope", "pre_no_final_norm_gelu_tanh"],
     "placements": [n for n in CASES if not n.startswith(("encoder", "qwen2", "llama", "pre_no"))
-                   and CASES[n][0] != "gemma2"],
-    "gemma2": [n for n in CASES if CASES[n][0] == "gemma2"],
+                   and CASES[n][0] not in TRANSFORMERS],
+    "transformers": [n for n in CASES if CASES[n][0] in TRANSFORMERS],
 }
 
 
@@ -468,7 +653,7 @@ def run_rill(rill, args):
 
 def check_case(name, rill, backend, workdir, seed):
     kind, config = CASES[name]
-    build = {"encoder": encoder_case, "decoder": decoder_case, "gemma2": gemma2_case}[kind]
+    build = BUILDERS[kind]
     gen = torch.Generator().manual_seed(seed)
     weights, reference = build(gen, config)
     dtype = config["dtype"]
