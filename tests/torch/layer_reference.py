@@ -37,7 +37,6 @@ refusing an op is a failure, and a skip never hides a failure found before it.
 """
 import argparse
 import glob
-import json
 import math
 import os
 import subprocess
