@@ -407,6 +407,10 @@ RILL_API rill_status rill_activation(rill_context* ctx, rill_act_fn fn, const ri
 /*     post_feedforward_layernorm.weight [D]                                 */
 /*   every norm has a .bias [D] too when norm is RILL_NORM_LAYER             */
 /*   self_attn_gain [D], mlp_gain [D] (layer_scale)                          */
+/*   self_attn.q_norm.weight, self_attn.k_norm.weight (qk_norm): [hd] each   */
+/*     for RILL_QK_NORM_HEAD, [Hq*hd] and [Hkv*hd] for RILL_QK_NORM_FULL     */
+/*   output puts post_attention_layernorm and post_feedforward_layernorm     */
+/*     [D] on the sublayer outputs and has no input_layernorm                */
 /* and the final norm is "model.norm.weight" (.bias for LayerNorm) when      */
 /* final_norm is set.                                                        */
 /*                                                                           */
@@ -435,11 +439,23 @@ RILL_API rill_status rill_activation(rill_context* ctx, rill_act_fn fn, const ri
 /*                                  M(pre_feedforward_layernorm(h)))         */
 /*   Kernels: as pre, plus one plain norm on each sublayer's output before   */
 /*   its fused add+norm.                                                     */
+/* output (OLMo 2): a norm on each sublayer's output, none on its input:     */
+/*   h = alpha h + beta g_A * post_attention_layernorm(A(h))                 */
+/*   h = alpha h + beta g_M * post_feedforward_layernorm(M(h))               */
+/*   then model.norm(h) after the last layer when final_norm is set.         */
+/*   Kernels: per sublayer one plain norm on its output, then a plain        */
+/*   residual add: the next sublayer reads h itself, and a fused add+norm    */
+/*   normalizes the sum, not the update. The last add and model.norm are one */
+/*   fused add+norm (then a copy into h), as in pre.                         */
 /* alpha applies in every placement (1 leaves it out); the norm outputs are  */
 /* rounded to the model dtype like every intermediate.                       */
 /*                                                                           */
-/* Attention: q, k, v projections, RoPE on q and k (unless rope_theta is 0), */
-/* causal attention with scale 1/sqrt(head_dim), o projection. MLP: gated    */
+/* Attention: q, k, v projections, the QK norm (qk_norm), RoPE on q and k    */
+/* (unless rope_theta is 0), causal attention with scale 1/sqrt(head_dim),   */
+/* o projection. The QK norm is an RMSNorm with eps norm_eps of each head's  */
+/* hd values of q and of k with one [hd] weight shared by the heads (head:   */
+/* Qwen3, Gemma 3), or of the whole q and k projections (full: OLMo 2); one  */
+/* plain norm each on q and on k, in place. MLP: gated                       */
 /* act(gate_proj(x)) * up_proj(x) -> down_proj, or plain act(up_proj(x)) ->  */
 /* down_proj.                                                                */
 /* ------------------------------------------------------------------------- */
@@ -457,8 +473,17 @@ typedef enum rill_norm_placement {
   RILL_PLACEMENT_POST = 1,
   RILL_PLACEMENT_SANDWICH = 2,
   RILL_PLACEMENT_DEEPNORM = 3,
+  RILL_PLACEMENT_OUTPUT = 4,
   RILL_PLACEMENT_MAX_ENUM = 0x7FFFFFFF
 } rill_norm_placement;
+
+/* The RMSNorm on q and k before RoPE (see above). */
+typedef enum rill_qk_norm {
+  RILL_QK_NORM_NONE = 0,
+  RILL_QK_NORM_HEAD = 1, /* per head, one [hd] weight shared by every head */
+  RILL_QK_NORM_FULL = 2, /* over the whole projection: [Hq*hd] and [Hkv*hd] weights */
+  RILL_QK_NORM_MAX_ENUM = 0x7FFFFFFF
+} rill_qk_norm;
 
 /* The MLP's activation: gated (two input projections) or plain. */
 typedef enum rill_mlp_activation {
@@ -494,11 +519,12 @@ typedef struct rill_model_desc {
   float residual_scale;          /* alpha on the skip path: finite, nonzero */
   float branch_scale;            /* beta on each sublayer output: finite */
   uint32_t layer_scale;          /* nonzero: per-channel gains self_attn_gain, mlp_gain */
+  rill_qk_norm qk_norm;          /* RMSNorm on q and k; not with RILL_NORM_LAYER */
 } rill_model_desc;
 
 /* Fills desc with the defaults of the [model] TOML table: f32, rms, eps 1e-6,
    pre, silu_glu, rope_theta 10000, rope_dim 0, no biases, final_norm on,
-   scales 1, no layer_scale, num_kv_heads and head_dim 0 (= derived), and the
+   scales 1, no layer_scale, no qk_norm, num_kv_heads and head_dim 0 (= derived), and the
    sizes num_layers, hidden_size, num_heads, intermediate_size 0 (to be set).
    NULL is a no-op. */
 RILL_API void rill_model_desc_init(rill_model_desc* desc);
@@ -515,7 +541,7 @@ RILL_API void rill_model_desc_init(rill_model_desc* desc);
        intermediate_size = 128
        norm = "rms"              # "rms" | "layer"
        norm_eps = 1e-6
-       norm_placement = "pre"    # "pre" | "post" | "sandwich" | "deepnorm"
+       norm_placement = "pre"    # "pre" | "post" | "sandwich" | "deepnorm" | "output"
        activation = "silu_glu"   # "silu_glu" | "gelu_glu" | "gelu" | "gelu_tanh" | "relu"
        rope_theta = 10000.0      # 0 = no RoPE
        rope_dim = 0              # rotary dims per head, 0 = head_dim
@@ -526,6 +552,7 @@ RILL_API void rill_model_desc_init(rill_model_desc* desc);
        residual_scale = 1.0
        branch_scale = 1.0
        layer_scale = false
+       qk_norm = "none"          # "none" | "head" | "full"
    source_name: names the text in messages (a file name), or NULL.
    Errors: RILL_ERROR_CONFIG for a missing [model] table or size, an unknown key,
    a wrong type or a bad value, with the key and its line:column; the values are

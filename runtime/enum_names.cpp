@@ -34,7 +34,14 @@ std::string enum_name(const rill_norm_placement& value) {
   return name_among(value, {{RILL_PLACEMENT_PRE, "RILL_PLACEMENT_PRE"},
                             {RILL_PLACEMENT_POST, "RILL_PLACEMENT_POST"},
                             {RILL_PLACEMENT_SANDWICH, "RILL_PLACEMENT_SANDWICH"},
-                            {RILL_PLACEMENT_DEEPNORM, "RILL_PLACEMENT_DEEPNORM"}});
+                            {RILL_PLACEMENT_DEEPNORM, "RILL_PLACEMENT_DEEPNORM"},
+                            {RILL_PLACEMENT_OUTPUT, "RILL_PLACEMENT_OUTPUT"}});
+}
+
+std::string enum_name(const rill_qk_norm& value) {
+  return name_among(value, {{RILL_QK_NORM_NONE, "RILL_QK_NORM_NONE"},
+                            {RILL_QK_NORM_HEAD, "RILL_QK_NORM_HEAD"},
+                            {RILL_QK_NORM_FULL, "RILL_QK_NORM_FULL"}});
 }
 
 std::string enum_name(const rill_mlp_activation& value) {

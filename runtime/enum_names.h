@@ -14,5 +14,6 @@ std::string enum_name(const rill_dtype& value);
 std::string enum_name(const rill_norm_kind& value);
 std::string enum_name(const rill_norm_placement& value);
 std::string enum_name(const rill_mlp_activation& value);
+std::string enum_name(const rill_qk_norm& value);
 
 }  // namespace rill

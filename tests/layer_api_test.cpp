@@ -171,6 +171,13 @@ TEST_CASE("model descriptors: every field checked, with its name") {
       {[](rill_model_desc& d) { store_raw(d.norm, -1); }, "norm", "got unknown value -1"},
       {[](rill_model_desc& d) { store_raw(d.norm_placement, -2); }, "norm_placement", "got unknown value -2"},
       {[](rill_model_desc& d) { store_raw(d.activation, -3); }, "activation", "got unknown value -3"},
+      {[](rill_model_desc& d) { d.qk_norm = static_cast<rill_qk_norm>(3); }, "qk_norm", "got unknown value 3"},
+      {[](rill_model_desc& d) { store_raw(d.qk_norm, -4); }, "qk_norm", "got unknown value -4"},
+      {[](rill_model_desc& d) {
+         d.norm = RILL_NORM_LAYER;
+         d.qk_norm = RILL_QK_NORM_FULL;
+       },
+       "qk_norm", "expected RILL_QK_NORM_NONE with RILL_NORM_LAYER, got RILL_QK_NORM_FULL"},
       {[](rill_model_desc& d) { d.rope_theta = NAN; }, "rope_theta"},
       {[](rill_model_desc& d) { d.residual_scale = 0.0f; }, "residual_scale"},
       {[](rill_model_desc& d) { d.branch_scale = INFINITY; }, "branch_scale"},
@@ -222,6 +229,63 @@ TEST_CASE("the [model] TOML table") {
   expect_failure(rill_model_desc_from_toml((sizes + "hidden = 3\n").c_str(), "m.toml", &d), RILL_ERROR_CONFIG,
                  {"m.toml:6:1", "unknown key 'model.hidden'"});
   expect_failure(rill_model_desc_from_toml("[model\n", "m.toml", &d), RILL_ERROR_CONFIG, {"m.toml:1:", "syntax"});
+}
+
+TEST_CASE("the QK norm and the output placement: TOML values, weight names and shapes") {
+  const std::string sizes = "[model]\nnum_layers = 1\nhidden_size = 16\nnum_heads = 4\nnum_kv_heads = 2\n"
+                            "intermediate_size = 24\n";
+  rill_model_desc d;
+  REQUIRE_MESSAGE(rill_model_desc_from_toml((sizes + "qk_norm = \"full\"\nnorm_placement = \"output\"\n").c_str(),
+                                            "m.toml", &d) == RILL_OK,
+                  rill_last_error());
+  CHECK(d.qk_norm == RILL_QK_NORM_FULL);
+  CHECK(d.norm_placement == RILL_PLACEMENT_OUTPUT);
+  REQUIRE_MESSAGE(rill_model_desc_from_toml((sizes + "qk_norm = \"head\"\n").c_str(), "m.toml", &d) == RILL_OK,
+                  rill_last_error());
+  CHECK(d.qk_norm == RILL_QK_NORM_HEAD);
+  REQUIRE_MESSAGE(rill_model_desc_from_toml(sizes.c_str(), "m.toml", &d) == RILL_OK, rill_last_error());
+  CHECK(d.qk_norm == RILL_QK_NORM_NONE);
+  expect_failure(rill_model_desc_from_toml((sizes + "qk_norm = \"rms\"\n").c_str(), "m.toml", &d), RILL_ERROR_CONFIG,
+                 {"m.toml:7:11", "model.qk_norm", "\"none\", \"head\", \"full\"", "got \"rms\""});
+  expect_failure(rill_model_desc_from_toml((sizes + "qk_norm = true\n").c_str(), "m.toml", &d), RILL_ERROR_CONFIG,
+                 {"m.toml:7:", "model.qk_norm", "\"none\", \"head\", \"full\"", "boolean"});
+  expect_failure(rill_model_desc_from_toml((sizes + "norm_placement = \"olmo2\"\n").c_str(), "m.toml", &d),
+                 RILL_ERROR_CONFIG, {"m.toml:7:", "model.norm_placement", "\"output\"", "got \"olmo2\""});
+  expect_failure(rill_model_desc_from_toml((sizes + "norm = \"layer\"\nqk_norm = \"head\"\n").c_str(), "m.toml", &d),
+                 RILL_ERROR_CONFIG, {"m.toml:8:", "model.qk_norm", "RILL_NORM_LAYER", "got RILL_QK_NORM_HEAD"});
+
+  // hd = 4: per head the two weights are [4]; over the whole projections [16] (Hq*hd) and [8] (Hkv*hd).
+  std::vector<float> data(16, 1.0f);
+  const int64_t four[1] = {4}, eight[1] = {8}, sixteen[1] = {16};
+  rill_model_desc head = small_desc();
+  head.qk_norm = RILL_QK_NORM_HEAD;
+  Fixture per_head(head);
+  CHECK(rill_model_set_weight(per_head.model, "model.layers.1.self_attn.k_norm.weight", RILL_DTYPE_F32, 1, four,
+                              data.data(), 4 * 4) == RILL_OK);
+  expect_failure(rill_model_set_weight(per_head.model, "model.layers.0.self_attn.q_norm.weight", RILL_DTYPE_F32, 1,
+                                       sixteen, data.data(), 16 * 4),
+                 RILL_ERROR_SHAPE, {"model.layers.0.self_attn.q_norm.weight", "expected shape [4]", "got [16]"});
+  rill_model_desc full = small_desc();
+  full.qk_norm = RILL_QK_NORM_FULL;
+  full.norm_placement = RILL_PLACEMENT_OUTPUT;
+  Fixture whole(full);
+  CHECK(rill_model_set_weight(whole.model, "model.layers.0.self_attn.q_norm.weight", RILL_DTYPE_F32, 1, sixteen,
+                              data.data(), 16 * 4) == RILL_OK);
+  CHECK(rill_model_set_weight(whole.model, "model.layers.0.self_attn.k_norm.weight", RILL_DTYPE_F32, 1, eight,
+                              data.data(), 8 * 4) == RILL_OK);
+  expect_failure(rill_model_set_weight(whole.model, "model.layers.0.self_attn.k_norm.weight", RILL_DTYPE_F32, 1, four,
+                                       data.data(), 4 * 4),
+                 RILL_ERROR_SHAPE, {"model.layers.0.self_attn.k_norm.weight", "expected shape [8]", "got [4]"});
+  // output: the norms on the sublayer outputs, none on the inputs.
+  CHECK(rill_model_set_weight(whole.model, "model.layers.0.post_feedforward_layernorm.weight", RILL_DTYPE_F32, 1,
+                              sixteen, data.data(), 16 * 4) == RILL_OK);
+  expect_failure(rill_model_set_weight(whole.model, "model.layers.0.input_layernorm.weight", RILL_DTYPE_F32, 1,
+                                       sixteen, data.data(), 16 * 4),
+                 RILL_ERROR_NOT_FOUND, {"model.layers.0.input_layernorm.weight"});
+  Fixture none(small_desc());
+  expect_failure(rill_model_set_weight(none.model, "model.layers.0.self_attn.q_norm.weight", RILL_DTYPE_F32, 1, four,
+                                       data.data(), 4 * 4),
+                 RILL_ERROR_NOT_FOUND, {"model.layers.0.self_attn.q_norm.weight", "qk_norm"});
 }
 
 TEST_CASE("weights: names, shapes and sizes are checked") {

@@ -29,12 +29,14 @@ static_assert(offsetof(rill_model_desc, final_norm) == 68);
 static_assert(offsetof(rill_model_desc, residual_scale) == 72);
 static_assert(offsetof(rill_model_desc, branch_scale) == 76);
 static_assert(offsetof(rill_model_desc, layer_scale) == 80);
-static_assert(sizeof(rill_model_desc) == 84);
+static_assert(offsetof(rill_model_desc, qk_norm) == 84);
+static_assert(sizeof(rill_model_desc) == 88);
 
 static_assert(RILL_ACT_SILU == 0 && RILL_ACT_GELU == 1 && RILL_ACT_GELU_TANH == 2 && RILL_ACT_RELU == 3);
 static_assert(RILL_NORM_RMS == 0 && RILL_NORM_LAYER == 1);
 static_assert(RILL_PLACEMENT_PRE == 0 && RILL_PLACEMENT_POST == 1 && RILL_PLACEMENT_SANDWICH == 2 &&
-              RILL_PLACEMENT_DEEPNORM == 3);
+              RILL_PLACEMENT_DEEPNORM == 3 && RILL_PLACEMENT_OUTPUT == 4);
+static_assert(RILL_QK_NORM_NONE == 0 && RILL_QK_NORM_HEAD == 1 && RILL_QK_NORM_FULL == 2);
 static_assert(RILL_MLP_SILU_GLU == 0 && RILL_MLP_GELU_GLU == 1 && RILL_MLP_GELU == 2 && RILL_MLP_GELU_TANH == 3 &&
               RILL_MLP_RELU == 4);
 

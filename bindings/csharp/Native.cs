@@ -41,7 +41,10 @@ namespace Rill
     public enum NormKind : int { Rms = 0, Layer = 1 }
 
     /// <summary>rill_norm_placement.</summary>
-    public enum NormPlacement : int { Pre = 0, Post = 1, Sandwich = 2, DeepNorm = 3 }
+    public enum NormPlacement : int { Pre = 0, Post = 1, Sandwich = 2, DeepNorm = 3, Output = 4 }
+
+    /// <summary>rill_qk_norm.</summary>
+    public enum QkNorm : int { None = 0, Head = 1, Full = 2 }
 
     /// <summary>rill_mlp_activation.</summary>
     public enum MlpActivation : int { SiluGlu = 0, GeluGlu = 1, Gelu = 2, GeluTanh = 3, Relu = 4 }
@@ -71,6 +74,7 @@ namespace Rill
         public float ResidualScale;
         public float BranchScale;
         public uint LayerScale;
+        public QkNorm QkNorm;
 
         /// <summary>The defaults of rill_model_desc_init; set the sizes next.</summary>
         public static ModelDesc Defaults()

@@ -2,6 +2,7 @@
 // code lives here; every step is one op of the context's backend on views of
 // the hidden states, the weights, the KV cache and the scratch tensors.
 #include <cmath>
+#include <tuple>
 #include <vector>
 
 #include "errors.h"
@@ -117,6 +118,7 @@ class Forward {
     if (d_.norm_placement == RILL_PLACEMENT_PRE || d_.norm_placement == RILL_PLACEMENT_SANDWICH) {
       return run_pre(h, a, b);
     }
+    if (d_.norm_placement == RILL_PLACEMENT_OUTPUT) return run_output(h, a);
     return run_post(h, a, b);
   }
 
@@ -158,6 +160,14 @@ class Forward {
     needed.push_back(gemm_desc(hidden, q, w.q_b));
     needed.push_back(gemm_desc(hidden, kv, w.k_b));
     needed.push_back(gemm_desc(hidden, kv, w.v_b));
+    if (d_.qk_norm != RILL_QK_NORM_NONE) {
+      const bool head = d_.qk_norm == RILL_QK_NORM_HEAD;
+      for (int32_t heads : {d_.num_heads, d_.num_kv_heads}) {
+        rill_backend_op_desc qk = op_desc(RILL_BACKEND_OP_RMS_NORM, head ? hd : heads * hd);
+        if (head) qk.rows = rows_ * heads;
+        needed.push_back({RILL_BACKEND_OP(b, rms_norm) != nullptr, qk});
+      }
+    }
     if (d_.rope_theta != 0.0f) {
       for (int32_t heads : {d_.num_heads, d_.num_kv_heads}) {
         rill_backend_op_desc rope = op_desc(RILL_BACKEND_OP_ROPE, hd);
@@ -228,6 +238,29 @@ class Forward {
     return RILL_OK;
   }
 
+  // output: h is the residual stream and each sublayer's input; y holds a
+  // sublayer's output, normalized in place and added to h. Only the last add
+  // can fuse with a norm, model.norm's, since the others normalize the update
+  // and not the sum.
+  rill_status run_output(const rill_backend_tensor& h, const rill_backend_tensor& y) {
+    const int32_t layers = d_.num_layers;
+    for (int32_t l = 0; l < layers; ++l) {
+      const LayerWeights& w = model_.layers[l];
+      RILL_CHECK(attention(l, h, y));
+      RILL_CHECK(norm(y, w.attn_out_norm_w, w.attn_out_norm_b, y));
+      RILL_CHECK(residual_add(h, y, w.attn_gain));
+      RILL_CHECK(mlp(l, h, y));
+      RILL_CHECK(norm(y, w.mlp_out_norm_w, w.mlp_out_norm_b, y));
+      if (l + 1 < layers || d_.final_norm == 0) {
+        RILL_CHECK(residual_add(h, y, w.mlp_gain));
+      } else {
+        RILL_CHECK(fused_add_norm(y, h, w.mlp_gain, model_.final_norm_w, model_.final_norm_b));
+        return copy(y, h);
+      }
+    }
+    return RILL_OK;
+  }
+
   // post and deepnorm: the fused add+norm leaves the un-normalized sum in its
   // residual operand and the normalized stream in x, so the stream moves
   // between three buffers instead of being copied back after every sublayer.
@@ -259,6 +292,14 @@ class Forward {
     RILL_CHECK(gemm(in, w.q_w, w.q_b, rows_view(q, hq * hd)));
     RILL_CHECK(gemm(in, w.k_w, w.k_b, rows_view(k, hkv * hd)));
     RILL_CHECK(gemm(in, w.v_w, w.v_b, rows_view(v, hkv * hd)));
+    if (d_.qk_norm != RILL_QK_NORM_NONE) {
+      // In place; per head, q and k are viewed as one row of hd per (token, head).
+      const bool head = d_.qk_norm == RILL_QK_NORM_HEAD;
+      for (const auto& [t, heads, w_norm] : {std::tuple{q, hq, w.q_norm_w}, std::tuple{k, hkv, w.k_norm_w}}) {
+        const rill_backend_tensor x = head ? view_of(t, {rows_ * heads, hd}) : rows_view(t, heads * hd);
+        RILL_CHECK(rms_norm(x, w_norm, x));
+      }
+    }
     if (d_.rope_theta != 0.0f) {
       for (const auto& [t, heads] : {std::pair{q, hq}, std::pair{k, hkv}}) {
         const rill_backend_tensor x = view_of(t, {rows_, heads, hd});
@@ -315,11 +356,14 @@ class Forward {
     return dispatch(fn_, ctx_, RILL_BACKEND_OP(*ctx_.backend, gemm), "gemm", &a, wv.get(), bv.get(), 1.0f, 0.0f, &out);
   }
 
+  rill_status rms_norm(const rill_backend_tensor& x, int32_t w, const rill_backend_tensor& out) {
+    const OptionalView wv = weight(w);
+    return dispatch(fn_, ctx_, RILL_BACKEND_OP(*ctx_.backend, rms_norm), "rms_norm", &x, wv.get(), d_.norm_eps, &out);
+  }
+
   rill_status norm(const rill_backend_tensor& x, int32_t w, int32_t bias, const rill_backend_tensor& out) {
+    if (d_.norm == RILL_NORM_RMS) return rms_norm(x, w, out);
     const OptionalView wv = weight(w), bv = weight(bias);
-    if (d_.norm == RILL_NORM_RMS) {
-      return dispatch(fn_, ctx_, RILL_BACKEND_OP(*ctx_.backend, rms_norm), "rms_norm", &x, wv.get(), d_.norm_eps, &out);
-    }
     return dispatch(fn_, ctx_, RILL_BACKEND_OP(*ctx_.backend, layer_norm), "layer_norm", &x, wv.get(), bv.get(),
                     d_.norm_eps, &out);
   }

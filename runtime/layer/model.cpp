@@ -67,6 +67,7 @@ void build_weight_table(rill_model& model) {
   const int64_t hidden = d.hidden_size, q_out = int64_t{d.num_heads} * d.head_dim;
   const int64_t kv_out = int64_t{d.num_kv_heads} * d.head_dim, inter = d.intermediate_size;
   const bool sandwich = d.norm_placement == RILL_PLACEMENT_SANDWICH;
+  const bool output = d.norm_placement == RILL_PLACEMENT_OUTPUT;
   for (int32_t i = 0; i < d.num_layers; ++i) {
     const std::string p = "model.layers." + std::to_string(i) + ".";
     LayerWeights w{};
@@ -74,6 +75,13 @@ void build_weight_table(rill_model& model) {
     add_linear(model, p + "self_attn.k_proj", kv_out, hidden, d.qkv_bias != 0, w.k_w, w.k_b);
     add_linear(model, p + "self_attn.v_proj", kv_out, hidden, d.qkv_bias != 0, w.v_w, w.v_b);
     add_linear(model, p + "self_attn.o_proj", hidden, q_out, d.o_bias != 0, w.o_w, w.o_b);
+    if (d.qk_norm != RILL_QK_NORM_NONE) {
+      const bool head = d.qk_norm == RILL_QK_NORM_HEAD;
+      w.q_norm_w = add_weight(model, p + "self_attn.q_norm.weight", {head ? int64_t{d.head_dim} : q_out});
+      w.k_norm_w = add_weight(model, p + "self_attn.k_norm.weight", {head ? int64_t{d.head_dim} : kv_out});
+    } else {
+      w.q_norm_w = w.k_norm_w = kAbsent;
+    }
     if (is_gated(d.activation)) {
       add_linear(model, p + "mlp.gate_proj", inter, hidden, d.mlp_bias != 0, w.gate_w, w.gate_b);
     } else {
@@ -81,13 +89,19 @@ void build_weight_table(rill_model& model) {
     }
     add_linear(model, p + "mlp.up_proj", inter, hidden, d.mlp_bias != 0, w.up_w, w.up_b);
     add_linear(model, p + "mlp.down_proj", hidden, inter, d.mlp_bias != 0, w.down_w, w.down_b);
-    add_norm(model, p + "input_layernorm", w.attn_norm_w, w.attn_norm_b);
-    if (sandwich) {
+    if (output) {
+      // OLMo 2 names: each norm sits on its sublayer's output; no input norm.
+      w.attn_norm_w = w.attn_norm_b = w.mlp_norm_w = w.mlp_norm_b = kAbsent;
+      add_norm(model, p + "post_attention_layernorm", w.attn_out_norm_w, w.attn_out_norm_b);
+      add_norm(model, p + "post_feedforward_layernorm", w.mlp_out_norm_w, w.mlp_out_norm_b);
+    } else if (sandwich) {
+      add_norm(model, p + "input_layernorm", w.attn_norm_w, w.attn_norm_b);
       // Gemma 2 names: post_attention_layernorm normalizes the attention output.
       add_norm(model, p + "post_attention_layernorm", w.attn_out_norm_w, w.attn_out_norm_b);
       add_norm(model, p + "pre_feedforward_layernorm", w.mlp_norm_w, w.mlp_norm_b);
       add_norm(model, p + "post_feedforward_layernorm", w.mlp_out_norm_w, w.mlp_out_norm_b);
     } else {
+      add_norm(model, p + "input_layernorm", w.attn_norm_w, w.attn_norm_b);
       add_norm(model, p + "post_attention_layernorm", w.mlp_norm_w, w.mlp_norm_b);
       w.attn_out_norm_w = w.attn_out_norm_b = w.mlp_out_norm_w = w.mlp_out_norm_b = kAbsent;
     }
@@ -162,7 +176,7 @@ RILL_API rill_status rill_model_set_weight(rill_model* model, const char* name, 
     if (found == model->weight_index.end()) {
       return rill::fail(RILL_ERROR_NOT_FOUND,
                         f + ": name: this model has no weight '" + name +
-                            "' (check the descriptor's biases, norm, placement and layer count)");
+                            "' (check the descriptor's biases, norm, placement, qk_norm and layer count)");
     }
     rill::layer::Weight& weight = model->weights[static_cast<size_t>(found->second)];
     if (rill_dtype_size(src_dtype) == 0) {

@@ -31,10 +31,12 @@ struct LayerWeights {
   int32_t q_w, q_b, k_w, k_b, v_w, v_b, o_w, o_b;
   int32_t gate_w, gate_b, up_w, up_b, down_w, down_b;
   // Norms: attention input (pre/sandwich) or after-attention (post/deepnorm),
-  // then the MLP's; sandwich adds the norms on each sublayer's output.
+  // then the MLP's; sandwich adds the norms on each sublayer's output, which
+  // are output's only norms.
   int32_t attn_norm_w, attn_norm_b, mlp_norm_w, mlp_norm_b;
   int32_t attn_out_norm_w, attn_out_norm_b, mlp_out_norm_w, mlp_out_norm_b;
   int32_t attn_gain, mlp_gain;
+  int32_t q_norm_w, k_norm_w;  // the QK norm's weights (qk_norm)
 };
 
 struct Weight {

@@ -83,9 +83,9 @@ DescProblem resolve_desc(const rill_model_desc& given, rill_model_desc& resolved
     return problem("norm_eps", "norm_eps: expected a finite value >= 0, got " + num(d.norm_eps));
   }
   const int32_t placement = rill::enum_value(d.norm_placement);
-  if (placement < RILL_PLACEMENT_PRE || placement > RILL_PLACEMENT_DEEPNORM) {
+  if (placement < RILL_PLACEMENT_PRE || placement > RILL_PLACEMENT_OUTPUT) {
     return problem("norm_placement",
-                   "norm_placement: expected RILL_PLACEMENT_PRE, _POST, _SANDWICH or _DEEPNORM, got " +
+                   "norm_placement: expected RILL_PLACEMENT_PRE, _POST, _SANDWICH, _DEEPNORM or _OUTPUT, got " +
                        enum_name(d.norm_placement));
   }
   const int32_t activation = rill::enum_value(d.activation);
@@ -107,6 +107,15 @@ DescProblem resolve_desc(const rill_model_desc& given, rill_model_desc& resolved
   }
   if (!std::isfinite(d.branch_scale)) {
     return problem("branch_scale", "branch_scale: expected a finite value, got " + num(d.branch_scale));
+  }
+  const int32_t qk_norm = rill::enum_value(d.qk_norm);
+  if (qk_norm < RILL_QK_NORM_NONE || qk_norm > RILL_QK_NORM_FULL) {
+    return problem("qk_norm",
+                   "qk_norm: expected RILL_QK_NORM_NONE, _HEAD or _FULL, got " + enum_name(d.qk_norm));
+  }
+  if (qk_norm != RILL_QK_NORM_NONE && norm != RILL_NORM_RMS) {
+    return problem("qk_norm", "qk_norm: the QK norm is an RMSNorm, so it needs norm RILL_NORM_RMS; expected "
+                              "RILL_QK_NORM_NONE with RILL_NORM_LAYER, got " + enum_name(d.qk_norm));
   }
   resolved = d;
   return {};
@@ -146,7 +155,7 @@ void read_model_table(const TomlChecker& check, const toml::table& table, rill_m
                   {"dtype", "num_layers", "hidden_size", "num_heads", "num_kv_heads", "head_dim",
                    "intermediate_size", "norm", "norm_eps", "norm_placement", "activation", "rope_theta",
                    "rope_dim", "qkv_bias", "o_bias", "mlp_bias", "final_norm", "residual_scale", "branch_scale",
-                   "layer_scale"});
+                   "layer_scale", "qk_norm"});
   const ModelReader t(check, table);
   t.choice<rill_dtype>("dtype", {{"f32", RILL_DTYPE_F32}, {"f16", RILL_DTYPE_F16}, {"bf16", RILL_DTYPE_BF16}}, d.dtype);
   t.integer("num_layers", d.num_layers);
@@ -161,7 +170,8 @@ void read_model_table(const TomlChecker& check, const toml::table& table, rill_m
                                 {{"pre", RILL_PLACEMENT_PRE},
                                  {"post", RILL_PLACEMENT_POST},
                                  {"sandwich", RILL_PLACEMENT_SANDWICH},
-                                 {"deepnorm", RILL_PLACEMENT_DEEPNORM}},
+                                 {"deepnorm", RILL_PLACEMENT_DEEPNORM},
+                                 {"output", RILL_PLACEMENT_OUTPUT}},
                                 d.norm_placement);
   t.choice<rill_mlp_activation>("activation",
                                 {{"silu_glu", RILL_MLP_SILU_GLU},
@@ -179,6 +189,9 @@ void read_model_table(const TomlChecker& check, const toml::table& table, rill_m
   t.real("residual_scale", d.residual_scale);
   t.real("branch_scale", d.branch_scale);
   t.boolean("layer_scale", d.layer_scale);
+  t.choice<rill_qk_norm>("qk_norm",
+                         {{"none", RILL_QK_NORM_NONE}, {"head", RILL_QK_NORM_HEAD}, {"full", RILL_QK_NORM_FULL}},
+                         d.qk_norm);
 }
 
 }  // namespace

@@ -19,13 +19,19 @@ and inputs that rill gets:
     (with LayerScale folded into its post-sublayer norms),
     GraniteDecoderLayer for the branch scale (Granite's residual_multiplier)
     and MimiTransformerLayer for LayerScale (MimiLayerScale) with LayerNorm
-    and a plain GELU MLP.
+    and a plain GELU MLP;
+  * the QK norm (the qknorm group, also from the venv): Olmo2DecoderLayer
+    (q_norm and k_norm over the whole projections, the output placement)
+    and, as transformers 4.47.1 has no Qwen3, Qwen2DecoderLayer with Qwen3's
+    per-head q_norm and k_norm added as its published modelling code does.
 Every case runs as one prefill, as a prefill followed by decode steps and as
 decode steps only (`--decode-from`), and each output must match the reference
 by the limits of tests/python/tolerance.py (NMSE, worst element, finiteness).
 Each output must also fail against every negative control (CONTROLS): the
 reference built with a wrong eps, rope_theta, GQA head mapping or a transposed
-weight, or without its branch scale or LayerScale gains, so a tolerance too
+weight, or without its branch scale or LayerScale gains, and for the cases
+of a feature the controls of that feature (FEATURE_CONTROLS: no QK norm, the
+other QK norm form, the pre placement instead of output), so a tolerance too
 loose to see those mistakes fails the test.
 
 Weight files are written with PyPI's safetensors package, or where it is
@@ -589,9 +595,228 @@ def mimi_case(gen, config, control=None):
 
 
 # ---------------------------------------------------------------------------
+# Reference 4: the QK norm. OLMo 2 from transformers' own layers (full-width
+# QK norm, output placement); Qwen3 (per-head QK norm), which transformers
+# 4.47.1 lacks, as transformers' Qwen2 layer with the norms Qwen3 adds.
+
+# Controls of the QK norm and the output placement, asked only of the
+# builders that have the feature (the others would build a correct reference).
+QK_NORM_CONTROLS = {
+    "no_qk_norm": "the QK norm left out",
+    "qk_norm_form": "the QK norm per head where it is over the whole projection, or over it where it is per head",
+}
+OUTPUT_CONTROLS = {"placement": "the pre placement (each norm on its sublayer's input) instead of output"}
+
+
+def per_head_rms_norm(x, weight, eps, head_dim):
+    """x [..., H*hd] normalized over each head's hd values (in float32, as the
+    Hugging Face RMSNorms compute), times weight [hd], or [H*hd] elementwise."""
+    h = x.view(*x.shape[:-1], -1, head_dim).to(torch.float32)
+    h = (h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + eps)).to(x.dtype).reshape(x.shape)
+    return (h.view(*x.shape[:-1], -1, head_dim) * weight.view(-1, head_dim)).reshape(x.shape)
+
+
+class HeadNorm(torch.nn.Module):
+    """A projection followed by an RMSNorm of each head of its output (the
+    form of Qwen3's q_norm and k_norm), or with whole=True of the whole output."""
+
+    def __init__(self, proj, weight, eps, head_dim, whole=False):
+        super().__init__()
+        self.proj, self.weight, self.eps, self.head_dim, self.whole = proj, weight, eps, head_dim, whole
+
+    def forward(self, x):
+        y = self.proj(x)
+        if self.whole:  # one group of every head's values, the [hd] weight repeated per head
+            return per_head_rms_norm(y, self.weight.repeat(y.shape[-1] // self.head_dim), self.eps, y.shape[-1])
+        return per_head_rms_norm(y, self.weight, self.eps, self.head_dim)
+
+
+def olmo2_case(gen, config, control=None):
+    """Olmo2DecoderLayer (eager attention) and Olmo2RMSNorm: q_norm and k_norm
+    over the whole q and k projections before RoPE, and each sublayer's output
+    normalized before it is added, h = h + post_attention_layernorm(A(h)),
+    h = h + post_feedforward_layernorm(M(h)). In float64 but for what OLMo 2
+    itself computes in float32 (norms, RoPE tables, softmax)."""
+    try:
+        from transformers import Olmo2Config
+        from transformers.models.olmo2.modeling_olmo2 import Olmo2DecoderLayer, Olmo2RMSNorm
+    except ImportError as missing:
+        raise Skip(f"the OLMo 2 reference needs transformers: {missing}")
+
+    c = config
+    d, hq, hkv, hd, inter = c["hidden_size"], c["num_heads"], c["num_kv_heads"], c["head_dim"], c["intermediate_size"]
+    # What OLMo 2 can express: RMSNorm, the output placement with a final norm, the full QK norm, SwiGLU, full RoPE,
+    # head_dim = hidden_size / num_heads, one bias switch for all four attention projections, no MLP bias and an
+    # unscaled skip path.
+    assert c["norm"] == "rms" and c["norm_placement"] == "output" and c["qk_norm"] == "full" and c["final_norm"]
+    assert c["activation"] == "silu_glu" and c["rope_dim"] == 0 and hq * hd == d and c["residual_scale"] == 1.0
+    assert c["qkv_bias"] == c["o_bias"] and not c["mlp_bias"]
+    if control == "scale" and c["branch_scale"] == 1.0 and not c["layer_scale"]:
+        return None, None  # no branch scale or LayerScale to leave out
+    hf = Olmo2Config(hidden_size=d, intermediate_size=inter, num_hidden_layers=c["num_layers"],
+                     num_attention_heads=hq, num_key_value_heads=hkv, hidden_act="silu",
+                     rms_norm_eps=wrong_eps(c["norm_eps"], c["dtype"]) if control == "eps" else c["norm_eps"],
+                     rope_theta=wrong_rope_theta(c["rope_theta"]) if control == "rope_theta" else c["rope_theta"],
+                     attention_bias=c["qkv_bias"], attn_implementation="eager")
+    eps = hf.rms_norm_eps
+    weights = {}
+
+    def param(name, shape, scale, offset=0.0):
+        weights[name] = rounded(offset + scale * torch.randn(shape, generator=gen, dtype=torch.float64), c["dtype"])
+        return weights[name]
+
+    layers = []
+    for i in range(c["num_layers"]):
+        p = f"model.layers.{i}."
+        layer = Olmo2DecoderLayer(hf, layer_idx=i).double().eval()
+        modules = dict(layer.named_modules())
+        linears = [("self_attn.q_proj", d, c["qkv_bias"]), ("self_attn.k_proj", d, c["qkv_bias"]),
+                   ("self_attn.v_proj", d, c["qkv_bias"]), ("self_attn.o_proj", hq * hd, c["o_bias"]),
+                   ("mlp.gate_proj", d, False), ("mlp.up_proj", d, False), ("mlp.down_proj", inter, False)]
+        with torch.no_grad():
+            for name, fan_in, bias in linears:
+                modules[name].weight.copy_(param(p + name + ".weight", modules[name].weight.shape, fan_in ** -0.5))
+                if bias:
+                    modules[name].bias.copy_(param(p + name + ".bias", modules[name].bias.shape, 0.2))
+            for name in ("self_attn.q_norm", "self_attn.k_norm"):
+                modules[name].weight.copy_(param(p + name + ".weight", modules[name].weight.shape, 0.3, 1.0))
+            for name, gain_name in (("post_attention_layernorm", "self_attn_gain"),
+                                    ("post_feedforward_layernorm", "mlp_gain")):
+                w = param(p + name + ".weight", (d,), 0.3, 1.0)
+                # LayerScale and the branch scale, beta g * norm(F(h)), folded into the output norm's weight (as
+                # the Gemma2 reference folds them into its post-sublayer norms)
+                if c["layer_scale"]:
+                    gain = param(p + gain_name, (d,), 0.5)  # drawn for the control too: the later draws stay put
+                    if control != "scale":
+                        w = w * gain
+                modules[name].weight.copy_(w * (1.0 if control == "scale" else c["branch_scale"]))
+            if control == "gqa":  # the k norm's weight moves with its head
+                for name in ("self_attn.k_proj", "self_attn.v_proj"):
+                    modules[name].weight.copy_(roll_kv_heads(modules[name].weight.clone(), hkv))
+                    if c["qkv_bias"]:
+                        modules[name].bias.copy_(roll_kv_heads(modules[name].bias.clone(), hkv))
+                modules["self_attn.k_norm"].weight.copy_(roll_kv_heads(modules["self_attn.k_norm"].weight.clone(), hkv))
+            elif control == "transpose":
+                modules["self_attn.o_proj"].weight.copy_(modules["self_attn.o_proj"].weight.t().clone())
+        attn = layer.self_attn
+        if control == "no_qk_norm":
+            attn.q_norm, attn.k_norm = torch.nn.Identity(), torch.nn.Identity()
+        elif control == "qk_norm_form":  # per head, each head's hd values with its slice of the full weight
+            for proj, norm in (("q_proj", "q_norm"), ("k_proj", "k_norm")):
+                setattr(attn, proj, HeadNorm(getattr(attn, proj), getattr(attn, norm).weight.detach(), eps, hd))
+                setattr(attn, norm, torch.nn.Identity())
+        layers.append(layer)
+    final = Olmo2RMSNorm(d, eps=eps).double()
+    with torch.no_grad():
+        final.weight.copy_(param("model.norm.weight", (d,), 0.3, 1.0))
+
+    def reference(x):
+        b, t, _ = x.shape
+        mask = torch.triu(torch.full((t, t), float("-inf"), dtype=torch.float64), diagonal=1)[None, None]
+        positions = torch.arange(t)[None].expand(b, t)
+        with torch.no_grad():
+            for layer in layers:
+                if control == "placement":  # the same norms on the sublayer inputs
+                    x = x + layer.self_attn(layer.post_attention_layernorm(x), attention_mask=mask,
+                                            position_ids=positions)[0]
+                    x = x + layer.mlp(layer.post_feedforward_layernorm(x))
+                else:
+                    x = layer(x, attention_mask=mask, position_ids=positions)[0]
+            return final(x)
+
+    return weights, reference
+
+
+def qwen3_case(gen, config, control=None):
+    """Qwen3: transformers 4.47.1 has no Qwen3, so this is its Qwen2DecoderLayer
+    (eager attention) and Qwen2RMSNorm with what Qwen3's published modelling
+    code (Qwen3Attention, transformers 4.51) adds to Qwen2's attention: q_norm
+    and k_norm, RMSNorms of head_dim with the config's rms_norm_eps, applied to
+    each head of q and of k before RoPE,
+        q = q_norm(q_proj(x).view(*x.shape[:-1], -1, head_dim)),
+    here as a module behind q_proj and k_proj (the view only splits the last
+    dim into heads, so the head norm may run before it). Qwen2's attention has
+    q, k and v biases (Qwen3: attention_bias), which come before the norm."""
+    try:
+        from transformers import Qwen2Config
+        from transformers.models.qwen2.modeling_qwen2 import Qwen2DecoderLayer, Qwen2RMSNorm, Qwen2RotaryEmbedding
+    except ImportError as missing:
+        raise Skip(f"the Qwen3 reference needs transformers: {missing}")
+
+    c = config
+    d, hq, hkv, hd, inter = c["hidden_size"], c["num_heads"], c["num_kv_heads"], c["head_dim"], c["intermediate_size"]
+    # What this reference expresses: pre RMSNorm, the per-head QK norm, SwiGLU, full RoPE, head_dim = hidden_size /
+    # num_heads, q/k/v biases and none on o_proj or the MLP, unit residual scales, no LayerScale.
+    assert c["norm"] == "rms" and c["norm_placement"] == "pre" and c["qk_norm"] == "head" and c["rope_dim"] == 0
+    assert c["activation"] == "silu_glu" and hq * hd == d and c["qkv_bias"] and not (c["o_bias"] or c["mlp_bias"])
+    assert c["residual_scale"] == c["branch_scale"] == 1.0 and not c["layer_scale"]
+    if control == "scale" or control == "gqa" and hkv == 1:
+        return None, None  # no branch scale or LayerScale to leave out; one KV head has no mapping to get wrong
+    if control in OUTPUT_CONTROLS:
+        return None, None
+    hf = Qwen2Config(hidden_size=d, intermediate_size=inter, num_hidden_layers=c["num_layers"],
+                     num_attention_heads=hq, num_key_value_heads=hkv, hidden_act="silu",
+                     rms_norm_eps=wrong_eps(c["norm_eps"], c["dtype"]) if control == "eps" else c["norm_eps"],
+                     rope_theta=wrong_rope_theta(c["rope_theta"]) if control == "rope_theta" else c["rope_theta"],
+                     attn_implementation="eager")
+    weights = {}
+
+    def param(name, shape, scale, offset=0.0):
+        weights[name] = rounded(offset + scale * torch.randn(shape, generator=gen, dtype=torch.float64), c["dtype"])
+        return weights[name]
+
+    layers = []
+    for i in range(c["num_layers"]):
+        p = f"model.layers.{i}."
+        layer = Qwen2DecoderLayer(hf, layer_idx=i).double().eval()
+        modules = dict(layer.named_modules())
+        linears = [("self_attn.q_proj", d, True), ("self_attn.k_proj", d, True), ("self_attn.v_proj", d, True),
+                   ("self_attn.o_proj", hq * hd, False), ("mlp.gate_proj", d, False), ("mlp.up_proj", d, False),
+                   ("mlp.down_proj", inter, False)]
+        with torch.no_grad():
+            for name, fan_in, bias in linears:
+                modules[name].weight.copy_(param(p + name + ".weight", modules[name].weight.shape, fan_in ** -0.5))
+                if bias:
+                    modules[name].bias.copy_(param(p + name + ".bias", modules[name].bias.shape, 0.2))
+            qk_norms = {name: param(p + f"self_attn.{name}.weight", (hd,), 0.3, 1.0) for name in ("q_norm", "k_norm")}
+            for name in ("input_layernorm", "post_attention_layernorm"):
+                modules[name].weight.copy_(param(p + name + ".weight", (d,), 0.3, 1.0))
+            if control == "gqa":
+                for name in ("self_attn.k_proj", "self_attn.v_proj"):
+                    modules[name].weight.copy_(roll_kv_heads(modules[name].weight.clone(), hkv))
+                    modules[name].bias.copy_(roll_kv_heads(modules[name].bias.clone(), hkv))
+            elif control == "transpose":
+                modules["self_attn.o_proj"].weight.copy_(modules["self_attn.o_proj"].weight.t().clone())
+        if control != "no_qk_norm":
+            attn = layer.self_attn
+            whole = control == "qk_norm_form"  # over the whole projection where it is per head
+            attn.q_proj = HeadNorm(attn.q_proj, qk_norms["q_norm"], hf.rms_norm_eps, hd, whole)
+            attn.k_proj = HeadNorm(attn.k_proj, qk_norms["k_norm"], hf.rms_norm_eps, hd, whole)
+        layers.append(layer)
+    final = Qwen2RMSNorm(d, eps=hf.rms_norm_eps).double()
+    with torch.no_grad():
+        final.weight.copy_(param("model.norm.weight", (d,), 0.3, 1.0))
+    rotary = Qwen2RotaryEmbedding(config=hf)  # Qwen2Model computes the RoPE tables once for every layer
+
+    def reference(x):
+        b, t, _ = x.shape
+        mask = torch.triu(torch.full((t, t), float("-inf"), dtype=torch.float64), diagonal=1)[None, None]
+        positions = torch.arange(t)[None].expand(b, t)
+        with torch.no_grad():
+            position_embeddings = rotary(x, positions)
+            for layer in layers:
+                x = layer(x, attention_mask=mask, position_ids=positions, position_embeddings=position_embeddings)[0]
+            return final(x)
+
+    return weights, reference
+
+
+# ---------------------------------------------------------------------------
 
 ENCODER = dict(norm="layer", norm_eps=1e-5, num_kv_heads=4, rope_theta=0.0, qkv_bias=True, o_bias=True,
                mlp_bias=True)
+OLMO2 = dict(norm_placement="output", qk_norm="full", norm_eps=1e-6, rope_theta=5e5)
+QWEN3 = dict(qk_norm="head", qkv_bias=True)
 CASES = {
     # torch.nn.TransformerEncoderLayer
     "encoder_pre_gelu": ("encoder", base_config(**ENCODER, norm_placement="pre", activation="gelu")),
@@ -628,16 +853,25 @@ CASES = {
     # header (the post path's gains and branch scale), not against a model.
     "post_layer_scale_branch": ("decoder", base_config(norm_placement="post", layer_scale=True, branch_scale=0.7)),
     "sandwich_layer_scale_f16": ("gemma2", base_config(norm_placement="sandwich", layer_scale=True, dtype="f16")),
+    # the QK norm, and the output placement
+    "olmo2_f32": ("olmo2", base_config(**OLMO2, num_layers=3)),
+    "olmo2_layer_scale_bf16": ("olmo2", base_config(**OLMO2, layer_scale=True, branch_scale=0.5, dtype="bf16")),
+    "qwen3_f32": ("qwen3", base_config(**QWEN3, rope_theta=1e6)),
+    "qwen3_bf16": ("qwen3", base_config(**QWEN3, num_layers=3, dtype="bf16")),
 }
 BUILDERS = {"encoder": encoder_case, "decoder": decoder_case, "gemma2": gemma2_case, "granite": granite_case,
-            "mimi": mimi_case}
+            "mimi": mimi_case, "olmo2": olmo2_case, "qwen3": qwen3_case}
 TRANSFORMERS = ("gemma2", "granite", "mimi")  # the builders that need transformers (--venv)
+QK_NORM = ("olmo2", "qwen3")  # the qknorm group's builders, which need transformers too
+# The controls of a builder's features, beside CONTROLS.
+FEATURE_CONTROLS = {"olmo2": {**QK_NORM_CONTROLS, **OUTPUT_CONTROLS}, "qwen3": QK_NORM_CONTROLS}
 GROUPS = {
     "encoder": [n for n in CASES if n.startswith("encoder")],
     "llama": ["qwen2_f32", "qwen2_f16", "qwen2_bf16", "llama_mqa_partial_rope", "pre_no_final_norm_gelu_tanh"],
     "placements": [n for n in CASES if not n.startswith(("encoder", "qwen2", "llama", "pre_no"))
-                   and CASES[n][0] not in TRANSFORMERS],
+                   and CASES[n][0] not in TRANSFORMERS + QK_NORM],
     "transformers": [n for n in CASES if CASES[n][0] in TRANSFORMERS],
+    "qknorm": [n for n in CASES if CASES[n][0] in QK_NORM],
 }
 
 
@@ -672,7 +906,8 @@ def check_case(name, rill, backend, workdir, seed):
     x_model = rounded(x.to(torch.float32), dtype)
     expected = reference(x_model).numpy()
     # The same seed draws the same weights; only the reference differs.
-    wrong = {control: build(torch.Generator().manual_seed(seed), config, control)[1] for control in CONTROLS}
+    controls = {**CONTROLS, **FEATURE_CONTROLS.get(kind, {})}
+    wrong = {control: build(torch.Generator().manual_seed(seed), config, control)[1] for control in controls}
     wrong = {control: ref(x_model).numpy() for control, ref in wrong.items() if ref is not None}
 
     failures = []
@@ -695,7 +930,7 @@ def check_case(name, rill, backend, workdir, seed):
         for control, wrong_expected in wrong.items():
             caught = compare(got, wrong_expected, dtype, "layers")
             if caught.ok:
-                failures.append(f"{label}: negative control passed, {CONTROLS[control]}: {caught}")
+                failures.append(f"{label}: negative control passed, {controls[control]}: {caught}")
     return failures
 
 

@@ -53,6 +53,7 @@ class ModelDesc(ctypes.Structure):
         ("residual_scale", ctypes.c_float),
         ("branch_scale", ctypes.c_float),
         ("layer_scale", ctypes.c_uint32),
+        ("qk_norm", ctypes.c_int),
     ]
 
     def __init__(self, **fields):

@@ -35,6 +35,15 @@ class NormPlacement(enum.IntEnum):
     POST = 1
     SANDWICH = 2
     DEEPNORM = 3
+    OUTPUT = 4
+
+
+class QkNorm(enum.IntEnum):
+    """rill_qk_norm."""
+
+    NONE = 0
+    HEAD = 1
+    FULL = 2
 
 
 class MlpActivation(enum.IntEnum):
