@@ -410,6 +410,18 @@ RILL_API rill_status rill_activation(rill_context* ctx, rill_act_fn fn, const ri
 /* and the final norm is "model.norm.weight" (.bias for LayerNorm) when      */
 /* final_norm is set.                                                        */
 /*                                                                           */
+/* norm_weight_offset: Gemma's RMSNorm scales by (1 + w) and its checkpoints */
+/* store w; norm_weight_offset = 1 loads them as they are stored. The offset */
+/* is added to each norm weight when it is set (rill_model_set_weight,       */
+/* rill_model_load_safetensors): input_layernorm, post_attention_layernorm,  */
+/* pre_feedforward_layernorm, post_feedforward_layernorm and model.norm      */
+/* (their .weight only: never a LayerNorm .bias, a LayerScale gain or a      */
+/* projection), in f32 from the value given, then rounded once to the model  */
+/* dtype. The model keeps only w + offset: setting a weight again starts     */
+/* from the new value, and rill has no call that reads weights back. In f16  */
+/* and bf16 the sum is what is rounded, so 1 + w keeps fewer bits of w than  */
+/* w itself does (Gemma computes 1 + w in f32 at run time).                  */
+/*                                                                           */
 /* The residual stream h, with A = attention, M = MLP, alpha =               */
 /* residual_scale, beta = branch_scale, g_A / g_M = the LayerScale gains     */
 /* (ones without layer_scale), and the kernels the runtime runs:             */
@@ -439,7 +451,8 @@ RILL_API rill_status rill_activation(rill_context* ctx, rill_act_fn fn, const ri
 /* rounded to the model dtype like every intermediate.                       */
 /*                                                                           */
 /* Attention: q, k, v projections, RoPE on q and k (unless rope_theta is 0), */
-/* causal attention with scale 1/sqrt(head_dim), o projection. MLP: gated    */
+/* causal attention with scale 1/sqrt(query_pre_attn_scalar) (Gemma 2 and 3; */
+/* 0 = head_dim: 1/sqrt(head_dim)), o projection. MLP: gated                 */
 /* act(gate_proj(x)) * up_proj(x) -> down_proj, or plain act(up_proj(x)) ->  */
 /* down_proj.                                                                */
 /* ------------------------------------------------------------------------- */
@@ -467,6 +480,7 @@ typedef enum rill_mlp_activation {
   RILL_MLP_GELU = 2,      /* gelu(up_proj x), erf form */
   RILL_MLP_GELU_TANH = 3, /* gelu(up_proj x), tanh approximation */
   RILL_MLP_RELU = 4,      /* relu(up_proj x) */
+  RILL_MLP_GELU_TANH_GLU = 5, /* gelu(gate_proj x) * up_proj x, tanh GELU: Gemma's GeGLU */
   RILL_MLP_MAX_ENUM = 0x7FFFFFFF
 } rill_mlp_activation;
 
@@ -494,11 +508,14 @@ typedef struct rill_model_desc {
   float residual_scale;          /* alpha on the skip path: finite, nonzero */
   float branch_scale;            /* beta on each sublayer output: finite */
   uint32_t layer_scale;          /* nonzero: per-channel gains self_attn_gain, mlp_gain */
+  float norm_weight_offset;      /* added to every norm weight as it is set: finite; Gemma: 1 */
+  float query_pre_attn_scalar;   /* attention scale s^-1/2: finite, >= 0; 0 = head_dim */
 } rill_model_desc;
 
 /* Fills desc with the defaults of the [model] TOML table: f32, rms, eps 1e-6,
    pre, silu_glu, rope_theta 10000, rope_dim 0, no biases, final_norm on,
-   scales 1, no layer_scale, num_kv_heads and head_dim 0 (= derived), and the
+   scales 1, no layer_scale, norm_weight_offset 0, num_kv_heads, head_dim and
+   query_pre_attn_scalar 0 (= derived), and the
    sizes num_layers, hidden_size, num_heads, intermediate_size 0 (to be set).
    NULL is a no-op. */
 RILL_API void rill_model_desc_init(rill_model_desc* desc);
@@ -516,7 +533,8 @@ RILL_API void rill_model_desc_init(rill_model_desc* desc);
        norm = "rms"              # "rms" | "layer"
        norm_eps = 1e-6
        norm_placement = "pre"    # "pre" | "post" | "sandwich" | "deepnorm"
-       activation = "silu_glu"   # "silu_glu" | "gelu_glu" | "gelu" | "gelu_tanh" | "relu"
+       activation = "silu_glu"   # "silu_glu" | "gelu_glu" | "gelu_tanh_glu" | "gelu" |
+                                 # "gelu_tanh" | "relu"
        rope_theta = 10000.0      # 0 = no RoPE
        rope_dim = 0              # rotary dims per head, 0 = head_dim
        qkv_bias = false
@@ -526,6 +544,8 @@ RILL_API void rill_model_desc_init(rill_model_desc* desc);
        residual_scale = 1.0
        branch_scale = 1.0
        layer_scale = false
+       norm_weight_offset = 0.0  # Gemma: 1.0
+       query_pre_attn_scalar = 0.0  # attention scale 1/sqrt(this); 0 = head_dim
    source_name: names the text in messages (a file name), or NULL.
    Errors: RILL_ERROR_CONFIG for a missing [model] table or size, an unknown key,
    a wrong type or a bad value, with the key and its line:column; the values are

@@ -44,7 +44,7 @@ namespace Rill
     public enum NormPlacement : int { Pre = 0, Post = 1, Sandwich = 2, DeepNorm = 3 }
 
     /// <summary>rill_mlp_activation.</summary>
-    public enum MlpActivation : int { SiluGlu = 0, GeluGlu = 1, Gelu = 2, GeluTanh = 3, Relu = 4 }
+    public enum MlpActivation : int { SiluGlu = 0, GeluGlu = 1, Gelu = 2, GeluTanh = 3, Relu = 4, GeluTanhGlu = 5 }
 
     /// <summary>rill_model_desc, field for field. Start from ModelDesc.Defaults().</summary>
     [StructLayout(LayoutKind.Sequential)]
@@ -71,6 +71,8 @@ namespace Rill
         public float ResidualScale;
         public float BranchScale;
         public uint LayerScale;
+        public float NormWeightOffset;
+        public float QueryPreAttnScalar;
 
         /// <summary>The defaults of rill_model_desc_init; set the sizes next.</summary>
         public static ModelDesc Defaults()

@@ -24,6 +24,7 @@ int32_t add_weight(rill_model& model, const std::string& name, std::vector<int64
 void add_norm(rill_model& model, const std::string& prefix, int32_t& weight, int32_t& bias) {
   const int64_t d = model.desc.hidden_size;
   weight = add_weight(model, prefix + ".weight", {d});
+  model.weights[static_cast<size_t>(weight)].norm_weight = true;
   bias = model.desc.norm == RILL_NORM_LAYER ? add_weight(model, prefix + ".bias", {d}) : kAbsent;
 }
 
@@ -34,11 +35,10 @@ void add_linear(rill_model& model, const std::string& prefix, int64_t out, int64
   bias = has_bias ? add_weight(model, prefix + ".bias", {out}) : kAbsent;
 }
 
-bool is_gated(rill_mlp_activation activation) {
-  return activation == RILL_MLP_SILU_GLU || activation == RILL_MLP_GELU_GLU;
-}
-
 // Converts a weight from host memory into its tensor (created on first use).
+// A norm weight gets norm_weight_offset added in f32 before the one rounding
+// to the model dtype, so that 1 + w is rounded once rather than w and then
+// the sum.
 rill_status store_weight(const char* function, rill_model& model, Weight& weight, rill_dtype src_dtype,
                          const void* data, size_t count) {
   const std::string where = std::string(function) + ": weight '" + weight.name + "'";
@@ -46,11 +46,15 @@ rill_status store_weight(const char* function, rill_model& model, Weight& weight
     RILL_CHECK(tensor_create(where, *model.context, model.desc.dtype, static_cast<int32_t>(weight.shape.size()),
                              weight.shape.data(), weight.tensor));
   }
-  if (src_dtype == model.desc.dtype) {
+  const float offset = weight.norm_weight ? model.desc.norm_weight_offset : 0.0f;
+  if (src_dtype == model.desc.dtype && offset == 0.0f) {
     return tensor_write(where, *weight.tensor, data, count * rill_dtype_size(src_dtype));
   }
   std::vector<float> f32(count);
   convert_to_f32(src_dtype, data, f32.data(), count);
+  if (offset != 0.0f) {
+    for (float& v : f32) v += offset;
+  }
   return tensor_write_f32(where, *weight.tensor, f32.data(), count);
 }
 

@@ -53,6 +53,8 @@ class ModelDesc(ctypes.Structure):
         ("residual_scale", ctypes.c_float),
         ("branch_scale", ctypes.c_float),
         ("layer_scale", ctypes.c_uint32),
+        ("norm_weight_offset", ctypes.c_float),
+        ("query_pre_attn_scalar", ctypes.c_float),
     ]
 
     def __init__(self, **fields):
