@@ -574,7 +574,7 @@ RILL_API rill_status rill_model_create(rill_context* ctx, const rill_model_desc*
 RILL_API void rill_model_destroy(rill_model* model);
 
 /* Sets one weight from host memory, converting it to the model dtype (round to
-   nearest even).
+   nearest even); a norm weight gets norm_weight_offset added first (above).
    name: a Hugging Face name listed above that this model uses.
    src_dtype: the dtype of data. ndim, shape: data's shape, which must be the
    weight's. bytes: must equal the product of shape times the dtype size.
@@ -585,10 +585,11 @@ RILL_API rill_status rill_model_set_weight(rill_model* model, const char* name, 
                                            const int64_t* shape, const void* data, size_t bytes);
 
 /* Loads every weight the model uses that the safetensors file at path holds
-   (F32, F16 or BF16, converted to the model dtype). The file is memory-mapped;
-   tensors the model does not use are skipped, so a checkpoint's shards can be
-   loaded one after another. The header, every offset and size, overlaps and
-   the file's length are validated.
+   (F32, F16 or BF16, converted to the model dtype; norm weights get
+   norm_weight_offset added as in rill_model_set_weight). The file is
+   memory-mapped; tensors the model does not use are skipped, so a
+   checkpoint's shards can be loaded one after another. The header, every
+   offset and size, overlaps and the file's length are validated.
    Errors: RILL_ERROR_IO naming the file (and the tensor) for an unreadable,
    truncated or corrupt file, or a tensor of another dtype; RILL_ERROR_SHAPE for
    a tensor of the wrong shape (file, tensor and both shapes named). */

@@ -36,9 +36,8 @@ void add_linear(rill_model& model, const std::string& prefix, int64_t out, int64
 }
 
 // Converts a weight from host memory into its tensor (created on first use).
-// A norm weight gets norm_weight_offset added in f32 before the one rounding
-// to the model dtype, so that 1 + w is rounded once rather than w and then
-// the sum.
+// A norm weight gets norm_weight_offset added in f32 and the sum rounded
+// once to the model dtype (adding in f16 or bf16 would round twice).
 rill_status store_weight(const char* function, rill_model& model, Weight& weight, rill_dtype src_dtype,
                          const void* data, size_t count) {
   const std::string where = std::string(function) + ": weight '" + weight.name + "'";

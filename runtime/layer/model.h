@@ -19,8 +19,8 @@ struct DescProblem {
 
 // Copies the caller's descriptor (only the fields inside its struct_size) over
 // the defaults, resolves the derived fields (num_kv_heads 0, head_dim 0,
-// rope_dim 0, query_pre_attn_scalar 0) and checks every field. Returns a problem with an empty field
-// when the result is valid.
+// rope_dim 0, query_pre_attn_scalar 0) and checks every field. Returns a
+// problem with an empty field when the result is valid.
 DescProblem resolve_desc(const rill_model_desc& given, rill_model_desc& resolved);
 
 // Index of a weight in rill_model::weights; kAbsent for one the model does not use.
