@@ -414,6 +414,19 @@ RILL_API rill_status rill_activation(rill_context* ctx, rill_act_fn fn, const ri
 /* and the final norm is "model.norm.weight" (.bias for LayerNorm) when      */
 /* final_norm is set.                                                        */
 /*                                                                           */
+/* norm_weight_offset: Gemma's RMSNorm scales by (1 + w) and its checkpoints */
+/* store w; norm_weight_offset = 1 loads them as they are stored. The offset */
+/* is added to each norm weight when it is set (rill_model_set_weight,       */
+/* rill_model_load_safetensors): input_layernorm, post_attention_layernorm,  */
+/* pre_feedforward_layernorm, post_feedforward_layernorm, model.norm and    */
+/* the QK norms' self_attn.q_norm / k_norm (Gemma 3 stores those as w too)   */
+/* (their .weight only: never a LayerNorm .bias, a LayerScale gain or a      */
+/* projection), in f32 from the value given, then rounded once to the model  */
+/* dtype. The model keeps only w + offset: setting a weight again starts     */
+/* from the new value, and rill has no call that reads weights back. In f16  */
+/* and bf16 the sum is what is rounded, so 1 + w keeps fewer bits of w than  */
+/* w itself does (Gemma computes 1 + w in f32 at run time).                  */
+/*                                                                           */
 /* The residual stream h, with A = attention, M = MLP, alpha =               */
 /* residual_scale, beta = branch_scale, g_A / g_M = the LayerScale gains     */
 /* (ones without layer_scale), and the kernels the runtime runs:             */
@@ -451,11 +464,13 @@ RILL_API rill_status rill_activation(rill_context* ctx, rill_act_fn fn, const ri
 /* rounded to the model dtype like every intermediate.                       */
 /*                                                                           */
 /* Attention: q, k, v projections, the QK norm (qk_norm), RoPE on q and k    */
-/* (unless rope_theta is 0), causal attention with scale 1/sqrt(head_dim),   */
-/* o projection. The QK norm is an RMSNorm with eps norm_eps of each head's  */
-/* hd values of q and of k with one [hd] weight shared by the heads (head:   */
-/* Qwen3, Gemma 3), or of the whole q and k projections (full: OLMo 2); one  */
-/* plain norm each on q and on k, in place. MLP: gated                       */
+/* (unless rope_theta is 0), causal attention with scale                     */
+/* 1/sqrt(query_pre_attn_scalar) (Gemma 2 and 3; 0 = head_dim:               */
+/* 1/sqrt(head_dim)), o projection. The QK norm is an RMSNorm with eps       */
+/* norm_eps of each head's hd values of q and of k with one [hd] weight      */
+/* shared by the heads (head: Qwen3, Gemma 3), or of the whole q and k       */
+/* projections (full: OLMo 2); one plain norm each on q and on k, in place.  */
+/* MLP: gated                                                                */
 /* act(gate_proj(x)) * up_proj(x) -> down_proj, or plain act(up_proj(x)) ->  */
 /* down_proj.                                                                */
 /* ------------------------------------------------------------------------- */
@@ -492,6 +507,7 @@ typedef enum rill_mlp_activation {
   RILL_MLP_GELU = 2,      /* gelu(up_proj x), erf form */
   RILL_MLP_GELU_TANH = 3, /* gelu(up_proj x), tanh approximation */
   RILL_MLP_RELU = 4,      /* relu(up_proj x) */
+  RILL_MLP_GELU_TANH_GLU = 5, /* gelu(gate_proj x) * up_proj x, tanh GELU: Gemma's GeGLU */
   RILL_MLP_MAX_ENUM = 0x7FFFFFFF
 } rill_mlp_activation;
 
@@ -520,11 +536,14 @@ typedef struct rill_model_desc {
   float branch_scale;            /* beta on each sublayer output: finite */
   uint32_t layer_scale;          /* nonzero: per-channel gains self_attn_gain, mlp_gain */
   rill_qk_norm qk_norm;          /* RMSNorm on q and k; not with RILL_NORM_LAYER */
+  float norm_weight_offset;      /* added to every norm weight as it is set: finite; Gemma: 1 */
+  float query_pre_attn_scalar;   /* attention scale s^-1/2: finite, >= 0; 0 = head_dim */
 } rill_model_desc;
 
 /* Fills desc with the defaults of the [model] TOML table: f32, rms, eps 1e-6,
    pre, silu_glu, rope_theta 10000, rope_dim 0, no biases, final_norm on,
-   scales 1, no layer_scale, no qk_norm, num_kv_heads and head_dim 0 (= derived), and the
+   scales 1, no layer_scale, no qk_norm, norm_weight_offset 0, num_kv_heads,
+   head_dim and query_pre_attn_scalar 0 (= derived), and the
    sizes num_layers, hidden_size, num_heads, intermediate_size 0 (to be set).
    NULL is a no-op. */
 RILL_API void rill_model_desc_init(rill_model_desc* desc);
@@ -542,7 +561,8 @@ RILL_API void rill_model_desc_init(rill_model_desc* desc);
        norm = "rms"              # "rms" | "layer"
        norm_eps = 1e-6
        norm_placement = "pre"    # "pre" | "post" | "sandwich" | "deepnorm" | "output"
-       activation = "silu_glu"   # "silu_glu" | "gelu_glu" | "gelu" | "gelu_tanh" | "relu"
+       activation = "silu_glu"   # "silu_glu" | "gelu_glu" | "gelu_tanh_glu" | "gelu" |
+                                 # "gelu_tanh" | "relu"
        rope_theta = 10000.0      # 0 = no RoPE
        rope_dim = 0              # rotary dims per head, 0 = head_dim
        qkv_bias = false
@@ -553,6 +573,8 @@ RILL_API void rill_model_desc_init(rill_model_desc* desc);
        branch_scale = 1.0
        layer_scale = false
        qk_norm = "none"          # "none" | "head" | "full"
+       norm_weight_offset = 0.0  # Gemma: 1.0
+       query_pre_attn_scalar = 0.0  # attention scale 1/sqrt(this); 0 = head_dim
    source_name: names the text in messages (a file name), or NULL.
    Errors: RILL_ERROR_CONFIG for a missing [model] table or size, an unknown key,
    a wrong type or a bad value, with the key and its line:column; the values are
@@ -581,7 +603,7 @@ RILL_API rill_status rill_model_create(rill_context* ctx, const rill_model_desc*
 RILL_API void rill_model_destroy(rill_model* model);
 
 /* Sets one weight from host memory, converting it to the model dtype (round to
-   nearest even).
+   nearest even); a norm weight gets norm_weight_offset added first (above).
    name: a Hugging Face name listed above that this model uses.
    src_dtype: the dtype of data. ndim, shape: data's shape, which must be the
    weight's. bytes: must equal the product of shape times the dtype size.
@@ -592,10 +614,11 @@ RILL_API rill_status rill_model_set_weight(rill_model* model, const char* name, 
                                            const int64_t* shape, const void* data, size_t bytes);
 
 /* Loads every weight the model uses that the safetensors file at path holds
-   (F32, F16 or BF16, converted to the model dtype). The file is memory-mapped;
-   tensors the model does not use are skipped, so a checkpoint's shards can be
-   loaded one after another. The header, every offset and size, overlaps and
-   the file's length are validated.
+   (F32, F16 or BF16, converted to the model dtype; norm weights get
+   norm_weight_offset added as in rill_model_set_weight). The file is
+   memory-mapped; tensors the model does not use are skipped, so a
+   checkpoint's shards can be loaded one after another. The header, every
+   offset and size, overlaps and the file's length are validated.
    Errors: RILL_ERROR_IO naming the file (and the tensor) for an unreadable,
    truncated or corrupt file, or a tensor of another dtype; RILL_ERROR_SHAPE for
    a tensor of the wrong shape (file, tensor and both shapes named). */

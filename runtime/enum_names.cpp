@@ -49,7 +49,8 @@ std::string enum_name(const rill_mlp_activation& value) {
                             {RILL_MLP_GELU_GLU, "RILL_MLP_GELU_GLU"},
                             {RILL_MLP_GELU, "RILL_MLP_GELU"},
                             {RILL_MLP_GELU_TANH, "RILL_MLP_GELU_TANH"},
-                            {RILL_MLP_RELU, "RILL_MLP_RELU"}});
+                            {RILL_MLP_RELU, "RILL_MLP_RELU"},
+                            {RILL_MLP_GELU_TANH_GLU, "RILL_MLP_GELU_TANH_GLU"}});
 }
 
 }  // namespace rill

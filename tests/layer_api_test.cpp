@@ -47,8 +47,9 @@ struct Fixture {
   Fixture(const Fixture&) = delete;
   Fixture& operator=(const Fixture&) = delete;
 
-  // Sets every weight of small_desc() to random values (norm weights near 1).
-  void set_all_weights() {
+  // Sets every weight of small_desc() to random values, the norm weights
+  // near norm_level (the same values for any norm_level, shifted).
+  void set_all_weights(float norm_level = 1.0f) {
     std::mt19937 gen(11);
     std::normal_distribution<float> dist(0.0f, 0.25f);
     const int64_t d = 16, q = 16, kv = 8, inter = 24;
@@ -73,10 +74,10 @@ struct Fixture {
       set(p + "mlp.gate_proj.weight", {inter, d}, 0);
       set(p + "mlp.up_proj.weight", {inter, d}, 0);
       set(p + "mlp.down_proj.weight", {d, inter}, 0);
-      set(p + "input_layernorm.weight", {d}, 1);
-      set(p + "post_attention_layernorm.weight", {d}, 1);
+      set(p + "input_layernorm.weight", {d}, norm_level);
+      set(p + "post_attention_layernorm.weight", {d}, norm_level);
     }
-    set("model.norm.weight", {d}, 1);
+    set("model.norm.weight", {d}, norm_level);
   }
 
   rill_tensor* hidden(int64_t batch, int64_t tokens, const std::vector<float>& values) {
@@ -165,7 +166,7 @@ TEST_CASE("model descriptors: every field checked, with its name") {
       {[](rill_model_desc& d) { d.norm_eps = -1.0f; }, "norm_eps"},
       {[](rill_model_desc& d) { d.norm = static_cast<rill_norm_kind>(7); }, "norm", "got unknown value 7"},
       {[](rill_model_desc& d) { d.norm_placement = static_cast<rill_norm_placement>(9); }, "norm_placement", "got unknown value 9"},
-      {[](rill_model_desc& d) { d.activation = static_cast<rill_mlp_activation>(5); }, "activation", "got unknown value 5"},
+      {[](rill_model_desc& d) { d.activation = static_cast<rill_mlp_activation>(6); }, "activation", "got unknown value 6"},
       // A C caller may store any 32-bit value, negative ones too; written as
       // raw bytes, as C would, since a C++ cast to them is undefined.
       {[](rill_model_desc& d) { store_raw(d.norm, -1); }, "norm", "got unknown value -1"},
@@ -181,6 +182,12 @@ TEST_CASE("model descriptors: every field checked, with its name") {
       {[](rill_model_desc& d) { d.rope_theta = NAN; }, "rope_theta"},
       {[](rill_model_desc& d) { d.residual_scale = 0.0f; }, "residual_scale"},
       {[](rill_model_desc& d) { d.branch_scale = INFINITY; }, "branch_scale"},
+      {[](rill_model_desc& d) { d.norm_weight_offset = NAN; }, "norm_weight_offset", "expected a finite value, got nan"},
+      {[](rill_model_desc& d) { d.norm_weight_offset = -INFINITY; }, "norm_weight_offset", "got -inf"},
+      {[](rill_model_desc& d) { d.query_pre_attn_scalar = -2.0f; }, "query_pre_attn_scalar",
+       "expected a finite value >= 0 (0 = head_dim), got -2"},
+      {[](rill_model_desc& d) { d.query_pre_attn_scalar = INFINITY; }, "query_pre_attn_scalar", "got inf"},
+      {[](rill_model_desc& d) { d.query_pre_attn_scalar = NAN; }, "query_pre_attn_scalar", "got nan"},
       {[](rill_model_desc& d) { d.dtype = static_cast<rill_dtype>(3); }, "dtype", "got unknown value 3"},
       {[](rill_model_desc& d) { d.struct_size = 0; }, "struct_size"},
   };
@@ -201,7 +208,8 @@ TEST_CASE("the [model] TOML table") {
   const char* good =
       "[runtime]\nbackend = \"cpu\"\n[model]\ndtype = \"bf16\"\nnum_layers = 3\nhidden_size = 896\nnum_heads = 14\n"
       "num_kv_heads = 2\nintermediate_size = 4864\nnorm_placement = \"sandwich\"\nactivation = \"gelu_tanh\"\n"
-      "rope_theta = 1000000\nqkv_bias = true\nlayer_scale = true\nbranch_scale = 0.5\n";
+      "rope_theta = 1000000\nqkv_bias = true\nlayer_scale = true\nbranch_scale = 0.5\nnorm_weight_offset = 1\n"
+      "query_pre_attn_scalar = 224.0\n";
   REQUIRE_MESSAGE(rill_model_desc_from_toml(good, "m.toml", &d) == RILL_OK, rill_last_error());
   CHECK(d.dtype == RILL_DTYPE_BF16);
   CHECK(d.num_layers == 3);
@@ -215,6 +223,8 @@ TEST_CASE("the [model] TOML table") {
   CHECK(d.layer_scale == 1);
   CHECK(d.branch_scale == 0.5f);
   CHECK(d.final_norm == 1);
+  CHECK(d.norm_weight_offset == 1.0f);
+  CHECK(d.query_pre_attn_scalar == 224.0f);
 
   const std::string sizes = "[model]\nnum_layers = 1\nhidden_size = 8\nnum_heads = 2\nintermediate_size = 4\n";
   expect_failure(rill_model_desc_from_toml("[runtime]\n", "m.toml", &d), RILL_ERROR_CONFIG, {"m.toml", "[model]"});
@@ -229,6 +239,23 @@ TEST_CASE("the [model] TOML table") {
   expect_failure(rill_model_desc_from_toml((sizes + "hidden = 3\n").c_str(), "m.toml", &d), RILL_ERROR_CONFIG,
                  {"m.toml:6:1", "unknown key 'model.hidden'"});
   expect_failure(rill_model_desc_from_toml("[model\n", "m.toml", &d), RILL_ERROR_CONFIG, {"m.toml:1:", "syntax"});
+  REQUIRE_MESSAGE(rill_model_desc_from_toml((sizes + "activation = \"gelu_tanh_glu\"\n").c_str(), "m.toml", &d) ==
+                      RILL_OK,
+                  rill_last_error());
+  CHECK(d.activation == RILL_MLP_GELU_TANH_GLU);
+  // Gemma's keys: a wrong type, then values out of range, each named with its place, the range and the value.
+  expect_failure(rill_model_desc_from_toml((sizes + "norm_weight_offset = \"1\"\n").c_str(), "m.toml", &d),
+                 RILL_ERROR_CONFIG, {"m.toml:6:", "model.norm_weight_offset", "a number", "string"});
+  expect_failure(rill_model_desc_from_toml((sizes + "norm_weight_offset = nan\n").c_str(), "m.toml", &d),
+                 RILL_ERROR_CONFIG, {"m.toml:6:", "model.norm_weight_offset", "finite", "nan"});
+  expect_failure(rill_model_desc_from_toml((sizes + "norm_weight_offset = -1e39\n").c_str(), "m.toml", &d),
+                 RILL_ERROR_CONFIG, {"m.toml:6:", "model.norm_weight_offset", "float's range", "-1e+39"});
+  expect_failure(rill_model_desc_from_toml((sizes + "query_pre_attn_scalar = true\n").c_str(), "m.toml", &d),
+                 RILL_ERROR_CONFIG, {"m.toml:6:", "model.query_pre_attn_scalar", "a number", "boolean"});
+  expect_failure(rill_model_desc_from_toml((sizes + "query_pre_attn_scalar = -256\n").c_str(), "m.toml", &d),
+                 RILL_ERROR_CONFIG, {"m.toml:6:", "model.query_pre_attn_scalar", ">= 0", "-256"});
+  expect_failure(rill_model_desc_from_toml((sizes + "query_pre_attn_scalar = inf\n").c_str(), "m.toml", &d),
+                 RILL_ERROR_CONFIG, {"m.toml:6:", "model.query_pre_attn_scalar", "finite", "inf"});
 }
 
 TEST_CASE("the QK norm and the output placement: TOML values, weight names and shapes") {
@@ -465,6 +492,26 @@ TEST_CASE("decode steps with per-sequence lengths equal separate prefills") {
   double difference = 0;
   for (size_t i = 0; i < 16; ++i) difference = std::max(difference, std::fabs(double{uncached[i]} - decoded[i]));
   CHECK(difference > 1e-3);
+}
+
+TEST_CASE("norm_weight_offset is added once to each norm weight, and to nothing else") {
+  // Norm weights w stored around 0 with offset 1 must act as 1 + w, which is
+  // what the plain model gets (the f32 sums are the same, so the outputs are
+  // equal bit for bit). small_desc() has q/k/v biases: an offset wrongly added
+  // to them, or to a projection, changes the output.
+  const std::vector<float> x = random_tokens(5, 4);
+  Fixture plain(small_desc());
+  plain.set_all_weights();
+  const std::vector<float> expected = plain.forward(nullptr, 1, 5, x);
+  rill_model_desc gemma = small_desc();
+  gemma.norm_weight_offset = 1.0f;
+  Fixture f(gemma);
+  f.set_all_weights(0.0f);
+  CHECK(f.forward(nullptr, 1, 5, x) == expected);
+  f.set_all_weights(0.0f);  // setting the weights again starts from the values given
+  CHECK(f.forward(nullptr, 1, 5, x) == expected);
+  f.set_all_weights(1.0f);  // checkpoint weights already holding 1 + w are not Gemma's: now 2 + w
+  CHECK(f.forward(nullptr, 1, 5, x) != expected);
 }
 
 TEST_CASE("RoPE positions are relative: shifting every position leaves the output unchanged") {

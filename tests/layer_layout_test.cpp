@@ -3,6 +3,7 @@
 // in abi_layout_test.cpp).
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <cstddef>
 
 #include "rill.h"
@@ -30,7 +31,9 @@ static_assert(offsetof(rill_model_desc, residual_scale) == 72);
 static_assert(offsetof(rill_model_desc, branch_scale) == 76);
 static_assert(offsetof(rill_model_desc, layer_scale) == 80);
 static_assert(offsetof(rill_model_desc, qk_norm) == 84);
-static_assert(sizeof(rill_model_desc) == 88);
+static_assert(offsetof(rill_model_desc, norm_weight_offset) == 88);
+static_assert(offsetof(rill_model_desc, query_pre_attn_scalar) == 92);
+static_assert(sizeof(rill_model_desc) == 96);
 
 static_assert(RILL_ACT_SILU == 0 && RILL_ACT_GELU == 1 && RILL_ACT_GELU_TANH == 2 && RILL_ACT_RELU == 3);
 static_assert(RILL_NORM_RMS == 0 && RILL_NORM_LAYER == 1);
@@ -38,13 +41,15 @@ static_assert(RILL_PLACEMENT_PRE == 0 && RILL_PLACEMENT_POST == 1 && RILL_PLACEM
               RILL_PLACEMENT_DEEPNORM == 3 && RILL_PLACEMENT_OUTPUT == 4);
 static_assert(RILL_QK_NORM_NONE == 0 && RILL_QK_NORM_HEAD == 1 && RILL_QK_NORM_FULL == 2);
 static_assert(RILL_MLP_SILU_GLU == 0 && RILL_MLP_GELU_GLU == 1 && RILL_MLP_GELU == 2 && RILL_MLP_GELU_TANH == 3 &&
-              RILL_MLP_RELU == 4);
+              RILL_MLP_RELU == 4 && RILL_MLP_GELU_TANH_GLU == 5);
 
 TEST_CASE("an older, shorter descriptor gets the defaults for the fields it lacks") {
   rill_test::ScopedContext context;
   rill_model_desc d = rill_test::model_desc(/*num_layers=*/1, /*hidden_size=*/8, /*num_heads=*/2,
                                             /*intermediate_size=*/8);
-  d.layer_scale = 1;  // beyond the size given below: must be ignored
+  d.layer_scale = 1;  // beyond the size given below: must be ignored,
+  d.norm_weight_offset = NAN;  // like these, which would fail the checks
+  d.query_pre_attn_scalar = -1.0f;
   d.struct_size = offsetof(rill_model_desc, layer_scale);
   rill_model* model = nullptr;
   REQUIRE_MESSAGE(rill_model_create(context.ctx, &d, &model) == RILL_OK, rill_last_error());

@@ -47,7 +47,7 @@ namespace Rill
     public enum QkNorm : int { None = 0, Head = 1, Full = 2 }
 
     /// <summary>rill_mlp_activation.</summary>
-    public enum MlpActivation : int { SiluGlu = 0, GeluGlu = 1, Gelu = 2, GeluTanh = 3, Relu = 4 }
+    public enum MlpActivation : int { SiluGlu = 0, GeluGlu = 1, Gelu = 2, GeluTanh = 3, Relu = 4, GeluTanhGlu = 5 }
 
     /// <summary>rill_model_desc, field for field. Start from ModelDesc.Defaults().</summary>
     [StructLayout(LayoutKind.Sequential)]
@@ -75,6 +75,8 @@ namespace Rill
         public float BranchScale;
         public uint LayerScale;
         public QkNorm QkNorm;
+        public float NormWeightOffset;
+        public float QueryPreAttnScalar;
 
         /// <summary>The defaults of rill_model_desc_init; set the sizes next.</summary>
         public static ModelDesc Defaults()

@@ -41,13 +41,10 @@ rill_act_fn act_fn(rill_mlp_activation activation) {
     case RILL_MLP_SILU_GLU: return RILL_ACT_SILU;
     case RILL_MLP_GELU_GLU:
     case RILL_MLP_GELU: return RILL_ACT_GELU;
+    case RILL_MLP_GELU_TANH_GLU:
     case RILL_MLP_GELU_TANH: return RILL_ACT_GELU_TANH;
     default: return RILL_ACT_RELU;
   }
-}
-
-bool is_gated(rill_mlp_activation activation) {
-  return activation == RILL_MLP_SILU_GLU || activation == RILL_MLP_GELU_GLU;
 }
 
 class Forward {
@@ -325,7 +322,8 @@ class Forward {
     }
     const rill_backend_tensor qv = view_of(q, {batch_, tokens_, hq, hd});
     const rill_backend_tensor attn_v = view_of(attn, {batch_, tokens_, hq, hd});
-    const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(hd)));
+    // query_pre_attn_scalar is resolved: head_dim unless the model sets its own.
+    const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(d_.query_pre_attn_scalar)));
     RILL_CHECK(dispatch(fn_, ctx_, RILL_BACKEND_OP(*ctx_.backend, attention), "attention", &qv,
                         static_cast<const rill_backend_tensor*>(&keys),
                         static_cast<const rill_backend_tensor*>(&values),

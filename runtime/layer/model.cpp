@@ -21,9 +21,16 @@ int32_t add_weight(rill_model& model, const std::string& name, std::vector<int64
 }
 
 // Adds "<prefix>.weight" (and "<prefix>.bias" for LayerNorm) of a [D] norm.
+// A norm's scale: norm_weight_offset is added to it as it is set.
+int32_t add_norm_weight(rill_model& model, const std::string& name, int64_t size) {
+  const int32_t weight = add_weight(model, name, {size});
+  model.weights[static_cast<size_t>(weight)].norm_weight = true;
+  return weight;
+}
+
 void add_norm(rill_model& model, const std::string& prefix, int32_t& weight, int32_t& bias) {
   const int64_t d = model.desc.hidden_size;
-  weight = add_weight(model, prefix + ".weight", {d});
+  weight = add_norm_weight(model, prefix + ".weight", d);
   bias = model.desc.norm == RILL_NORM_LAYER ? add_weight(model, prefix + ".bias", {d}) : kAbsent;
 }
 
@@ -34,11 +41,9 @@ void add_linear(rill_model& model, const std::string& prefix, int64_t out, int64
   bias = has_bias ? add_weight(model, prefix + ".bias", {out}) : kAbsent;
 }
 
-bool is_gated(rill_mlp_activation activation) {
-  return activation == RILL_MLP_SILU_GLU || activation == RILL_MLP_GELU_GLU;
-}
-
 // Converts a weight from host memory into its tensor (created on first use).
+// A norm weight gets norm_weight_offset added in f32 and the sum rounded
+// once to the model dtype (adding in f16 or bf16 would round twice).
 rill_status store_weight(const char* function, rill_model& model, Weight& weight, rill_dtype src_dtype,
                          const void* data, size_t count) {
   const std::string where = std::string(function) + ": weight '" + weight.name + "'";
@@ -46,11 +51,15 @@ rill_status store_weight(const char* function, rill_model& model, Weight& weight
     RILL_CHECK(tensor_create(where, *model.context, model.desc.dtype, static_cast<int32_t>(weight.shape.size()),
                              weight.shape.data(), weight.tensor));
   }
-  if (src_dtype == model.desc.dtype) {
+  const float offset = weight.norm_weight ? model.desc.norm_weight_offset : 0.0f;
+  if (src_dtype == model.desc.dtype && offset == 0.0f) {
     return tensor_write(where, *weight.tensor, data, count * rill_dtype_size(src_dtype));
   }
   std::vector<float> f32(count);
   convert_to_f32(src_dtype, data, f32.data(), count);
+  if (offset != 0.0f) {
+    for (float& v : f32) v += offset;
+  }
   return tensor_write_f32(where, *weight.tensor, f32.data(), count);
 }
 
@@ -77,8 +86,8 @@ void build_weight_table(rill_model& model) {
     add_linear(model, p + "self_attn.o_proj", hidden, q_out, d.o_bias != 0, w.o_w, w.o_b);
     if (d.qk_norm != RILL_QK_NORM_NONE) {
       const bool head = d.qk_norm == RILL_QK_NORM_HEAD;
-      w.q_norm_w = add_weight(model, p + "self_attn.q_norm.weight", {head ? int64_t{d.head_dim} : q_out});
-      w.k_norm_w = add_weight(model, p + "self_attn.k_norm.weight", {head ? int64_t{d.head_dim} : kv_out});
+      w.q_norm_w = add_norm_weight(model, p + "self_attn.q_norm.weight", head ? int64_t{d.head_dim} : q_out);
+      w.k_norm_w = add_norm_weight(model, p + "self_attn.k_norm.weight", head ? int64_t{d.head_dim} : kv_out);
     } else {
       w.q_norm_w = w.k_norm_w = kAbsent;
     }

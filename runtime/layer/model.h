@@ -19,8 +19,8 @@ struct DescProblem {
 
 // Copies the caller's descriptor (only the fields inside its struct_size) over
 // the defaults, resolves the derived fields (num_kv_heads 0, head_dim 0,
-// rope_dim 0) and checks every field. Returns a problem with an empty field
-// when the result is valid.
+// rope_dim 0, query_pre_attn_scalar 0) and checks every field. Returns a
+// problem with an empty field when the result is valid.
 DescProblem resolve_desc(const rill_model_desc& given, rill_model_desc& resolved);
 
 // Index of a weight in rill_model::weights; kAbsent for one the model does not use.
@@ -43,7 +43,13 @@ struct Weight {
   std::string name;
   std::vector<int64_t> shape;
   rill_tensor* tensor = nullptr;  // NULL until set
+  bool norm_weight = false;       // a norm's .weight: norm_weight_offset is added as it is set
 };
+
+// Whether the MLP has a gate projection (act(gate_proj x) * up_proj x).
+inline bool is_gated(rill_mlp_activation activation) {
+  return activation == RILL_MLP_SILU_GLU || activation == RILL_MLP_GELU_GLU || activation == RILL_MLP_GELU_TANH_GLU;
+}
 
 }  // namespace rill::layer
 

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <limits>
 #include <string_view>
 #include <tuple>
 
@@ -89,10 +90,10 @@ DescProblem resolve_desc(const rill_model_desc& given, rill_model_desc& resolved
                        enum_name(d.norm_placement));
   }
   const int32_t activation = rill::enum_value(d.activation);
-  if (activation < RILL_MLP_SILU_GLU || activation > RILL_MLP_RELU) {
-    return problem("activation",
-                   "activation: expected RILL_MLP_SILU_GLU, _GELU_GLU, _GELU, _GELU_TANH or _RELU, got " +
-                       enum_name(d.activation));
+  if (activation < RILL_MLP_SILU_GLU || activation > RILL_MLP_GELU_TANH_GLU) {
+    return problem("activation", std::string("activation: expected RILL_MLP_SILU_GLU, _GELU_GLU, _GELU_TANH_GLU, "
+                                             "_GELU, _GELU_TANH or _RELU, got ") +
+                                     enum_name(d.activation));
   }
   if (!std::isfinite(d.rope_theta) || d.rope_theta < 0) {
     return problem("rope_theta", "rope_theta: expected a finite value >= 0 (0 = no RoPE), got " + num(d.rope_theta));
@@ -117,6 +118,16 @@ DescProblem resolve_desc(const rill_model_desc& given, rill_model_desc& resolved
     return problem("qk_norm", "qk_norm: the QK norm is an RMSNorm, so it needs norm RILL_NORM_RMS; expected "
                               "RILL_QK_NORM_NONE with RILL_NORM_LAYER, got " + enum_name(d.qk_norm));
   }
+  if (!std::isfinite(d.norm_weight_offset)) {
+    return problem("norm_weight_offset",
+                   "norm_weight_offset: expected a finite value, got " + num(d.norm_weight_offset));
+  }
+  if (!std::isfinite(d.query_pre_attn_scalar) || d.query_pre_attn_scalar < 0) {
+    return problem("query_pre_attn_scalar",
+                   "query_pre_attn_scalar: expected a finite value >= 0 (0 = head_dim), got " +
+                       num(d.query_pre_attn_scalar));
+  }
+  if (d.query_pre_attn_scalar == 0) d.query_pre_attn_scalar = static_cast<float>(d.head_dim);
   resolved = d;
   return {};
 }
@@ -135,7 +146,17 @@ class ModelReader {
     }
   }
   void real(const char* key, float& out) const {
-    if (const toml::node* node = table_.get(key)) out = static_cast<float>(check_.number(*node, "model." + std::string(key)));
+    if (const toml::node* node = table_.get(key)) {
+      const std::string name = "model." + std::string(key);
+      const double value = check_.number(*node, name);
+      // Converting a finite double beyond float's range is undefined; inf and
+      // nan convert exactly and meet the field's own check.
+      if (std::isfinite(value) && std::fabs(value) > std::numeric_limits<float>::max()) {
+        check_.error_at(node->source(), "'" + name + "': expected a number within float's range (magnitude at most " +
+                                            num(std::numeric_limits<float>::max()) + "), got " + num(value));
+      }
+      out = static_cast<float>(value);
+    }
   }
   void boolean(const char* key, uint32_t& out) const {
     if (const toml::node* node = table_.get(key)) out = check_.boolean(*node, "model." + std::string(key)) ? 1u : 0u;
@@ -155,7 +176,7 @@ void read_model_table(const TomlChecker& check, const toml::table& table, rill_m
                   {"dtype", "num_layers", "hidden_size", "num_heads", "num_kv_heads", "head_dim",
                    "intermediate_size", "norm", "norm_eps", "norm_placement", "activation", "rope_theta",
                    "rope_dim", "qkv_bias", "o_bias", "mlp_bias", "final_norm", "residual_scale", "branch_scale",
-                   "layer_scale", "qk_norm"});
+                   "layer_scale", "qk_norm", "norm_weight_offset", "query_pre_attn_scalar"});
   const ModelReader t(check, table);
   t.choice<rill_dtype>("dtype", {{"f32", RILL_DTYPE_F32}, {"f16", RILL_DTYPE_F16}, {"bf16", RILL_DTYPE_BF16}}, d.dtype);
   t.integer("num_layers", d.num_layers);
@@ -176,6 +197,7 @@ void read_model_table(const TomlChecker& check, const toml::table& table, rill_m
   t.choice<rill_mlp_activation>("activation",
                                 {{"silu_glu", RILL_MLP_SILU_GLU},
                                  {"gelu_glu", RILL_MLP_GELU_GLU},
+                                 {"gelu_tanh_glu", RILL_MLP_GELU_TANH_GLU},
                                  {"gelu", RILL_MLP_GELU},
                                  {"gelu_tanh", RILL_MLP_GELU_TANH},
                                  {"relu", RILL_MLP_RELU}},
@@ -192,6 +214,8 @@ void read_model_table(const TomlChecker& check, const toml::table& table, rill_m
   t.choice<rill_qk_norm>("qk_norm",
                          {{"none", RILL_QK_NORM_NONE}, {"head", RILL_QK_NORM_HEAD}, {"full", RILL_QK_NORM_FULL}},
                          d.qk_norm);
+  t.real("norm_weight_offset", d.norm_weight_offset);
+  t.real("query_pre_attn_scalar", d.query_pre_attn_scalar);
 }
 
 }  // namespace

@@ -84,13 +84,14 @@ def model_and_weights(ctx, rng):
 
 
 def test_desc_defaults_and_layout():
-    assert ctypes.sizeof(rill.ModelDesc) == 88  # 22 fields of 4 bytes, as in rill.h
+    assert ctypes.sizeof(rill.ModelDesc) == 96  # 24 fields of 4 bytes, as in rill.h
     desc = rill.ModelDesc()
-    assert desc.struct_size == 88
+    assert desc.struct_size == 96
     assert desc.dtype == rill.DType.F32 and desc.norm == rill.NormKind.RMS
     assert desc.norm_placement == rill.NormPlacement.PRE and desc.activation == rill.MlpActivation.SILU_GLU
     assert desc.rope_theta == 10000.0 and desc.final_norm == 1 and desc.residual_scale == 1.0
     assert abs(desc.norm_eps - 1e-6) < 1e-12
+    assert desc.norm_weight_offset == 0.0 and desc.query_pre_attn_scalar == 0.0
     with pytest.raises(AttributeError):
         rill.ModelDesc(hidden=3)
 

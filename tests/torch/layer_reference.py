@@ -23,7 +23,11 @@ and inputs that rill gets:
   * the QK norm (the qknorm group, also from the venv): Olmo2DecoderLayer
     (q_norm and k_norm over the whole projections, the output placement)
     and, as transformers 4.47.1 has no Qwen3, Qwen2DecoderLayer with Qwen3's
-    per-head q_norm and k_norm added as its published modelling code does.
+    per-head q_norm and k_norm added as its published modelling code does;
+  * whole Gemma and Gemma 2 models from transformers (GemmaModel,
+    Gemma2Model; the gemma group, also from --venv) with Gemma's checkpoint
+    norm weights (w for x_hat * (1 + w), rill's norm_weight_offset), its tanh
+    GELU gated MLP and Gemma 2's query_pre_attn_scalar.
 Every case runs as one prefill, as a prefill followed by decode steps and as
 decode steps only (`--decode-from`), and each output must match the reference
 by the limits of tests/python/tolerance.py (NMSE, worst element, finiteness).
@@ -31,8 +35,9 @@ Each output must also fail against every negative control (CONTROLS): the
 reference built with a wrong eps, rope_theta, GQA head mapping or a transposed
 weight, or without its branch scale or LayerScale gains, and for the cases
 of a feature the controls of that feature (FEATURE_CONTROLS: no QK norm, the
-other QK norm form, the pre placement instead of output), so a tolerance too
-loose to see those mistakes fails the test.
+other QK norm form, the pre placement instead of output; Gemma's norm weights
+used as stored, the erf GELU, the head_dim attention scale), so a tolerance
+too loose to see those mistakes fails the test.
 
 Weight files are written with PyPI's safetensors package, or where it is
 missing with safetensors_fallback.py beside this script.
@@ -813,6 +818,108 @@ def qwen3_case(gen, config, control=None):
 
 # ---------------------------------------------------------------------------
 
+
+# ---------------------------------------------------------------------------
+# Reference 5: whole Gemma and Gemma 2 models from transformers (GemmaModel,
+# Gemma2Model), with every Gemma convention rill maps from the config: norm
+# weights stored as w for an RMSNorm that scales by (1 + w), the tanh GELU
+# gated MLP, head_dim apart from hidden_size / num_heads, and (Gemma 2) the
+# attention scale query_pre_attn_scalar ** -0.5.
+
+# Controls only the Gemma cases can fail (beside CONTROLS, which every case runs).
+GEMMA_CONTROLS = {
+    "norm_offset": "the norm weights used as stored, x_hat * w instead of x_hat * (1 + w)",
+    "gelu_erf": "the erf GELU instead of the tanh approximation (f32; f16: x * sigmoid(1.702 x), bf16: SiLU)",
+    "attn_scale": "attention scale head_dim ** -0.5 instead of query_pre_attn_scalar ** -0.5",
+}
+
+
+def wrong_gelu(dtype):
+    # ACT2FN's names. The erf GELU and its tanh approximation differ by less
+    # than 5e-4 anywhere, below what f16 and bf16 storage resolve (no limit
+    # could see it there), so each dtype takes the closest mistake it
+    # resolves: f16 the sigmoid approximation x * sigmoid(1.702 x); bf16
+    # (which passes that too) SiLU, what a mapping that drops Gemma's
+    # hidden_activation gets from rill's default activation.
+    return {"f32": "gelu", "f16": "quick_gelu", "bf16": "silu"}[dtype]
+
+
+def gemma_case(gen, config, control=None):
+    """GemmaModel (placement "pre") or Gemma2Model ("sandwich"), eager attention,
+    in float64 but for what Gemma itself computes in float32 (norms, RoPE
+    tables, softmax). rill's stack takes hidden states where these models take
+    token embeddings, which they multiply by sqrt(hidden_size) first: the
+    reference is model(inputs_embeds=x / sqrt(hidden_size)), with hidden_size a
+    power of 4 so that the division and Gemma's multiplication are exact.
+    Gemma 2's attention logit soft-capping is off and its sliding window longer
+    than any sequence here (rill has neither)."""
+    try:
+        from transformers import Gemma2Config, GemmaConfig
+        from transformers.models.gemma.modeling_gemma import GemmaModel
+        from transformers.models.gemma2.modeling_gemma2 import Gemma2Model
+    except ImportError as missing:
+        raise Skip(f"the Gemma reference needs transformers: {missing}")
+
+    c = config
+    d, hq, hkv, hd = c["hidden_size"], c["num_heads"], c["num_kv_heads"], c["head_dim"]
+    gemma2 = c["norm_placement"] == "sandwich"
+    # What Gemma can express: RMSNorm stored as w for (1 + w), pre (Gemma) or sandwich (Gemma 2) norms, the tanh
+    # GELU gated MLP, full RoPE, no biases, unit residual scales and a final norm. Gemma's attention scale is
+    # head_dim ** -0.5; Gemma 2 configures its own.
+    assert c["norm"] == "rms" and c["norm_weight_offset"] == 1.0 and c["activation"] == "gelu_tanh_glu"
+    assert c["norm_placement"] in ("pre", "sandwich") and c["rope_dim"] == 0 and c["final_norm"]
+    assert not (c["qkv_bias"] or c["o_bias"] or c["mlp_bias"] or c["layer_scale"])
+    assert c["residual_scale"] == c["branch_scale"] == 1.0
+    scalar = c.get("query_pre_attn_scalar", 0.0) or hd
+    assert gemma2 or scalar == hd
+    normalizer = d ** 0.5
+    assert normalizer == 2 ** round(math.log2(normalizer)), "hidden_size must be a power of 4"
+    if control == "scale" or (control == "attn_scale" and not gemma2):
+        return None, None  # no branch scale or LayerScale to leave out; Gemma's scale is head_dim's already
+    if control == "gqa" and hkv == 1:
+        return None, None
+    common = dict(vocab_size=16, hidden_size=d, intermediate_size=c["intermediate_size"],
+                  num_hidden_layers=c["num_layers"], num_attention_heads=hq, num_key_value_heads=hkv, head_dim=hd,
+                  hidden_activation=wrong_gelu(c["dtype"]) if control == "gelu_erf" else "gelu_pytorch_tanh",
+                  rms_norm_eps=wrong_eps(c["norm_eps"], c["dtype"]) if control == "eps" else c["norm_eps"],
+                  rope_theta=wrong_rope_theta(c["rope_theta"]) if control == "rope_theta" else c["rope_theta"],
+                  attention_bias=False, use_cache=False, attn_implementation="eager")
+    if gemma2:
+        model = Gemma2Model(Gemma2Config(**common, query_pre_attn_scalar=hd if control == "attn_scale" else scalar,
+                                         attn_logit_softcapping=None, final_logit_softcapping=None,
+                                         sliding_window=64))
+    else:
+        model = GemmaModel(GemmaConfig(**common))
+    model = model.double().eval()
+    weights = {}
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if name.startswith("embed_tokens."):
+                continue  # rill's stack starts from hidden states
+            if name.endswith("norm.weight"):  # Gemma's checkpoints: w around 0, the norm scales by 1 + w
+                value = rounded(0.3 * torch.randn(p.shape, generator=gen, dtype=torch.float64), c["dtype"])
+                p.copy_(value - 1.0 if control == "norm_offset" else value)
+            else:
+                value = rounded(p.shape[1] ** -0.5 * torch.randn(p.shape, generator=gen, dtype=torch.float64),
+                                c["dtype"])
+                p.copy_(value)
+                if control == "gqa" and name.endswith(("self_attn.k_proj.weight", "self_attn.v_proj.weight")):
+                    p.copy_(roll_kv_heads(value, hkv))
+                elif control == "transpose" and name.endswith("self_attn.o_proj.weight"):
+                    # o_proj is not square here: the stored [D, Hq*hd] read as the [in, out] layout
+                    p.copy_(value.reshape(p.shape[1], p.shape[0]).t())
+            weights["model." + name] = value
+
+    def reference(x):
+        with torch.no_grad():
+            return model(inputs_embeds=x / normalizer, use_cache=False).last_hidden_state
+
+    return weights, reference
+
+
+# ---------------------------------------------------------------------------
+
+GEMMA = dict(activation="gelu_tanh_glu", norm_weight_offset=1.0)
 ENCODER = dict(norm="layer", norm_eps=1e-5, num_kv_heads=4, rope_theta=0.0, qkv_bias=True, o_bias=True,
                mlp_bias=True)
 OLMO2 = dict(norm_placement="output", qk_norm="full", norm_eps=1e-6, rope_theta=5e5)
@@ -858,20 +965,30 @@ CASES = {
     "olmo2_layer_scale_bf16": ("olmo2", base_config(**OLMO2, layer_scale=True, branch_scale=0.5, dtype="bf16")),
     "qwen3_f32": ("qwen3", base_config(**QWEN3, rope_theta=1e6)),
     "qwen3_bf16": ("qwen3", base_config(**QWEN3, num_layers=3, dtype="bf16")),
+    # Whole Gemma and Gemma 2 models (transformers); head_dim 24 or 32 with hidden_size 64 and 4 query heads
+    "gemma_f32": ("gemma", base_config(**GEMMA, num_layers=3, head_dim=24)),
+    "gemma_bf16": ("gemma", base_config(**GEMMA, head_dim=24, dtype="bf16")),
+    "gemma2_query_scalar_f32": ("gemma", base_config(**GEMMA, norm_placement="sandwich", head_dim=32,
+                                                     query_pre_attn_scalar=48.0)),
+    "gemma2_query_scalar_f16": ("gemma", base_config(**GEMMA, norm_placement="sandwich", num_layers=3, head_dim=32,
+                                                     query_pre_attn_scalar=48.0, dtype="f16")),
 }
 BUILDERS = {"encoder": encoder_case, "decoder": decoder_case, "gemma2": gemma2_case, "granite": granite_case,
-            "mimi": mimi_case, "olmo2": olmo2_case, "qwen3": qwen3_case}
+            "mimi": mimi_case, "olmo2": olmo2_case, "qwen3": qwen3_case, "gemma": gemma_case}
 TRANSFORMERS = ("gemma2", "granite", "mimi")  # the builders that need transformers (--venv)
 QK_NORM = ("olmo2", "qwen3")  # the qknorm group's builders, which need transformers too
+GEMMA_FAMILY = ("gemma",)  # the gemma group's builder, which needs transformers too
 # The controls of a builder's features, beside CONTROLS.
-FEATURE_CONTROLS = {"olmo2": {**QK_NORM_CONTROLS, **OUTPUT_CONTROLS}, "qwen3": QK_NORM_CONTROLS}
+FEATURE_CONTROLS = {"olmo2": {**QK_NORM_CONTROLS, **OUTPUT_CONTROLS}, "qwen3": QK_NORM_CONTROLS,
+                    "gemma": GEMMA_CONTROLS}
 GROUPS = {
     "encoder": [n for n in CASES if n.startswith("encoder")],
     "llama": ["qwen2_f32", "qwen2_f16", "qwen2_bf16", "llama_mqa_partial_rope", "pre_no_final_norm_gelu_tanh"],
     "placements": [n for n in CASES if not n.startswith(("encoder", "qwen2", "llama", "pre_no"))
-                   and CASES[n][0] not in TRANSFORMERS + QK_NORM],
+                   and CASES[n][0] not in TRANSFORMERS + QK_NORM + GEMMA_FAMILY],
     "transformers": [n for n in CASES if CASES[n][0] in TRANSFORMERS],
     "qknorm": [n for n in CASES if CASES[n][0] in QK_NORM],
+    "gemma": [n for n in CASES if CASES[n][0] in GEMMA_FAMILY],
 }
 
 

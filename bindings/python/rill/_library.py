@@ -54,6 +54,8 @@ class ModelDesc(ctypes.Structure):
         ("branch_scale", ctypes.c_float),
         ("layer_scale", ctypes.c_uint32),
         ("qk_norm", ctypes.c_int),
+        ("norm_weight_offset", ctypes.c_float),
+        ("query_pre_attn_scalar", ctypes.c_float),
     ]
 
     def __init__(self, **fields):

@@ -54,6 +54,7 @@ class MlpActivation(enum.IntEnum):
     GELU = 2
     GELU_TANH = 3
     RELU = 4
+    GELU_TANH_GLU = 5
 
 
 def _weight_array(array, dtype):
