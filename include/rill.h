@@ -435,6 +435,19 @@ RILL_API rill_status rill_activation(rill_context* ctx, rill_act_fn fn, const ri
 /*                                  M(pre_feedforward_layernorm(h)))         */
 /*   Kernels: as pre, plus one plain norm on each sublayer's output before   */
 /*   its fused add+norm.                                                     */
+/* parallel (parallel_residual with placement pre; Phi-2, GPT-J, Falcon,     */
+/* Cohere with parallel_norms = 1, GPT-NeoX/Pythia with 2):                  */
+/*   h = alpha h + beta (A(input_layernorm(h)) + M(n(h)))                    */
+/*   n = input_layernorm (parallel_norms 1: one shared norm, and no          */
+/*   post_attention_layernorm) or post_attention_layernorm (2), both on the  */
+/*   same h; A + M is summed first, as those models do.                      */
+/*   Kernels: one plain norm before layer 0; with 2 norms one plain norm of  */
+/*   h for the MLP input per layer; one plain residual add A + M; one fused  */
+/*   add+norm that adds the sum to h and normalizes h with the next layer's  */
+/*   input_layernorm (or model.norm); a plain residual add after the last    */
+/*   layer when there is no final norm. layer_scale and the other            */
+/*   placements are refused with it (one gain per branch cannot act on the   */
+/*   summed branches).                                                       */
 /* alpha applies in every placement (1 leaves it out); the norm outputs are  */
 /* rounded to the model dtype like every intermediate.                       */
 /*                                                                           */
@@ -494,11 +507,14 @@ typedef struct rill_model_desc {
   float residual_scale;          /* alpha on the skip path: finite, nonzero */
   float branch_scale;            /* beta on each sublayer output: finite */
   uint32_t layer_scale;          /* nonzero: per-channel gains self_attn_gain, mlp_gain */
+  uint32_t parallel_residual;    /* nonzero: attention and MLP read the same h, one add (pre only) */
+  int32_t parallel_norms;        /* input norms of the parallel form: 1 shared, 2 one per sublayer */
 } rill_model_desc;
 
 /* Fills desc with the defaults of the [model] TOML table: f32, rms, eps 1e-6,
    pre, silu_glu, rope_theta 10000, rope_dim 0, no biases, final_norm on,
-   scales 1, no layer_scale, num_kv_heads and head_dim 0 (= derived), and the
+   scales 1, no layer_scale, no parallel_residual with parallel_norms 1,
+   num_kv_heads and head_dim 0 (= derived), and the
    sizes num_layers, hidden_size, num_heads, intermediate_size 0 (to be set).
    NULL is a no-op. */
 RILL_API void rill_model_desc_init(rill_model_desc* desc);
@@ -526,6 +542,8 @@ RILL_API void rill_model_desc_init(rill_model_desc* desc);
        residual_scale = 1.0
        branch_scale = 1.0
        layer_scale = false
+       parallel_residual = false # GPT-NeoX use_parallel_residual, Falcon parallel_attn
+       parallel_norms = 1        # 1 | 2: Falcon num_ln_in_parallel_attn
    source_name: names the text in messages (a file name), or NULL.
    Errors: RILL_ERROR_CONFIG for a missing [model] table or size, an unknown key,
    a wrong type or a bad value, with the key and its line:column; the values are

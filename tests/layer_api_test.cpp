@@ -176,6 +176,22 @@ TEST_CASE("model descriptors: every field checked, with its name") {
       {[](rill_model_desc& d) { d.branch_scale = INFINITY; }, "branch_scale"},
       {[](rill_model_desc& d) { d.dtype = static_cast<rill_dtype>(3); }, "dtype", "got unknown value 3"},
       {[](rill_model_desc& d) { d.struct_size = 0; }, "struct_size"},
+      {[](rill_model_desc& d) { d.parallel_norms = 2; }, "parallel_norms", "only with parallel_residual"},
+      {[](rill_model_desc& d) {
+         d.parallel_residual = 1;
+         d.parallel_norms = 3;
+       },
+       "parallel_norms", "got 3"},
+      {[](rill_model_desc& d) {
+         d.parallel_residual = 1;
+         d.norm_placement = RILL_PLACEMENT_SANDWICH;
+       },
+       "parallel_residual", "got RILL_PLACEMENT_SANDWICH"},
+      {[](rill_model_desc& d) {
+         d.parallel_residual = 1;
+         d.layer_scale = 1;
+       },
+       "layer_scale", "parallel_residual"},
   };
   for (const Bad& bad : cases) {
     CAPTURE(bad.field);
@@ -208,6 +224,8 @@ TEST_CASE("the [model] TOML table") {
   CHECK(d.layer_scale == 1);
   CHECK(d.branch_scale == 0.5f);
   CHECK(d.final_norm == 1);
+  CHECK(d.parallel_residual == 0);
+  CHECK(d.parallel_norms == 1);
 
   const std::string sizes = "[model]\nnum_layers = 1\nhidden_size = 8\nnum_heads = 2\nintermediate_size = 4\n";
   expect_failure(rill_model_desc_from_toml("[runtime]\n", "m.toml", &d), RILL_ERROR_CONFIG, {"m.toml", "[model]"});
@@ -221,6 +239,14 @@ TEST_CASE("the [model] TOML table") {
                  {"m.toml:6:", "num_kv_heads", "3"});
   expect_failure(rill_model_desc_from_toml((sizes + "hidden = 3\n").c_str(), "m.toml", &d), RILL_ERROR_CONFIG,
                  {"m.toml:6:1", "unknown key 'model.hidden'"});
+  REQUIRE_MESSAGE(rill_model_desc_from_toml((sizes + "parallel_residual = true\nparallel_norms = 2\n").c_str(),
+                                            "m.toml", &d) == RILL_OK,
+                  rill_last_error());
+  CHECK(d.parallel_residual == 1);
+  CHECK(d.parallel_norms == 2);
+  expect_failure(rill_model_desc_from_toml((sizes + "parallel_residual = true\nnorm_placement = \"post\"\n").c_str(),
+                                           "m.toml", &d),
+                 RILL_ERROR_CONFIG, {"m.toml:6:", "model.parallel_residual", "RILL_PLACEMENT_POST"});
   expect_failure(rill_model_desc_from_toml("[model\n", "m.toml", &d), RILL_ERROR_CONFIG, {"m.toml:1:", "syntax"});
 }
 

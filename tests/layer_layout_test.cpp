@@ -29,7 +29,9 @@ static_assert(offsetof(rill_model_desc, final_norm) == 68);
 static_assert(offsetof(rill_model_desc, residual_scale) == 72);
 static_assert(offsetof(rill_model_desc, branch_scale) == 76);
 static_assert(offsetof(rill_model_desc, layer_scale) == 80);
-static_assert(sizeof(rill_model_desc) == 84);
+static_assert(offsetof(rill_model_desc, parallel_residual) == 84);
+static_assert(offsetof(rill_model_desc, parallel_norms) == 88);
+static_assert(sizeof(rill_model_desc) == 92);
 
 static_assert(RILL_ACT_SILU == 0 && RILL_ACT_GELU == 1 && RILL_ACT_GELU_TANH == 2 && RILL_ACT_RELU == 3);
 static_assert(RILL_NORM_RMS == 0 && RILL_NORM_LAYER == 1);

@@ -71,6 +71,8 @@ namespace Rill
         public float ResidualScale;
         public float BranchScale;
         public uint LayerScale;
+        public uint ParallelResidual;
+        public int ParallelNorms;
 
         /// <summary>The defaults of rill_model_desc_init; set the sizes next.</summary>
         public static ModelDesc Defaults()

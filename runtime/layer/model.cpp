@@ -87,8 +87,11 @@ void build_weight_table(rill_model& model) {
       add_norm(model, p + "post_attention_layernorm", w.attn_out_norm_w, w.attn_out_norm_b);
       add_norm(model, p + "pre_feedforward_layernorm", w.mlp_norm_w, w.mlp_norm_b);
       add_norm(model, p + "post_feedforward_layernorm", w.mlp_out_norm_w, w.mlp_out_norm_b);
-    } else {
+    } else if (d.parallel_residual == 0 || d.parallel_norms == 2) {
       add_norm(model, p + "post_attention_layernorm", w.mlp_norm_w, w.mlp_norm_b);
+      w.attn_out_norm_w = w.attn_out_norm_b = w.mlp_out_norm_w = w.mlp_out_norm_b = kAbsent;
+    } else {  // parallel with one shared norm: the MLP reads input_layernorm's output
+      w.mlp_norm_w = w.mlp_norm_b = kAbsent;
       w.attn_out_norm_w = w.attn_out_norm_b = w.mlp_out_norm_w = w.mlp_out_norm_b = kAbsent;
     }
     if (d.layer_scale != 0) {

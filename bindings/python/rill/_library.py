@@ -53,6 +53,8 @@ class ModelDesc(ctypes.Structure):
         ("residual_scale", ctypes.c_float),
         ("branch_scale", ctypes.c_float),
         ("layer_scale", ctypes.c_uint32),
+        ("parallel_residual", ctypes.c_uint32),
+        ("parallel_norms", ctypes.c_int32),
     ]
 
     def __init__(self, **fields):
