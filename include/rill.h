@@ -408,7 +408,15 @@ RILL_API rill_status rill_activation(rill_context* ctx, rill_act_fn fn, const ri
 /*   every norm has a .bias [D] too when norm is RILL_NORM_LAYER             */
 /*   self_attn_gain [D], mlp_gain [D] (layer_scale)                          */
 /* and the final norm is "model.norm.weight" (.bias for LayerNorm) when      */
-/* final_norm is set.                                                        */
+/* final_norm is set. The loaders also take checkpoints' fused tensors and   */
+/* split them (rows along dim 0; .bias likewise where the parts have one):   */
+/*   self_attn.qkv_proj.weight [(Hq+2Hkv)*hd, D]: q, k, v rows (Phi-3)       */
+/*   mlp.gate_up_proj.weight [2I, D]: gate, then up rows (Phi-3; gated only) */
+/* and GPT-NeoX's names under "gpt_neox.layers.{i}.": attention.             */
+/*   query_key_value [Hq*3*hd, D] (per head its q, k, v rows; Hkv = Hq only),*/
+/*   attention.dense (o_proj), mlp.dense_h_to_4h (up_proj),                  */
+/*   mlp.dense_4h_to_h (down_proj), input_layernorm,                         */
+/*   post_attention_layernorm, and "gpt_neox.final_layer_norm" (model.norm). */
 /*                                                                           */
 /* The residual stream h, with A = attention, M = MLP, alpha =               */
 /* residual_scale, beta = branch_scale, g_A / g_M = the LayerScale gains     */
@@ -573,11 +581,14 @@ RILL_API void rill_model_destroy(rill_model* model);
 
 /* Sets one weight from host memory, converting it to the model dtype (round to
    nearest even).
-   name: a Hugging Face name listed above that this model uses.
+   name: a Hugging Face name listed above that this model uses, or a fused
+   tensor or GPT-NeoX name listed above, whose parts are set.
    src_dtype: the dtype of data. ndim, shape: data's shape, which must be the
    weight's. bytes: must equal the product of shape times the dtype size.
-   Errors: RILL_ERROR_NOT_FOUND for a name the model does not use (named),
-   RILL_ERROR_SHAPE for a shape that is not the weight's (both shapes named),
+   Errors: RILL_ERROR_NOT_FOUND for a name the model does not use (named; for
+   a fused tensor the model cannot use, such as gate_up_proj without a gated
+   MLP, also why), RILL_ERROR_SHAPE for a shape that is not the weight's (both
+   shapes named),
    RILL_ERROR_OUT_OF_MEMORY. Replaces a weight set before. */
 RILL_API rill_status rill_model_set_weight(rill_model* model, const char* name, rill_dtype src_dtype, int32_t ndim,
                                            const int64_t* shape, const void* data, size_t bytes);
@@ -585,11 +596,16 @@ RILL_API rill_status rill_model_set_weight(rill_model* model, const char* name, 
 /* Loads every weight the model uses that the safetensors file at path holds
    (F32, F16 or BF16, converted to the model dtype). The file is memory-mapped;
    tensors the model does not use are skipped, so a checkpoint's shards can be
-   loaded one after another. The header, every offset and size, overlaps and
+   loaded one after another. Fused tensors and GPT-NeoX names (listed above)
+   are split into the weights they hold. Every tensor used is checked before
+   any is stored. The header, every offset and size, overlaps and
    the file's length are validated.
    Errors: RILL_ERROR_IO naming the file (and the tensor) for an unreadable,
    truncated or corrupt file, or a tensor of another dtype; RILL_ERROR_SHAPE for
-   a tensor of the wrong shape (file, tensor and both shapes named). */
+   a tensor of the wrong shape (file, tensor and both shapes named);
+   RILL_ERROR_INVALID_ARGUMENT for a file holding one weight twice (a fused
+   tensor and its part, or two names of it: both named) or a fused tensor this
+   model cannot use (named, with why). */
 RILL_API rill_status rill_model_load_safetensors(rill_model* model, const char* path);
 
 /* Checks that every weight the model uses has been set.
