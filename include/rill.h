@@ -412,7 +412,15 @@ RILL_API rill_status rill_activation(rill_context* ctx, rill_act_fn fn, const ri
 /*   output puts post_attention_layernorm and post_feedforward_layernorm     */
 /*     [D] on the sublayer outputs and has no input_layernorm                */
 /* and the final norm is "model.norm.weight" (.bias for LayerNorm) when      */
-/* final_norm is set.                                                        */
+/* final_norm is set. The loaders also take checkpoints' fused tensors and   */
+/* split them (rows along dim 0; .bias likewise where the parts have one):   */
+/*   self_attn.qkv_proj.weight [(Hq+2Hkv)*hd, D]: q, k, v rows (Phi-3)       */
+/*   mlp.gate_up_proj.weight [2I, D]: gate, then up rows (Phi-3; gated only) */
+/* and GPT-NeoX's names under "gpt_neox.layers.{i}.": attention.             */
+/*   query_key_value [Hq*3*hd, D] (per head its q, k, v rows; Hkv = Hq only),*/
+/*   attention.dense (o_proj), mlp.dense_h_to_4h (up_proj),                  */
+/*   mlp.dense_4h_to_h (down_proj), input_layernorm,                         */
+/*   post_attention_layernorm, and "gpt_neox.final_layer_norm" (model.norm). */
 /*                                                                           */
 /* norm_weight_offset: Gemma's RMSNorm scales by (1 + w) and its checkpoints */
 /* store w; norm_weight_offset = 1 loads them as they are stored. The offset */
@@ -460,6 +468,19 @@ RILL_API rill_status rill_activation(rill_context* ctx, rill_act_fn fn, const ri
 /*   residual add: the next sublayer reads h itself, and a fused add+norm    */
 /*   normalizes the sum, not the update. The last add and model.norm are one */
 /*   fused add+norm (then a copy into h), as in pre.                         */
+/* parallel (parallel_residual with placement pre; Phi-2, GPT-J, Falcon,     */
+/* Cohere with parallel_norms = 1, GPT-NeoX/Pythia with 2):                  */
+/*   h = alpha h + beta (A(input_layernorm(h)) + M(n(h)))                    */
+/*   n = input_layernorm (parallel_norms 1: one shared norm, and no          */
+/*   post_attention_layernorm) or post_attention_layernorm (2), both on the  */
+/*   same h; A + M is summed first, as those models do.                      */
+/*   Kernels: one plain norm before layer 0; with 2 norms one plain norm of  */
+/*   h for the MLP input per layer; one plain residual add A + M; one fused  */
+/*   add+norm that adds the sum to h and normalizes h with the next layer's  */
+/*   input_layernorm (or model.norm); a plain residual add after the last    */
+/*   layer when there is no final norm. layer_scale and the other            */
+/*   placements are refused with it (one gain per branch cannot act on the   */
+/*   summed branches).                                                       */
 /* alpha applies in every placement (1 leaves it out); the norm outputs are  */
 /* rounded to the model dtype like every intermediate.                       */
 /*                                                                           */
@@ -538,12 +559,15 @@ typedef struct rill_model_desc {
   rill_qk_norm qk_norm;          /* RMSNorm on q and k; not with RILL_NORM_LAYER */
   float norm_weight_offset;      /* added to every norm weight as it is set: finite; Gemma: 1 */
   float query_pre_attn_scalar;   /* attention scale s^-1/2: finite, >= 0; 0 = head_dim */
+  uint32_t parallel_residual;    /* nonzero: attention and MLP read the same h, one add (pre only) */
+  int32_t parallel_norms;        /* input norms of the parallel form: 1 shared, 2 one per sublayer */
 } rill_model_desc;
 
 /* Fills desc with the defaults of the [model] TOML table: f32, rms, eps 1e-6,
    pre, silu_glu, rope_theta 10000, rope_dim 0, no biases, final_norm on,
-   scales 1, no layer_scale, no qk_norm, norm_weight_offset 0, num_kv_heads,
-   head_dim and query_pre_attn_scalar 0 (= derived), and the
+   scales 1, no layer_scale, no qk_norm, norm_weight_offset 0, no
+   parallel_residual with parallel_norms 1, num_kv_heads, head_dim and
+   query_pre_attn_scalar 0 (= derived), and the
    sizes num_layers, hidden_size, num_heads, intermediate_size 0 (to be set).
    NULL is a no-op. */
 RILL_API void rill_model_desc_init(rill_model_desc* desc);
@@ -575,6 +599,8 @@ RILL_API void rill_model_desc_init(rill_model_desc* desc);
        qk_norm = "none"          # "none" | "head" | "full"
        norm_weight_offset = 0.0  # Gemma: 1.0
        query_pre_attn_scalar = 0.0  # attention scale 1/sqrt(this); 0 = head_dim
+       parallel_residual = false # GPT-NeoX use_parallel_residual, Falcon parallel_attn
+       parallel_norms = 1        # 1 | 2: Falcon num_ln_in_parallel_attn
    source_name: names the text in messages (a file name), or NULL.
    Errors: RILL_ERROR_CONFIG for a missing [model] table or size, an unknown key,
    a wrong type or a bad value, with the key and its line:column; the values are
@@ -604,11 +630,14 @@ RILL_API void rill_model_destroy(rill_model* model);
 
 /* Sets one weight from host memory, converting it to the model dtype (round to
    nearest even); a norm weight gets norm_weight_offset added first (above).
-   name: a Hugging Face name listed above that this model uses.
+   name: a Hugging Face name listed above that this model uses, or a fused
+   tensor or GPT-NeoX name listed above, whose parts are set.
    src_dtype: the dtype of data. ndim, shape: data's shape, which must be the
    weight's. bytes: must equal the product of shape times the dtype size.
-   Errors: RILL_ERROR_NOT_FOUND for a name the model does not use (named),
-   RILL_ERROR_SHAPE for a shape that is not the weight's (both shapes named),
+   Errors: RILL_ERROR_NOT_FOUND for a name the model does not use (named; for
+   a fused tensor the model cannot use, such as gate_up_proj without a gated
+   MLP, also why), RILL_ERROR_SHAPE for a shape that is not the weight's (both
+   shapes named),
    RILL_ERROR_OUT_OF_MEMORY. Replaces a weight set before. */
 RILL_API rill_status rill_model_set_weight(rill_model* model, const char* name, rill_dtype src_dtype, int32_t ndim,
                                            const int64_t* shape, const void* data, size_t bytes);
@@ -617,11 +646,16 @@ RILL_API rill_status rill_model_set_weight(rill_model* model, const char* name, 
    (F32, F16 or BF16, converted to the model dtype; norm weights get
    norm_weight_offset added as in rill_model_set_weight). The file is
    memory-mapped; tensors the model does not use are skipped, so a
-   checkpoint's shards can be loaded one after another. The header, every
-   offset and size, overlaps and the file's length are validated.
+   checkpoint's shards can be loaded one after another. Fused tensors and
+   GPT-NeoX names (listed above) are split into the weights they hold. Every
+   tensor used is checked before any is stored. The header, every offset and
+   size, overlaps and the file's length are validated.
    Errors: RILL_ERROR_IO naming the file (and the tensor) for an unreadable,
    truncated or corrupt file, or a tensor of another dtype; RILL_ERROR_SHAPE for
-   a tensor of the wrong shape (file, tensor and both shapes named). */
+   a tensor of the wrong shape (file, tensor and both shapes named);
+   RILL_ERROR_INVALID_ARGUMENT for a file holding one weight twice (a fused
+   tensor and its part, or two names of it: both named) or a fused tensor this
+   model cannot use (named, with why). */
 RILL_API rill_status rill_model_load_safetensors(rill_model* model, const char* path);
 
 /* Checks that every weight the model uses has been set.

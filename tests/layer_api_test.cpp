@@ -190,6 +190,22 @@ TEST_CASE("model descriptors: every field checked, with its name") {
       {[](rill_model_desc& d) { d.query_pre_attn_scalar = NAN; }, "query_pre_attn_scalar", "got nan"},
       {[](rill_model_desc& d) { d.dtype = static_cast<rill_dtype>(3); }, "dtype", "got unknown value 3"},
       {[](rill_model_desc& d) { d.struct_size = 0; }, "struct_size"},
+      {[](rill_model_desc& d) { d.parallel_norms = 2; }, "parallel_norms", "only with parallel_residual"},
+      {[](rill_model_desc& d) {
+         d.parallel_residual = 1;
+         d.parallel_norms = 3;
+       },
+       "parallel_norms", "got 3"},
+      {[](rill_model_desc& d) {
+         d.parallel_residual = 1;
+         d.norm_placement = RILL_PLACEMENT_SANDWICH;
+       },
+       "parallel_residual", "got RILL_PLACEMENT_SANDWICH"},
+      {[](rill_model_desc& d) {
+         d.parallel_residual = 1;
+         d.layer_scale = 1;
+       },
+       "layer_scale", "parallel_residual"},
   };
   for (const Bad& bad : cases) {
     CAPTURE(bad.field);
@@ -225,6 +241,8 @@ TEST_CASE("the [model] TOML table") {
   CHECK(d.final_norm == 1);
   CHECK(d.norm_weight_offset == 1.0f);
   CHECK(d.query_pre_attn_scalar == 224.0f);
+  CHECK(d.parallel_residual == 0);
+  CHECK(d.parallel_norms == 1);
 
   const std::string sizes = "[model]\nnum_layers = 1\nhidden_size = 8\nnum_heads = 2\nintermediate_size = 4\n";
   expect_failure(rill_model_desc_from_toml("[runtime]\n", "m.toml", &d), RILL_ERROR_CONFIG, {"m.toml", "[model]"});
@@ -238,6 +256,14 @@ TEST_CASE("the [model] TOML table") {
                  {"m.toml:6:", "num_kv_heads", "3"});
   expect_failure(rill_model_desc_from_toml((sizes + "hidden = 3\n").c_str(), "m.toml", &d), RILL_ERROR_CONFIG,
                  {"m.toml:6:1", "unknown key 'model.hidden'"});
+  REQUIRE_MESSAGE(rill_model_desc_from_toml((sizes + "parallel_residual = true\nparallel_norms = 2\n").c_str(),
+                                            "m.toml", &d) == RILL_OK,
+                  rill_last_error());
+  CHECK(d.parallel_residual == 1);
+  CHECK(d.parallel_norms == 2);
+  expect_failure(rill_model_desc_from_toml((sizes + "parallel_residual = true\nnorm_placement = \"post\"\n").c_str(),
+                                           "m.toml", &d),
+                 RILL_ERROR_CONFIG, {"m.toml:6:", "model.parallel_residual", "RILL_PLACEMENT_POST"});
   expect_failure(rill_model_desc_from_toml("[model\n", "m.toml", &d), RILL_ERROR_CONFIG, {"m.toml:1:", "syntax"});
   REQUIRE_MESSAGE(rill_model_desc_from_toml((sizes + "activation = \"gelu_tanh_glu\"\n").c_str(), "m.toml", &d) ==
                       RILL_OK,
@@ -342,6 +368,60 @@ TEST_CASE("weights: names, shapes and sizes are checked") {
                  {"/nonexistent/w.safetensors"});
   f.set_all_weights();
   CHECK(rill_model_check_weights(f.model) == RILL_OK);
+}
+
+TEST_CASE("fused checkpoint tensors: split into their weights, shapes checked, refused where unusable") {
+  Fixture f(small_desc());  // 4 query heads, 2 KV heads of 4, QKV bias, SwiGLU of 24
+  f.set_all_weights();
+  const std::vector<float> x = random_tokens(3, 5);
+  const std::vector<float> before = f.forward(nullptr, 1, 3, x);
+  std::mt19937 gen(3);
+  std::normal_distribution<float> dist(0.0f, 0.25f);
+  auto draw = [&](size_t n) {
+    std::vector<float> v(n);
+    for (float& e : v) e = dist(gen);
+    return v;
+  };
+  const std::vector<float> qkv = draw(32 * 16), qkv_bias = draw(32), gate_up = draw(48 * 16);
+  auto set = [&](const std::string& name, std::vector<int64_t> shape, const float* data) {
+    size_t n = 1;
+    for (int64_t s : shape) n *= static_cast<size_t>(s);
+    REQUIRE_MESSAGE(rill_model_set_weight(f.model, name.c_str(), RILL_DTYPE_F32, static_cast<int32_t>(shape.size()),
+                                          shape.data(), data, n * sizeof(float)) == RILL_OK,
+                    rill_last_error());
+  };
+  const std::string p = "model.layers.0.";
+  set(p + "self_attn.qkv_proj.weight", {32, 16}, qkv.data());
+  set(p + "self_attn.qkv_proj.bias", {32}, qkv_bias.data());
+  set(p + "mlp.gate_up_proj.weight", {48, 16}, gate_up.data());
+  const std::vector<float> fused = f.forward(nullptr, 1, 3, x);
+  // The same values as separate weights: q rows 0-15, k 16-23, v 24-31; gate 0-23, up 24-47.
+  set(p + "self_attn.q_proj.weight", {16, 16}, qkv.data());
+  set(p + "self_attn.k_proj.weight", {8, 16}, qkv.data() + 16 * 16);
+  set(p + "self_attn.v_proj.weight", {8, 16}, qkv.data() + 24 * 16);
+  set(p + "self_attn.q_proj.bias", {16}, qkv_bias.data());
+  set(p + "self_attn.k_proj.bias", {8}, qkv_bias.data() + 16);
+  set(p + "self_attn.v_proj.bias", {8}, qkv_bias.data() + 24);
+  set(p + "mlp.gate_proj.weight", {24, 16}, gate_up.data());
+  set(p + "mlp.up_proj.weight", {24, 16}, gate_up.data() + 24 * 16);
+  CHECK(f.forward(nullptr, 1, 3, x) == fused);
+  CHECK(fused != before);
+
+  const int64_t wrong[2] = {48, 16};
+  expect_failure(rill_model_set_weight(f.model, (p + "self_attn.qkv_proj.weight").c_str(), RILL_DTYPE_F32, 2, wrong,
+                                       gate_up.data(), 48 * 16 * 4),
+                 RILL_ERROR_SHAPE, {"model.layers.0.self_attn.qkv_proj.weight", "[32, 16]", "[48, 16]"});
+  const int64_t neox[2] = {48, 16};
+  expect_failure(rill_model_set_weight(f.model, "gpt_neox.layers.1.attention.query_key_value.weight", RILL_DTYPE_F32,
+                                       2, neox, gate_up.data(), 48 * 16 * 4),
+                 RILL_ERROR_NOT_FOUND,
+                 {"gpt_neox.layers.1.attention.query_key_value.weight", "num_kv_heads", "2 KV heads for 4"});
+  rill_model_desc plain = small_desc();
+  plain.activation = RILL_MLP_GELU;
+  Fixture g(plain);
+  expect_failure(rill_model_set_weight(g.model, (p + "mlp.gate_up_proj.weight").c_str(), RILL_DTYPE_F32, 2, wrong,
+                                       gate_up.data(), 48 * 16 * 4),
+                 RILL_ERROR_NOT_FOUND, {"model.layers.0.mlp.gate_up_proj.weight", "no gate", "RILL_MLP_GELU"});
 }
 
 TEST_CASE("forward: argument and cache checks") {

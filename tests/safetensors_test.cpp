@@ -239,3 +239,102 @@ TEST_CASE("corrupt files are RILL_ERROR_IO naming the file and tensor") {
   expect_failure(rill_model_load_safetensors(m.model, fifo.c_str()), RILL_ERROR_IO, {fifo, "not a regular file"});
   std::remove(fifo.c_str());
 }
+
+// A file of F32 tensors: each a name, a shape and its values.
+struct Tensor {
+  std::string name;
+  std::string shape;  // "[12,4]"
+  std::vector<float> values;
+};
+
+static std::string write_f32_file(const char* name, const std::vector<Tensor>& tensors) {
+  std::string header = "{";
+  std::vector<unsigned char> data;
+  for (const Tensor& t : tensors) {
+    const size_t begin = data.size();
+    const auto bytes = raw(t.values.data(), t.values.size() * 4);
+    data.insert(data.end(), bytes.begin(), bytes.end());
+    header += (begin ? "," : "") + entry(t.name, "F32", t.shape, begin, data.size());
+  }
+  return write_file(name, header + "}", data);
+}
+
+static std::vector<float> values(size_t tensor, size_t count) {
+  std::vector<float> v(count);
+  for (size_t i = 0; i < count; ++i) v[i] = value(tensor, i);
+  return v;
+}
+
+TEST_CASE("GPT-NeoX names and a fused query_key_value load as rill's weights") {
+  // One head, so the per-head interleave [q; k; v] is also the block order;
+  // the per-head split itself is checked against transformers' GPT-NeoX in
+  // tests/torch (the parallel group).
+  const std::string l = "gpt_neox.layers.0.";
+  std::vector<float> qkv = values(0, 12 * 4);
+  const std::string path = write_f32_file(
+      "neox.safetensors",
+      {{l + "attention.query_key_value.weight", "[12,4]", qkv},
+       {l + "attention.dense.weight", "[4,4]", values(3, 16)},
+       {l + "mlp.dense_h_to_4h.weight", "[4,4]", values(4, 16)},
+       {l + "mlp.dense_4h_to_h.weight", "[4,4]", values(5, 16)},
+       {l + "input_layernorm.weight", "[4]", {1.0f, 0.5f, 1.5f, 1.0f}},
+       {l + "post_attention_layernorm.weight", "[4]", {0.75f, 1.0f, 1.25f, 1.0f}},
+       {"gpt_neox.embed_in.weight", "[2,4]", values(6, 8)}});  // not a layer weight: skipped
+  Model from_file, from_memory;
+  REQUIRE_MESSAGE(rill_model_load_safetensors(from_file.model, path.c_str()) == RILL_OK, rill_last_error());
+  const int64_t matrix[2] = {4, 4}, vector[1] = {4};
+  const std::vector<float> norm1 = {1.0f, 0.5f, 1.5f, 1.0f}, norm2 = {0.75f, 1.0f, 1.25f, 1.0f};
+  const std::vector<float> o = values(3, 16), up = values(4, 16), down = values(5, 16);
+  const std::pair<const char*, const float*> set[] = {
+      {kNames[0], qkv.data()}, {kNames[1], qkv.data() + 16}, {kNames[2], qkv.data() + 32}, {kNames[3], o.data()},
+      {kNames[4], up.data()},  {kNames[5], down.data()},     {kNames[6], norm1.data()},    {kNames[7], norm2.data()}};
+  for (const auto& [name, data] : set) {
+    const bool norm = std::strstr(name, "layernorm") != nullptr;
+    REQUIRE_MESSAGE(rill_model_set_weight(from_memory.model, name, RILL_DTYPE_F32, norm ? 1 : 2,
+                                          norm ? vector : matrix, data, (norm ? 4 : 16) * 4) == RILL_OK,
+                    rill_last_error());
+  }
+  const std::vector<float> x = {0.5f, -1.0f, 0.25f, 2.0f, 1.0f, 0.0f, -0.5f, 0.75f};
+  CHECK(from_file.run(x) == from_memory.run(x));
+  std::remove(path.c_str());
+}
+
+TEST_CASE("fused tensors: a wrong shape, a fused tensor beside its parts, one the model cannot use") {
+  const std::string l = "model.layers.0.";
+  const std::string qkv = l + "self_attn.qkv_proj.weight";
+  struct Case {
+    const char* file;
+    std::vector<Tensor> tensors;
+    rill_status status;
+    std::vector<std::string> parts;
+  };
+  const std::vector<Case> cases = {
+      {"fused_shape", {{qkv, "[8,4]", values(0, 32)}}, RILL_ERROR_SHAPE, {qkv, "[12, 4]", "[8, 4]"}},
+      {"fused_and_part",
+       {{kNames[1], "[4,4]", values(1, 16)}, {qkv, "[12,4]", values(0, 48)}},
+       RILL_ERROR_INVALID_ARGUMENT,
+       {kNames[1], qkv, "both hold"}},
+      {"alias_and_name",
+       {{kNames[3], "[4,4]", values(1, 16)}, {"gpt_neox.layers.0.attention.dense.weight", "[4,4]", values(2, 16)}},
+       RILL_ERROR_INVALID_ARGUMENT,
+       {kNames[3], "gpt_neox.layers.0.attention.dense.weight", "both hold"}},
+      {"gate_up_not_gated",
+       {{kNames[0], "[4,4]", values(1, 16)}, {l + "mlp.gate_up_proj.weight", "[8,4]", values(0, 32)}},
+       RILL_ERROR_INVALID_ARGUMENT,
+       {l + "mlp.gate_up_proj.weight", "cannot use", "no gate", "RILL_MLP_RELU"}},
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.file);
+    Model m;
+    const std::string path = write_f32_file(c.file, c.tensors);
+    std::vector<std::string> parts = c.parts;
+    parts.push_back(path);
+    expect_failure(rill_model_load_safetensors(m.model, path.c_str()), c.status, {});
+    const std::string message = rill_last_error();
+    for (const std::string& part : parts)
+      CHECK_MESSAGE(message.find(part) != std::string::npos, "'", part, "' missing from: ", message);
+    // All or nothing: the tensors checked before the failure were not stored either.
+    expect_failure(rill_model_check_weights(m.model), RILL_ERROR_NOT_FOUND, {kNames[0]});
+    std::remove(path.c_str());
+  }
+}

@@ -77,6 +77,8 @@ namespace Rill
         public QkNorm QkNorm;
         public float NormWeightOffset;
         public float QueryPreAttnScalar;
+        public uint ParallelResidual;
+        public int ParallelNorms;
 
         /// <summary>The defaults of rill_model_desc_init; set the sizes next.</summary>
         public static ModelDesc Defaults()

@@ -3,6 +3,7 @@
 // the hidden states, the weights, the KV cache and the scratch tensors.
 #include <cmath>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "errors.h"
@@ -112,6 +113,7 @@ class Forward {
     const rill_backend_tensor h = rows_view(&hidden, d_.hidden_size);
     const rill_backend_tensor a = rows_view(model_.scratch[kStreamA], d_.hidden_size);
     const rill_backend_tensor b = rows_view(model_.scratch[kStreamB], d_.hidden_size);
+    if (d_.parallel_residual != 0) return run_parallel(h, a, b);
     if (d_.norm_placement == RILL_PLACEMENT_PRE || d_.norm_placement == RILL_PLACEMENT_SANDWICH) {
       return run_pre(h, a, b);
     }
@@ -229,7 +231,36 @@ class Forward {
         RILL_CHECK(fused_add_norm(x, h, w.mlp_gain, model_.final_norm_w, model_.final_norm_b));
         return copy(x, h);
       } else {
-        return residual_add(h, x, w.mlp_gain);
+        return residual_add(h, x, w.mlp_gain, d_.residual_scale, d_.branch_scale);
+      }
+    }
+    return RILL_OK;
+  }
+
+  // parallel: both sublayers read the normalized h; in holds that input
+  // (attention's, then with two norms the MLP's, then the MLP output), out the
+  // attention output and then the branch sum, which the fused add+norm turns
+  // into the next layer's input: the two buffers swap roles every layer.
+  rill_status run_parallel(const rill_backend_tensor& h, const rill_backend_tensor& x, const rill_backend_tensor& y) {
+    const rill_backend_tensor* in = &x;
+    const rill_backend_tensor* out = &y;
+    const int32_t layers = d_.num_layers;
+    RILL_CHECK(norm(h, model_.layers[0].attn_norm_w, model_.layers[0].attn_norm_b, x));
+    for (int32_t l = 0; l < layers; ++l) {
+      const LayerWeights& w = model_.layers[l];
+      RILL_CHECK(attention(l, *in, *out));
+      if (w.mlp_norm_w != kAbsent) RILL_CHECK(norm(h, w.mlp_norm_w, w.mlp_norm_b, *in));
+      RILL_CHECK(mlp(l, *in, *in));
+      RILL_CHECK(residual_add(*out, *in, kAbsent, 1.0f, 1.0f));
+      if (l + 1 < layers) {
+        const LayerWeights& next = model_.layers[l + 1];
+        RILL_CHECK(fused_add_norm(*out, h, kAbsent, next.attn_norm_w, next.attn_norm_b));
+        std::swap(in, out);
+      } else if (d_.final_norm != 0) {
+        RILL_CHECK(fused_add_norm(*out, h, kAbsent, model_.final_norm_w, model_.final_norm_b));
+        return copy(*out, h);
+      } else {
+        return residual_add(h, *out, kAbsent, d_.residual_scale, d_.branch_scale);
       }
     }
     return RILL_OK;
@@ -245,11 +276,11 @@ class Forward {
       const LayerWeights& w = model_.layers[l];
       RILL_CHECK(attention(l, h, y));
       RILL_CHECK(norm(y, w.attn_out_norm_w, w.attn_out_norm_b, y));
-      RILL_CHECK(residual_add(h, y, w.attn_gain));
+      RILL_CHECK(residual_add(h, y, w.attn_gain, d_.residual_scale, d_.branch_scale));
       RILL_CHECK(mlp(l, h, y));
       RILL_CHECK(norm(y, w.mlp_out_norm_w, w.mlp_out_norm_b, y));
       if (l + 1 < layers || d_.final_norm == 0) {
-        RILL_CHECK(residual_add(h, y, w.mlp_gain));
+        RILL_CHECK(residual_add(h, y, w.mlp_gain, d_.residual_scale, d_.branch_scale));
       } else {
         RILL_CHECK(fused_add_norm(y, h, w.mlp_gain, model_.final_norm_w, model_.final_norm_b));
         return copy(y, h);
@@ -378,10 +409,12 @@ class Forward {
                     &residual, gv.get(), wv.get(), bv.get(), d_.norm_eps, d_.residual_scale, d_.branch_scale);
   }
 
-  rill_status residual_add(const rill_backend_tensor& residual, const rill_backend_tensor& update, int32_t gain) {
+  // residual = alpha residual + beta gain * update.
+  rill_status residual_add(const rill_backend_tensor& residual, const rill_backend_tensor& update, int32_t gain,
+                           float alpha, float beta) {
     const OptionalView gv = weight(gain);
     return dispatch(fn_, ctx_, RILL_BACKEND_OP(*ctx_.backend, residual_add), "residual_add", &residual, &update,
-                    gv.get(), d_.residual_scale, d_.branch_scale);
+                    gv.get(), alpha, beta);
   }
 
   rill_status copy(const rill_backend_tensor& src, const rill_backend_tensor& dst) {

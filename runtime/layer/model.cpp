@@ -2,6 +2,7 @@
 // setting them from host memory or a safetensors file.
 #include "model.h"
 
+#include <cstring>
 #include <memory>
 
 #include "dtype_convert.h"
@@ -41,6 +42,68 @@ void add_linear(rill_model& model, const std::string& prefix, int64_t out, int64
   bias = has_bias ? add_weight(model, prefix + ".bias", {out}) : kAbsent;
 }
 
+// Adds a fused tensor holding the parts (weight indices) `groups` times over;
+// nothing when a part is absent (a bias the model does not have).
+void add_fused(rill_model& model, const std::string& name, const std::vector<int32_t>& parts, int64_t groups = 1) {
+  for (int32_t part : parts) {
+    if (part == kAbsent) return;
+  }
+  std::vector<int64_t> shape = model.weights[static_cast<size_t>(parts[0])].shape;
+  shape[0] = 0;
+  for (int32_t part : parts) shape[0] += model.weights[static_cast<size_t>(part)].shape[0];
+  model.fused_index.emplace(name, static_cast<int32_t>(model.fused.size()));
+  model.fused.push_back(FusedWeight{name, std::move(shape), groups, parts, ""});
+}
+
+// Adds a fused tensor this model cannot use, with the reason.
+void refuse_fused(rill_model& model, const std::string& name, std::string why) {
+  model.fused_index.emplace(name, static_cast<int32_t>(model.fused.size()));
+  model.fused.push_back(FusedWeight{name, {}, 1, {}, std::move(why)});
+}
+
+// Adds `other` as another name of the weight `name`, where the model has it.
+void add_alias(rill_model& model, const std::string& other, const std::string& name) {
+  const auto found = model.weight_index.find(name);
+  if (found != model.weight_index.end()) add_fused(model, other, {found->second});
+}
+
+// The fused tensors of Phi-3 (qkv_proj: [q; k; v] rows, gate_up_proj:
+// [gate; up]) and GPT-NeoX's names for layer i (query_key_value: each head's
+// q, k and v rows in turn; attention.dense, mlp.dense_h_to_4h,
+// mlp.dense_4h_to_h and the norms under gpt_neox.layers.{i}.).
+void add_checkpoint_names(rill_model& model, int32_t i, const LayerWeights& w) {
+  const rill_model_desc& d = model.desc;
+  const std::string p = "model.layers." + std::to_string(i) + ".";
+  add_fused(model, p + "self_attn.qkv_proj.weight", {w.q_w, w.k_w, w.v_w});
+  add_fused(model, p + "self_attn.qkv_proj.bias", {w.q_b, w.k_b, w.v_b});
+  if (is_gated(d.activation)) {
+    add_fused(model, p + "mlp.gate_up_proj.weight", {w.gate_w, w.up_w});
+    add_fused(model, p + "mlp.gate_up_proj.bias", {w.gate_b, w.up_b});
+  } else {
+    refuse_fused(model, p + "mlp.gate_up_proj.weight",
+                 "it holds the rows of gate_proj and up_proj, but this model's MLP has no gate (activation " +
+                     enum_name(d.activation) + ")");
+  }
+  const std::string x = "gpt_neox.layers." + std::to_string(i) + ".";
+  if (d.num_kv_heads == d.num_heads) {
+    add_fused(model, x + "attention.query_key_value.weight", {w.q_w, w.k_w, w.v_w}, d.num_heads);
+    add_fused(model, x + "attention.query_key_value.bias", {w.q_b, w.k_b, w.v_b}, d.num_heads);
+  } else {
+    refuse_fused(model, x + "attention.query_key_value.weight",
+                 "it holds each head's q, k and v rows, which needs num_kv_heads = num_heads, but this model has " +
+                     std::to_string(d.num_kv_heads) + " KV heads for " + std::to_string(d.num_heads) + " query heads");
+  }
+  for (const auto& [theirs, ours] : {std::pair<const char*, const char*>{"attention.dense", "self_attn.o_proj"},
+                                     {"mlp.dense_h_to_4h", "mlp.up_proj"},
+                                     {"mlp.dense_4h_to_h", "mlp.down_proj"},
+                                     {"input_layernorm", "input_layernorm"},
+                                     {"post_attention_layernorm", "post_attention_layernorm"}}) {
+    for (const char* suffix : {".weight", ".bias"}) {
+      add_alias(model, x + theirs + suffix, p + ours + suffix);
+    }
+  }
+}
+
 // Converts a weight from host memory into its tensor (created on first use).
 // A norm weight gets norm_weight_offset added in f32 and the sum rounded
 // once to the model dtype (adding in f16 or bf16 would round twice).
@@ -61,6 +124,33 @@ rill_status store_weight(const char* function, rill_model& model, Weight& weight
     for (float& v : f32) v += offset;
   }
   return tensor_write_f32(where, *weight.tensor, f32.data(), count);
+}
+
+// Stores the weights a fused tensor holds, from its host data in src_dtype.
+rill_status store_fused(const char* function, rill_model& model, const FusedWeight& fused, rill_dtype src_dtype,
+                        const void* data) {
+  const size_t esize = rill_dtype_size(src_dtype);
+  size_t row_elements = 1;
+  for (size_t k = 1; k < fused.shape.size(); ++k) row_elements *= static_cast<size_t>(fused.shape[k]);
+  const size_t row_bytes = row_elements * esize;
+  const auto groups = static_cast<size_t>(fused.groups);
+  const size_t group_rows = static_cast<size_t>(fused.shape[0]) / groups;
+  const auto* src = static_cast<const unsigned char*>(data);
+  size_t first_row = 0;  // of the part within each group
+  for (int32_t index : fused.parts) {
+    Weight& weight = model.weights[static_cast<size_t>(index)];
+    const size_t rows = static_cast<size_t>(weight.shape[0]) / groups;
+    const size_t count = rows * groups * row_elements;
+    if (fused.parts.size() == 1) return store_weight(function, model, weight, src_dtype, data, count);
+    std::vector<unsigned char> part(count * esize);
+    for (size_t g = 0; g < groups; ++g) {
+      std::memcpy(part.data() + g * rows * row_bytes, src + (g * group_rows + first_row) * row_bytes,
+                  rows * row_bytes);
+    }
+    RILL_CHECK(store_weight(function, model, weight, src_dtype, part.data(), count));
+    first_row += rows;
+  }
+  return RILL_OK;
 }
 
 }  // namespace
@@ -109,9 +199,13 @@ void build_weight_table(rill_model& model) {
       add_norm(model, p + "post_attention_layernorm", w.attn_out_norm_w, w.attn_out_norm_b);
       add_norm(model, p + "pre_feedforward_layernorm", w.mlp_norm_w, w.mlp_norm_b);
       add_norm(model, p + "post_feedforward_layernorm", w.mlp_out_norm_w, w.mlp_out_norm_b);
-    } else {
+    } else if (d.parallel_residual == 0 || d.parallel_norms == 2) {
       add_norm(model, p + "input_layernorm", w.attn_norm_w, w.attn_norm_b);
       add_norm(model, p + "post_attention_layernorm", w.mlp_norm_w, w.mlp_norm_b);
+      w.attn_out_norm_w = w.attn_out_norm_b = w.mlp_out_norm_w = w.mlp_out_norm_b = kAbsent;
+    } else {  // parallel with one shared norm: the MLP reads input_layernorm's output
+      add_norm(model, p + "input_layernorm", w.attn_norm_w, w.attn_norm_b);
+      w.mlp_norm_w = w.mlp_norm_b = kAbsent;
       w.attn_out_norm_w = w.attn_out_norm_b = w.mlp_out_norm_w = w.mlp_out_norm_b = kAbsent;
     }
     if (d.layer_scale != 0) {
@@ -121,8 +215,12 @@ void build_weight_table(rill_model& model) {
       w.attn_gain = w.mlp_gain = kAbsent;
     }
     model.layers.push_back(w);
+    add_checkpoint_names(model, i, w);
   }
   if (d.final_norm != 0) add_norm(model, "model.norm", model.final_norm_w, model.final_norm_b);
+  for (const char* suffix : {".weight", ".bias"}) {
+    add_alias(model, std::string("gpt_neox.final_layer_norm") + suffix, std::string("model.norm") + suffix);
+  }
 }
 
 const Weight* first_missing_weight(const rill_model& model) {
@@ -182,24 +280,33 @@ RILL_API rill_status rill_model_set_weight(rill_model* model, const char* name, 
     if (model == nullptr) return rill::fail(RILL_ERROR_INVALID_ARGUMENT, f + ": model: expected a model, got NULL");
     if (name == nullptr) return rill::fail(RILL_ERROR_INVALID_ARGUMENT, f + ": name: expected a weight name, got NULL");
     const auto found = model->weight_index.find(name);
-    if (found == model->weight_index.end()) {
+    const auto found_fused = found == model->weight_index.end() ? model->fused_index.find(name)
+                                                                : model->fused_index.end();
+    if (found == model->weight_index.end() && found_fused == model->fused_index.end()) {
       return rill::fail(RILL_ERROR_NOT_FOUND,
                         f + ": name: this model has no weight '" + name +
                             "' (check the descriptor's biases, norm, placement, qk_norm and layer count)");
     }
-    rill::layer::Weight& weight = model->weights[static_cast<size_t>(found->second)];
+    const rill::layer::FusedWeight* fused =
+        found_fused != model->fused_index.end() ? &model->fused[static_cast<size_t>(found_fused->second)] : nullptr;
+    if (fused != nullptr && !fused->refusal.empty()) {
+      return rill::fail(RILL_ERROR_NOT_FOUND, f + ": name: this model cannot use '" + name + "': " + fused->refusal);
+    }
+    rill::layer::Weight* weight = fused == nullptr ? &model->weights[static_cast<size_t>(found->second)] : nullptr;
+    const std::string& weight_name = fused != nullptr ? fused->name : weight->name;
+    const std::vector<int64_t>& expected = fused != nullptr ? fused->shape : weight->shape;
     if (rill_dtype_size(src_dtype) == 0) {
       return rill::fail(RILL_ERROR_INVALID_ARGUMENT,
                         f + ": src_dtype: expected RILL_DTYPE_F32, _F16 or _BF16, got " + rill::enum_name(src_dtype));
     }
     if (ndim < 1 || ndim > RILL_MAX_DIMS || shape == nullptr) {
       return rill::fail(RILL_ERROR_INVALID_ARGUMENT,
-                        f + ": ndim/shape: expected 1 to 4 dims and a shape array for '" + weight.name + "'");
+                        f + ": ndim/shape: expected 1 to 4 dims and a shape array for '" + weight_name + "'");
     }
     const std::vector<int64_t> given(shape, shape + ndim);
-    if (given != weight.shape) {
-      return rill::fail(RILL_ERROR_SHAPE, f + ": weight '" + weight.name + "': expected shape " +
-                                              rill::layer::dims_text(weight.shape) + ", got " +
+    if (given != expected) {
+      return rill::fail(RILL_ERROR_SHAPE, f + ": weight '" + weight_name + "': expected shape " +
+                                              rill::layer::dims_text(expected) + ", got " +
                                               rill::layer::dims_text(given));
     }
     size_t count = 1;
@@ -207,10 +314,11 @@ RILL_API rill_status rill_model_set_weight(rill_model* model, const char* name, 
     if (bytes != count * rill_dtype_size(src_dtype)) {
       return rill::fail(RILL_ERROR_INVALID_ARGUMENT, f + ": bytes: expected " +
                                                          std::to_string(count * rill_dtype_size(src_dtype)) + " for '" +
-                                                         weight.name + "', got " + std::to_string(bytes));
+                                                         weight_name + "', got " + std::to_string(bytes));
     }
     if (data == nullptr) return rill::fail(RILL_ERROR_INVALID_ARGUMENT, f + ": data: expected a pointer, got NULL");
-    return rill::layer::store_weight(fn, *model, weight, src_dtype, data, count);
+    if (fused != nullptr) return rill::layer::store_fused(fn, *model, *fused, src_dtype, data);
+    return rill::layer::store_weight(fn, *model, *weight, src_dtype, data, count);
   });
 }
 
@@ -223,21 +331,59 @@ RILL_API rill_status rill_model_load_safetensors(rill_model* model, const char* 
     std::unique_ptr<rill::io::SafetensorsFile> file;
     const rill_status opened = rill::io::SafetensorsFile::open(path, fn, file);
     if (opened != RILL_OK) return opened;
-    for (rill::layer::Weight& weight : model->weights) {
-      const rill::io::SafetensorsTensor* t = file->find(weight.name);
+    // Every tensor of the file that gives this model weights, under its own
+    // name or a fused one, is checked before any is stored.
+    struct Source {
+      const rill::io::SafetensorsTensor* tensor;
+      rill_dtype dtype;
+      int32_t weight;                         // a weight index, or
+      const rill::layer::FusedWeight* fused;  // a fused tensor
+    };
+    std::vector<Source> sources;
+    std::vector<const std::string*> given_by(model->weights.size(), nullptr);
+    auto take = [&](const rill::io::SafetensorsTensor& t, const std::vector<int64_t>& expected,
+                    const std::vector<int32_t>& weights, Source source) -> rill_status {
+      const std::string where = f + ": " + path + ": tensor '" + t.name + "': ";
+      if (!rill::io::safetensors_dtype_to_rill(t.dtype, source.dtype)) {
+        return rill::fail(RILL_ERROR_IO, where + "dtype " + t.dtype + " is not supported; expected F32, F16 or BF16");
+      }
+      if (t.shape != expected) {
+        return rill::fail(RILL_ERROR_SHAPE, where + "expected shape " + rill::layer::dims_text(expected) + ", got " +
+                                                rill::layer::dims_text(t.shape));
+      }
+      for (int32_t w : weights) {
+        const std::string*& by = given_by[static_cast<size_t>(w)];
+        if (by != nullptr) {
+          return rill::fail(RILL_ERROR_INVALID_ARGUMENT,
+                            f + ": " + path + ": tensors '" + *by + "' and '" + t.name + "' both hold weight '" +
+                                model->weights[static_cast<size_t>(w)].name + "'; a checkpoint holds one of them");
+        }
+        by = &t.name;
+      }
+      sources.push_back(source);
+      return RILL_OK;
+    };
+    for (size_t i = 0; i < model->weights.size(); ++i) {
+      const rill::layer::Weight& weight = model->weights[i];
+      if (const rill::io::SafetensorsTensor* t = file->find(weight.name)) {
+        const auto index = static_cast<int32_t>(i);
+        RILL_CHECK(take(*t, weight.shape, {index}, Source{t, RILL_DTYPE_F32, index, nullptr}));
+      }
+    }
+    for (const rill::layer::FusedWeight& fused : model->fused) {
+      const rill::io::SafetensorsTensor* t = file->find(fused.name);
       if (t == nullptr) continue;
-      const std::string where = f + ": " + path + ": tensor '" + weight.name + "': ";
-      rill_dtype src_dtype;
-      if (!rill::io::safetensors_dtype_to_rill(t->dtype, src_dtype)) {
-        return rill::fail(RILL_ERROR_IO, where + "dtype " + t->dtype + " is not supported; expected F32, F16 or BF16");
+      if (!fused.refusal.empty()) {
+        return rill::fail(RILL_ERROR_INVALID_ARGUMENT,
+                          f + ": " + path + ": tensor '" + fused.name + "': this model cannot use it: " + fused.refusal);
       }
-      if (t->shape != weight.shape) {
-        return rill::fail(RILL_ERROR_SHAPE, where + "expected shape " + rill::layer::dims_text(weight.shape) +
-                                                ", got " + rill::layer::dims_text(t->shape));
-      }
-      const rill_status stored =
-          rill::layer::store_weight(fn, *model, weight, src_dtype, t->data, t->bytes / rill_dtype_size(src_dtype));
-      if (stored != RILL_OK) return stored;
+      RILL_CHECK(take(*t, fused.shape, fused.parts, Source{t, RILL_DTYPE_F32, rill::layer::kAbsent, &fused}));
+    }
+    for (const Source& s : sources) {
+      RILL_CHECK(s.fused != nullptr
+                     ? rill::layer::store_fused(fn, *model, *s.fused, s.dtype, s.tensor->data)
+                     : rill::layer::store_weight(fn, *model, model->weights[static_cast<size_t>(s.weight)], s.dtype,
+                                                 s.tensor->data, s.tensor->bytes / rill_dtype_size(s.dtype)));
     }
     return RILL_OK;
   });

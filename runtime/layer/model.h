@@ -50,6 +50,19 @@ struct Weight {
 inline bool is_gated(rill_mlp_activation activation) {
   return activation == RILL_MLP_SILU_GLU || activation == RILL_MLP_GELU_GLU || activation == RILL_MLP_GELU_TANH_GLU;
 }
+// A checkpoint tensor that holds model weights under another name or layout.
+// Its rows (dim 0) are `groups` repeats of the parts in order, each part
+// holding weights[part].shape[0] / groups rows of its weight: one part in one
+// group is a rename (GPT-NeoX's attention.dense is o_proj), one group of
+// several a concatenation (Phi-3's qkv_proj: q, k, v), H groups GPT-NeoX's
+// query_key_value (each head's q, k and v rows).
+struct FusedWeight {
+  std::string name;
+  std::vector<int64_t> shape;
+  int64_t groups = 1;
+  std::vector<int32_t> parts;  // weight indices
+  std::string refusal;         // nonempty: why this model cannot use the tensor
+};
 
 }  // namespace rill::layer
 
@@ -58,6 +71,8 @@ struct rill_model {
   rill_model_desc desc{};  // resolved: no derived field left at 0
   std::vector<rill::layer::Weight> weights;
   std::unordered_map<std::string, int32_t> weight_index;
+  std::vector<rill::layer::FusedWeight> fused;
+  std::unordered_map<std::string, int32_t> fused_index;
   std::vector<rill::layer::LayerWeights> layers;
   int32_t final_norm_w = rill::layer::kAbsent, final_norm_b = rill::layer::kAbsent;
   // Scratch for the forward pass, grown to the largest token count seen.

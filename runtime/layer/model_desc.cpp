@@ -128,6 +128,22 @@ DescProblem resolve_desc(const rill_model_desc& given, rill_model_desc& resolved
                        num(d.query_pre_attn_scalar));
   }
   if (d.query_pre_attn_scalar == 0) d.query_pre_attn_scalar = static_cast<float>(d.head_dim);
+  if (d.parallel_norms != 1 && d.parallel_norms != 2) {
+    return problem("parallel_norms", "parallel_norms: expected 1 (one shared input norm) or 2 (one per sublayer), got " +
+                                         std::to_string(d.parallel_norms));
+  }
+  if (d.parallel_residual == 0 && d.parallel_norms != 1) {
+    return problem("parallel_norms", "parallel_norms: " + std::to_string(d.parallel_norms) +
+                                         " applies only with parallel_residual; expected 1 without it");
+  }
+  if (d.parallel_residual != 0 && placement != RILL_PLACEMENT_PRE) {
+    return problem("parallel_residual", "parallel_residual: expected norm_placement RILL_PLACEMENT_PRE (the parallel "
+                                        "form normalizes each sublayer's input), got " + enum_name(d.norm_placement));
+  }
+  if (d.parallel_residual != 0 && d.layer_scale != 0) {
+    return problem("layer_scale", "layer_scale: not available with parallel_residual (the two branches are summed "
+                                  "before their one residual add, so a gain per branch has no place to act)");
+  }
   resolved = d;
   return {};
 }
@@ -176,7 +192,8 @@ void read_model_table(const TomlChecker& check, const toml::table& table, rill_m
                   {"dtype", "num_layers", "hidden_size", "num_heads", "num_kv_heads", "head_dim",
                    "intermediate_size", "norm", "norm_eps", "norm_placement", "activation", "rope_theta",
                    "rope_dim", "qkv_bias", "o_bias", "mlp_bias", "final_norm", "residual_scale", "branch_scale",
-                   "layer_scale", "qk_norm", "norm_weight_offset", "query_pre_attn_scalar"});
+                   "layer_scale", "qk_norm", "norm_weight_offset", "query_pre_attn_scalar", "parallel_residual",
+                   "parallel_norms"});
   const ModelReader t(check, table);
   t.choice<rill_dtype>("dtype", {{"f32", RILL_DTYPE_F32}, {"f16", RILL_DTYPE_F16}, {"bf16", RILL_DTYPE_BF16}}, d.dtype);
   t.integer("num_layers", d.num_layers);
@@ -216,6 +233,8 @@ void read_model_table(const TomlChecker& check, const toml::table& table, rill_m
                          d.qk_norm);
   t.real("norm_weight_offset", d.norm_weight_offset);
   t.real("query_pre_attn_scalar", d.query_pre_attn_scalar);
+  t.boolean("parallel_residual", d.parallel_residual);
+  t.integer("parallel_norms", d.parallel_norms);
 }
 
 }  // namespace
@@ -236,6 +255,7 @@ RILL_API void rill_model_desc_init(rill_model_desc* desc) {
   desc->final_norm = 1;
   desc->residual_scale = 1.0f;
   desc->branch_scale = 1.0f;
+  desc->parallel_norms = 1;
 }
 
 RILL_API rill_status rill_model_desc_from_toml(const char* toml_text, const char* source_name,

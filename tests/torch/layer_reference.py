@@ -27,7 +27,11 @@ and inputs that rill gets:
   * whole Gemma and Gemma 2 models from transformers (GemmaModel,
     Gemma2Model; the gemma group, also from --venv) with Gemma's checkpoint
     norm weights (w for x_hat * (1 + w), rill's norm_weight_offset), its tanh
-    GELU gated MLP and Gemma 2's query_pre_attn_scalar.
+    GELU gated MLP and Gemma 2's query_pre_attn_scalar;
+  * (the parallel group) whole models with parallel attention + MLP and
+    fused checkpoint tensors: GPTNeoXModel with use_parallel_residual and
+    its own tensor names, query_key_value fused, PhiModel (Phi-2, one shared
+    input norm) and Phi3Model with qkv_proj and gate_up_proj fused.
 Every case runs as one prefill, as a prefill followed by decode steps and as
 decode steps only (`--decode-from`), and each output must match the reference
 by the limits of tests/python/tolerance.py (NMSE, worst element, finiteness).
@@ -36,7 +40,8 @@ reference built with a wrong eps, rope_theta, GQA head mapping or a transposed
 weight, or without its branch scale or LayerScale gains, and for the cases
 of a feature the controls of that feature (FEATURE_CONTROLS: no QK norm, the
 other QK norm form, the pre placement instead of output; Gemma's norm weights
-used as stored, the erf GELU, the head_dim attention scale), so a tolerance
+used as stored, the erf GELU, the head_dim attention scale; the sequential
+form of parallel layers, a fused tensor split the wrong way), so a tolerance
 too loose to see those mistakes fails the test.
 
 Weight files are written with PyPI's safetensors package, or where it is
@@ -78,7 +83,7 @@ def base_config(**overrides):
     config = dict(dtype="f32", num_layers=2, hidden_size=64, num_heads=4, num_kv_heads=2, head_dim=16,
                   intermediate_size=96, norm="rms", norm_eps=1e-6, norm_placement="pre", activation="silu_glu",
                   rope_theta=10000.0, rope_dim=0, qkv_bias=False, o_bias=False, mlp_bias=False, final_norm=True,
-                  residual_scale=1.0, branch_scale=1.0, layer_scale=False)
+                  residual_scale=1.0, branch_scale=1.0, layer_scale=False, parallel_residual=False, parallel_norms=1)
     config.update(overrides)
     return config
 
@@ -111,6 +116,11 @@ CONTROLS = {
     "transpose": "o_proj's weight transposed",
     "scale": "the branch scale 1 and the LayerScale gains ones (the residual variant left out)",
 }
+# Controls of parallel layers and fused tensors, asked only of the builders
+# that have the feature (see FEATURE_CONTROLS).
+SEQUENTIAL_CONTROLS = {"sequential": "the sequential form of parallel layers: h += A(norm(h)), then h += M(norm(h))"}
+SPLIT_CONTROLS = {"split": "a fused checkpoint tensor split the wrong way (GPT-NeoX's per-head q, k, v as three "
+                           "blocks; Phi-3's gate and up halves swapped)"}
 
 
 # DeepNet (Wang et al. 2022, "DeepNet: Scaling Transformers to 1,000 Layers"),
@@ -604,6 +614,184 @@ def mimi_case(gen, config, control=None):
 # QK norm, output placement); Qwen3 (per-head QK norm), which transformers
 # 4.47.1 lacks, as transformers' Qwen2 layer with the norms Qwen3 adds.
 
+
+# ---------------------------------------------------------------------------
+# Reference 6: parallel attention + MLP and fused checkpoint tensors, from
+# transformers' GPT-NeoX, Phi (Phi-2) and Phi-3 models. Each model runs whole
+# (inputs_embeds in, last_hidden_state out, so its final norm included) with
+# its own names and tensor layouts; the weights rill reads are its state dict
+# under the checkpoint's prefix, fused tensors kept fused.
+
+
+def draw_hf_params(gen, model, dtype):
+    """Gives every parameter of model but the token embedding a value rounded
+    to dtype (norm weights near 1); returns them by name."""
+    values = {}
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if name.startswith("embed"):
+                continue
+            noise = torch.randn(p.shape, generator=gen, dtype=torch.float64)
+            if "norm" in name:
+                value = noise * 0.3 + (1.0 if name.endswith("weight") else 0.0)
+            else:
+                value = noise * (0.2 if name.endswith("bias") else p.shape[1] ** -0.5)
+            p.copy_(rounded(value, dtype))
+            values[name] = p.detach().clone()
+    return values
+
+
+def hf_reference(model):
+    def reference(x):
+        with torch.no_grad():
+            return model(inputs_embeds=x, use_cache=False).last_hidden_state
+
+    return reference
+
+
+def neox_case(gen, config, control=None):
+    """GPTNeoXModel (eager attention) with use_parallel_residual: LayerNorm with
+    bias, two input norms (input_layernorm for attention, post_attention_layernorm
+    for the MLP, both on the same h), partial rotary (rotary_pct), biased linears
+    and a plain GELU MLP. Its checkpoint names are kept, query_key_value
+    interleaved per head ([H, 3, hd] rows: each head's q, k, v) and fused."""
+    try:
+        from transformers import GPTNeoXConfig, GPTNeoXModel
+    except ImportError as missing:
+        raise Skip(f"the GPT-NeoX reference needs transformers: {missing}")
+
+    c = config
+    d, h, hd = c["hidden_size"], c["num_heads"], c["head_dim"]
+    # What GPT-NeoX can express: MHA, head_dim = hidden_size / num_heads, every bias, LayerNorm, a final norm.
+    assert c["norm"] == "layer" and c["num_kv_heads"] == h and h * hd == d and c["final_norm"]
+    assert c["qkv_bias"] and c["o_bias"] and c["mlp_bias"] and c["parallel_residual"] and c["parallel_norms"] == 2
+    if control == "scale":
+        return None, None  # no branch scale or LayerScale
+    hf = GPTNeoXConfig(vocab_size=8, hidden_size=d, num_hidden_layers=c["num_layers"], num_attention_heads=h,
+                       intermediate_size=c["intermediate_size"], hidden_act={"gelu": "gelu", "relu": "relu"}[
+                           c["activation"]], rotary_pct=c["rope_dim"] / hd,
+                       rotary_emb_base=wrong_rope_theta(c["rope_theta"]) if control == "rope_theta" else c[
+                           "rope_theta"],
+                       layer_norm_eps=wrong_eps(c["norm_eps"], c["dtype"]) if control == "eps" else c["norm_eps"],
+                       use_parallel_residual=control != "sequential", attention_bias=True,
+                       attn_implementation="eager")
+    model = GPTNeoXModel(hf).double().eval()
+    weights = {"gpt_neox." + k: v for k, v in draw_hf_params(gen, model, c["dtype"]).items()}
+    with torch.no_grad():
+        for layer in model.layers:
+            qkv, dense = layer.attention.query_key_value, layer.attention.dense
+            if control == "gqa":  # per head [q; k; v]: head i's k and v rows become head i + 1's
+                for p in (qkv.weight, qkv.bias):
+                    heads = p.view(h, 3, -1).clone()
+                    heads[:, 1:] = heads[:, 1:].roll(-1, dims=0)
+                    p.copy_(heads.view(p.shape))
+            elif control == "transpose":
+                dense.weight.copy_(dense.weight.t().clone())
+            elif control == "split":  # the reference reads the fused rows as blocks [q; k; v]
+                for p in (qkv.weight, qkv.bias):
+                    p.copy_(p.view(3, h, -1).transpose(0, 1).reshape(p.shape).clone())
+    return weights, hf_reference(model)
+
+
+def phi_case(gen, config, control=None):
+    """PhiModel (Phi-2; eager attention): one shared LayerNorm (input_layernorm)
+    feeding attention and MLP in parallel, h = h + A(ln(h)) + M(ln(h)), partial
+    rotary (partial_rotary_factor), biased q/k/v/dense, a plain fc2(act(fc1(x)))
+    MLP and final_layernorm. Phi's names dense, fc1, fc2 and final_layernorm are
+    renamed to rill's o_proj, up_proj, down_proj and model.norm. In float64 but
+    for what Phi itself computes in float32 (RoPE tables, attention scores)."""
+    try:
+        from transformers import PhiConfig, PhiModel
+    except ImportError as missing:
+        raise Skip(f"the Phi reference needs transformers: {missing}")
+
+    c = config
+    d, hq, hkv, hd = c["hidden_size"], c["num_heads"], c["num_kv_heads"], c["head_dim"]
+    # What Phi can express: LayerNorm, one shared input norm, head_dim = hidden_size / num_heads, every bias, a
+    # final norm.
+    assert c["norm"] == "layer" and hq * hd == d and c["final_norm"] and c["parallel_residual"]
+    assert c["parallel_norms"] == 1 and c["qkv_bias"] and c["o_bias"] and c["mlp_bias"]
+    if control == "scale":
+        return None, None  # no branch scale or LayerScale
+    # ACT2FN's "gelu_new" is the tanh approximation.
+    hf = PhiConfig(vocab_size=8, hidden_size=d, intermediate_size=c["intermediate_size"],
+                   num_hidden_layers=c["num_layers"], num_attention_heads=hq, num_key_value_heads=hkv,
+                   hidden_act={"gelu": "gelu", "gelu_tanh": "gelu_new"}[c["activation"]],
+                   partial_rotary_factor=c["rope_dim"] / hd,
+                   rope_theta=wrong_rope_theta(c["rope_theta"]) if control == "rope_theta" else c["rope_theta"],
+                   layer_norm_eps=wrong_eps(c["norm_eps"], c["dtype"]) if control == "eps" else c["norm_eps"],
+                   qk_layernorm=False, attn_implementation="eager")
+    model = PhiModel(hf).double().eval()
+    rename = {"self_attn.dense.": "self_attn.o_proj.", "mlp.fc1.": "mlp.up_proj.", "mlp.fc2.": "mlp.down_proj.",
+              "final_layernorm.": "norm."}
+    weights = {}
+    for name, value in draw_hf_params(gen, model, c["dtype"]).items():
+        for theirs, ours in rename.items():
+            name = name.replace(theirs, ours)
+        weights["model." + name] = value
+    with torch.no_grad():
+        for layer in model.layers:
+            if control == "gqa":
+                for name in ("k_proj", "v_proj"):
+                    for p in (getattr(layer.self_attn, name).weight, getattr(layer.self_attn, name).bias):
+                        p.copy_(roll_kv_heads(p.clone(), hkv))
+            elif control == "transpose":
+                layer.self_attn.dense.weight.copy_(layer.self_attn.dense.weight.t().clone())
+            elif control == "sequential":
+                layer.forward = phi_sequential_forward(layer)
+    return weights, hf_reference(model)
+
+
+def phi_sequential_forward(layer):
+    """PhiDecoderLayer.forward made sequential: h += A(ln(h)); h += M(ln(h))."""
+    def forward(hidden_states, **kwargs):
+        h = hidden_states + layer.self_attn(hidden_states=layer.input_layernorm(hidden_states), **kwargs)[0]
+        return (h + layer.mlp(layer.input_layernorm(h)),)
+
+    return forward
+
+
+def phi3_case(gen, config, control=None):
+    """Phi3Model (eager attention): Llama-style pre RMSNorm with the fused
+    checkpoint tensors self_attn.qkv_proj ([q; k; v] rows) and mlp.gate_up_proj
+    ([gate; up] rows), kept fused; a sliding window longer than the sequence, no
+    RoPE scaling. In float64 but for what Phi-3 itself computes in float32
+    (norms, RoPE tables, softmax)."""
+    try:
+        from transformers import Phi3Config, Phi3Model
+    except ImportError as missing:
+        raise Skip(f"the Phi-3 reference needs transformers: {missing}")
+
+    c = config
+    d, hq, hkv, hd, inter = c["hidden_size"], c["num_heads"], c["num_kv_heads"], c["head_dim"], c["intermediate_size"]
+    # What Phi-3 can express: pre RMSNorm, SwiGLU, full RoPE, no biases, head_dim = hidden_size / num_heads.
+    assert c["norm"] == "rms" and c["norm_placement"] == "pre" and c["activation"] == "silu_glu" and hq * hd == d
+    assert c["rope_dim"] == 0 and c["final_norm"] and not (c["qkv_bias"] or c["o_bias"] or c["mlp_bias"])
+    if control == "scale" or control == "gqa" and hkv == 1:
+        return None, None  # no branch scale or LayerScale; one KV head: no head mapping to get wrong
+    hf = Phi3Config(vocab_size=8, hidden_size=d, intermediate_size=inter, num_hidden_layers=c["num_layers"],
+                    num_attention_heads=hq, num_key_value_heads=hkv, hidden_act="silu",
+                    rope_theta=wrong_rope_theta(c["rope_theta"]) if control == "rope_theta" else c["rope_theta"],
+                    rms_norm_eps=wrong_eps(c["norm_eps"], c["dtype"]) if control == "eps" else c["norm_eps"],
+                    rope_scaling=None, sliding_window=64, pad_token_id=0, bos_token_id=1, eos_token_id=2,
+                    attn_implementation="eager")
+    model = Phi3Model(hf).double().eval()
+    weights = {"model." + k: v for k, v in draw_hf_params(gen, model, c["dtype"]).items()}
+    with torch.no_grad():
+        for layer in model.layers:
+            qkv, o, gate_up = layer.self_attn.qkv_proj.weight, layer.self_attn.o_proj.weight, layer.mlp.gate_up_proj.weight
+            if control == "gqa":
+                q, k, v = qkv.split([hq * hd, hkv * hd, hkv * hd])
+                qkv.copy_(torch.cat((q, roll_kv_heads(k.clone(), hkv), roll_kv_heads(v.clone(), hkv))))
+            elif control == "transpose":
+                o.copy_(o.t().clone())
+            elif control == "split":
+                gate_up.copy_(torch.cat(gate_up.chunk(2)[::-1]).clone())
+    return weights, hf_reference(model)
+
+
+# ---------------------------------------------------------------------------
+
 # Controls of the QK norm and the output placement, asked only of the
 # builders that have the feature (the others would build a correct reference).
 QK_NORM_CONTROLS = {
@@ -924,6 +1112,11 @@ ENCODER = dict(norm="layer", norm_eps=1e-5, num_kv_heads=4, rope_theta=0.0, qkv_
                mlp_bias=True)
 OLMO2 = dict(norm_placement="output", qk_norm="full", norm_eps=1e-6, rope_theta=5e5)
 QWEN3 = dict(qk_norm="head", qkv_bias=True)
+# GPT-NeoX (Pythia): two input norms, a quarter of each head rotary; Phi-2: one shared norm, half rotary, GQA.
+NEOX = dict(norm="layer", norm_eps=1e-5, num_kv_heads=4, rope_dim=4, activation="gelu", qkv_bias=True, o_bias=True,
+            mlp_bias=True, parallel_residual=True, parallel_norms=2)
+PHI2 = dict(norm="layer", norm_eps=1e-5, rope_dim=8, activation="gelu_tanh", qkv_bias=True, o_bias=True,
+            mlp_bias=True, parallel_residual=True)
 CASES = {
     # torch.nn.TransformerEncoderLayer
     "encoder_pre_gelu": ("encoder", base_config(**ENCODER, norm_placement="pre", activation="gelu")),
@@ -972,23 +1165,34 @@ CASES = {
                                                      query_pre_attn_scalar=48.0)),
     "gemma2_query_scalar_f16": ("gemma", base_config(**GEMMA, norm_placement="sandwich", num_layers=3, head_dim=32,
                                                      query_pre_attn_scalar=48.0, dtype="f16")),
+    # parallel attention + MLP and fused checkpoint tensors (transformers' GPT-NeoX, Phi, Phi-3)
+    "neox_parallel": ("neox", base_config(**NEOX)),
+    "neox_parallel_f16": ("neox", base_config(**NEOX, dtype="f16", num_layers=3)),
+    "phi2_parallel": ("phi", base_config(**PHI2)),
+    "phi2_parallel_f16": ("phi", base_config(**PHI2, dtype="f16")),
+    "phi3_fused": ("phi3", base_config(norm_eps=1e-5)),
+    "phi3_fused_bf16": ("phi3", base_config(norm_eps=1e-5, dtype="bf16", num_kv_heads=1, num_layers=3)),
 }
 BUILDERS = {"encoder": encoder_case, "decoder": decoder_case, "gemma2": gemma2_case, "granite": granite_case,
-            "mimi": mimi_case, "olmo2": olmo2_case, "qwen3": qwen3_case, "gemma": gemma_case}
+            "mimi": mimi_case, "olmo2": olmo2_case, "qwen3": qwen3_case, "gemma": gemma_case, "neox": neox_case,
+            "phi": phi_case, "phi3": phi3_case}
 TRANSFORMERS = ("gemma2", "granite", "mimi")  # the builders that need transformers (--venv)
 QK_NORM = ("olmo2", "qwen3")  # the qknorm group's builders, which need transformers too
 GEMMA_FAMILY = ("gemma",)  # the gemma group's builder, which needs transformers too
+PARALLEL = ("neox", "phi", "phi3")  # the parallel group's builders, which need transformers too
 # The controls of a builder's features, beside CONTROLS.
 FEATURE_CONTROLS = {"olmo2": {**QK_NORM_CONTROLS, **OUTPUT_CONTROLS}, "qwen3": QK_NORM_CONTROLS,
-                    "gemma": GEMMA_CONTROLS}
+                    "gemma": GEMMA_CONTROLS, "neox": {**SEQUENTIAL_CONTROLS, **SPLIT_CONTROLS},
+                    "phi": SEQUENTIAL_CONTROLS, "phi3": SPLIT_CONTROLS}
 GROUPS = {
     "encoder": [n for n in CASES if n.startswith("encoder")],
     "llama": ["qwen2_f32", "qwen2_f16", "qwen2_bf16", "llama_mqa_partial_rope", "pre_no_final_norm_gelu_tanh"],
     "placements": [n for n in CASES if not n.startswith(("encoder", "qwen2", "llama", "pre_no"))
-                   and CASES[n][0] not in TRANSFORMERS + QK_NORM + GEMMA_FAMILY],
+                   and CASES[n][0] not in TRANSFORMERS + QK_NORM + GEMMA_FAMILY + PARALLEL],
     "transformers": [n for n in CASES if CASES[n][0] in TRANSFORMERS],
     "qknorm": [n for n in CASES if CASES[n][0] in QK_NORM],
     "gemma": [n for n in CASES if CASES[n][0] in GEMMA_FAMILY],
+    "parallel": [n for n in CASES if CASES[n][0] in PARALLEL],
 }
 
 

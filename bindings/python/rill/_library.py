@@ -56,6 +56,8 @@ class ModelDesc(ctypes.Structure):
         ("qk_norm", ctypes.c_int),
         ("norm_weight_offset", ctypes.c_float),
         ("query_pre_attn_scalar", ctypes.c_float),
+        ("parallel_residual", ctypes.c_uint32),
+        ("parallel_norms", ctypes.c_int32),
     ]
 
     def __init__(self, **fields):
