@@ -48,8 +48,9 @@ struct Fixture {
   Fixture& operator=(const Fixture&) = delete;
 
   // Sets every weight of small_desc() to random values, the norm weights
-  // near norm_level (the same values for any norm_level, shifted).
-  void set_all_weights(float norm_level = 1.0f) {
+  // near norm_level (the same values for any norm_level, shifted); with
+  // per_head_qk_norm also the [hd] q_norm and k_norm of qk_norm = head.
+  void set_all_weights(float norm_level = 1.0f, bool per_head_qk_norm = false) {
     std::mt19937 gen(11);
     std::normal_distribution<float> dist(0.0f, 0.25f);
     const int64_t d = 16, q = 16, kv = 8, inter = 24;
@@ -76,6 +77,10 @@ struct Fixture {
       set(p + "mlp.down_proj.weight", {d, inter}, 0);
       set(p + "input_layernorm.weight", {d}, norm_level);
       set(p + "post_attention_layernorm.weight", {d}, norm_level);
+      if (per_head_qk_norm) {
+        set(p + "self_attn.q_norm.weight", {d / 4}, norm_level);
+        set(p + "self_attn.k_norm.weight", {d / 4}, norm_level);
+      }
     }
     set("model.norm.weight", {d}, norm_level);
   }
@@ -592,6 +597,19 @@ TEST_CASE("norm_weight_offset is added once to each norm weight, and to nothing 
   CHECK(f.forward(nullptr, 1, 5, x) == expected);
   f.set_all_weights(1.0f);  // checkpoint weights already holding 1 + w are not Gemma's: now 2 + w
   CHECK(f.forward(nullptr, 1, 5, x) != expected);
+}
+
+TEST_CASE("norm_weight_offset reaches the QK norm weights, as Gemma 3 stores them") {
+  const std::vector<float> x = random_tokens(5, 4);
+  rill_model_desc desc = small_desc();
+  desc.qk_norm = RILL_QK_NORM_HEAD;
+  Fixture plain(desc);
+  plain.set_all_weights(1.0f, true);
+  const std::vector<float> expected = plain.forward(nullptr, 1, 5, x);
+  desc.norm_weight_offset = 1.0f;
+  Fixture f(desc);
+  f.set_all_weights(0.0f, true);
+  CHECK(f.forward(nullptr, 1, 5, x) == expected);
 }
 
 TEST_CASE("RoPE positions are relative: shifting every position leaves the output unchanged") {
