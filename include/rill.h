@@ -377,6 +377,28 @@ RILL_API rill_status rill_attention(rill_context* ctx, const rill_tensor* q, con
                                     const rill_tensor* v, const int32_t* kv_lengths, size_t kv_length_count,
                                     float scale, rill_tensor* out);
 
+/* What rill_attention_ex adds to rill_attention. Set struct_size to
+   sizeof(rill_attention_params); members are only ever appended, and those
+   past struct_size read as 0. */
+typedef struct rill_attention_params {
+  uint32_t struct_size;
+  float scale;    /* logits scale * q.k: finite, > 0 */
+  int32_t window; /* sliding window W >= 0; 0 = none: the query at p sees slots p-W+1..p (Mistral, Gemma 2) */
+  float softcap;  /* logit soft-cap c: finite, >= 0; 0 = off: logits = c tanh(logits / c) (Gemma 2) */
+} rill_attention_params;
+
+/* rill_attention with a sliding window and logit soft-capping: as
+   rill_attention with scale = params->scale, except that the query at
+   position p attends to key slots max(0, p - window + 1)..p when window > 0,
+   and that each logit l = scale * q.k becomes softcap * tanh(l / softcap)
+   before the softmax when softcap > 0. params: not NULL, struct_size at least
+   up to scale. A backend without the sliding window or soft-cap returns
+   RILL_ERROR_UNSUPPORTED naming the backend and the op; with window and
+   softcap 0 every backend with rill_attention runs it. */
+RILL_API rill_status rill_attention_ex(rill_context* ctx, const rill_tensor* q, const rill_tensor* k,
+                                       const rill_tensor* v, const int32_t* kv_lengths, size_t kv_length_count,
+                                       const rill_attention_params* params, rill_tensor* out);
+
 /* out = fn(x) * up elementwise (gated: SwiGLU with RILL_ACT_SILU, GeGLU with
    RILL_ACT_GELU), or out = fn(x) when up is NULL. x, up, out: one shape and
    dtype; out may alias x or up. */
