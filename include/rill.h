@@ -377,6 +377,28 @@ RILL_API rill_status rill_attention(rill_context* ctx, const rill_tensor* q, con
                                     const rill_tensor* v, const int32_t* kv_lengths, size_t kv_length_count,
                                     float scale, rill_tensor* out);
 
+/* What rill_attention_ex adds to rill_attention. Set struct_size to
+   sizeof(rill_attention_params); members are only ever appended, and those
+   past struct_size read as 0. */
+typedef struct rill_attention_params {
+  uint32_t struct_size;
+  float scale;    /* logits scale * q.k: finite, > 0 */
+  int32_t window; /* sliding window W >= 0; 0 = none: the query at p sees slots p-W+1..p (Mistral, Gemma 2) */
+  float softcap;  /* logit soft-cap c: finite, >= 0; 0 = off: logits = c tanh(logits / c) (Gemma 2) */
+} rill_attention_params;
+
+/* rill_attention with a sliding window and logit soft-capping: as
+   rill_attention with scale = params->scale, except that the query at
+   position p attends to key slots max(0, p - window + 1)..p when window > 0,
+   and that each logit l = scale * q.k becomes softcap * tanh(l / softcap)
+   before the softmax when softcap > 0. params: not NULL, struct_size at least
+   up to scale. A backend without the sliding window or soft-cap returns
+   RILL_ERROR_UNSUPPORTED naming the backend and the op; with window and
+   softcap 0 every backend with rill_attention runs it. */
+RILL_API rill_status rill_attention_ex(rill_context* ctx, const rill_tensor* q, const rill_tensor* k,
+                                       const rill_tensor* v, const int32_t* kv_lengths, size_t kv_length_count,
+                                       const rill_attention_params* params, rill_tensor* out);
+
 /* out = fn(x) * up elementwise (gated: SwiGLU with RILL_ACT_SILU, GeGLU with
    RILL_ACT_GELU), or out = fn(x) when up is NULL. x, up, out: one shape and
    dtype; out may alias x or up. */
@@ -487,7 +509,16 @@ RILL_API rill_status rill_activation(rill_context* ctx, rill_act_fn fn, const ri
 /* Attention: q, k, v projections, the QK norm (qk_norm), RoPE on q and k    */
 /* (unless rope_theta is 0), causal attention with scale                     */
 /* 1/sqrt(query_pre_attn_scalar) (Gemma 2 and 3; 0 = head_dim:               */
-/* 1/sqrt(head_dim)), o projection. The QK norm is an RMSNorm with eps       */
+/* 1/sqrt(head_dim)), o projection. With sliding_window W > 0, layer i       */
+/* slides when i >= max_window_layers and, for sliding_window_pattern N > 0, */
+/* (i + 1) % N != 0 (N = 0: every such layer slides; Gemma 2 is N = 2, Gemma */
+/* 3 N = 6): its query at position p sees only positions p-W+1..p (W         */
+/* positions, itself included, as Hugging Face's Mistral and Gemma 2 masks), */
+/* in prefill and decode alike (the KV cache holds every position), and RoPE */
+/* uses rope_local_base_freq (when nonzero) instead of rope_theta.           */
+/* attn_logit_softcapping c > 0 caps every layer's logits l = scale * q.k to */
+/* c tanh(l / c) before the causal mask and softmax (Gemma 2). The QK norm   */
+/* is an RMSNorm with eps                                                    */
 /* norm_eps of each head's hd values of q and of k with one [hd] weight      */
 /* shared by the heads (head: Qwen3, Gemma 3), or of the whole q and k       */
 /* projections (full: OLMo 2); one plain norm each on q and on k, in place.  */
@@ -561,12 +592,21 @@ typedef struct rill_model_desc {
   float query_pre_attn_scalar;   /* attention scale s^-1/2: finite, >= 0; 0 = head_dim */
   uint32_t parallel_residual;    /* nonzero: attention and MLP read the same h, one add (pre only) */
   int32_t parallel_norms;        /* input norms of the parallel form: 1 shared, 2 one per sublayer */
+  /* Sliding-window attention (see above): which layers slide, their window
+     and RoPE theta; the logit soft-cap of every layer. */
+  int32_t sliding_window;         /* W >= 0: a sliding layer's query at p sees p-W+1..p; 0 = none */
+  int32_t sliding_window_pattern; /* >= 0; 0: every layer slides; N: layer i is global when (i+1) % N == 0 */
+  int32_t max_window_layers;      /* >= 0: layers below it are global (Qwen2); 0 = none */
+  float attn_logit_softcapping;   /* c: finite, >= 0; logits c tanh(l / c) before the softmax; 0 = off */
+  float rope_local_base_freq;     /* RoPE theta of the sliding layers: finite, >= 0; 0 = rope_theta */
 } rill_model_desc;
 
 /* Fills desc with the defaults of the [model] TOML table: f32, rms, eps 1e-6,
    pre, silu_glu, rope_theta 10000, rope_dim 0, no biases, final_norm on,
    scales 1, no layer_scale, no qk_norm, norm_weight_offset 0, no
-   parallel_residual with parallel_norms 1, num_kv_heads, head_dim and
+   parallel_residual with parallel_norms 1, no sliding window
+   (sliding_window, sliding_window_pattern, max_window_layers 0), no
+   soft-cap, rope_local_base_freq 0 (= rope_theta), num_kv_heads, head_dim and
    query_pre_attn_scalar 0 (= derived), and the
    sizes num_layers, hidden_size, num_heads, intermediate_size 0 (to be set).
    NULL is a no-op. */
@@ -601,6 +641,11 @@ RILL_API void rill_model_desc_init(rill_model_desc* desc);
        query_pre_attn_scalar = 0.0  # attention scale 1/sqrt(this); 0 = head_dim
        parallel_residual = false # GPT-NeoX use_parallel_residual, Falcon parallel_attn
        parallel_norms = 1        # 1 | 2: Falcon num_ln_in_parallel_attn
+       sliding_window = 0        # window of the sliding layers; 0 = none
+       sliding_window_pattern = 0  # 0 = every layer slides; N = every N-th is global
+       max_window_layers = 0     # layers below it are global (Qwen2)
+       attn_logit_softcapping = 0.0  # Gemma 2: 50.0; 0 = off
+       rope_local_base_freq = 0.0    # RoPE theta of sliding layers; 0 = rope_theta
    source_name: names the text in messages (a file name), or NULL.
    Errors: RILL_ERROR_CONFIG for a missing [model] table or size, an unknown key,
    a wrong type or a bad value, with the key and its line:column; the values are

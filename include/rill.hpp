@@ -164,6 +164,13 @@ inline void attention(Context& ctx, const Tensor& q, const Tensor& k, const Tens
                        kv_lengths.size(), scale, out.get()));
 }
 
+/* rill_attention_ex: with params' sliding window and logit soft-cap. */
+inline void attention_ex(Context& ctx, const Tensor& q, const Tensor& k, const Tensor& v,
+                         const std::vector<int32_t>& kv_lengths, const rill_attention_params& params, Tensor& out) {
+  check(rill_attention_ex(ctx.get(), q.get(), k.get(), v.get(), kv_lengths.empty() ? nullptr : kv_lengths.data(),
+                          kv_lengths.size(), &params, out.get()));
+}
+
 inline void activation(Context& ctx, rill_act_fn fn, const Tensor& x, const Tensor* up, Tensor& out) {
   check(rill_activation(ctx.get(), fn, x.get(), raw(up), out.get()));
 }

@@ -54,6 +54,12 @@
  *      every version it advertises. host->fail is called on the thread that
  *      called the backend only: a failure on a backend's worker thread is
  *      handed to that thread, which reports it.
+ *      rill_backend_ops.attention_ex (optional): attention with a sliding
+ *      window and logit soft-capping (rill_attention_params, as
+ *      rill_attention_ex); rill_backend_op_desc.window and .softcap tell the
+ *      capability query that an attention call needs them. The runtime calls
+ *      attention when neither is set, so a backend without attention_ex
+ *      keeps running plain attention.
  */
 #ifndef RILL_BACKEND_H
 #define RILL_BACKEND_H
@@ -228,7 +234,8 @@ static inline const char* rill_backend_op_name(rill_backend_op op) {
      gemm:                     rows, cols = K, n = N (out features), has_bias
      rope:                     rows = tokens, heads, head_dim, rotary_dim
      attention:                batch, rows = T (queries), kv_length = S,
-                               heads, kv_heads, head_dim
+                               heads, kv_heads, head_dim, and window and
+                               softcap when attention_ex will run it
      activation:               rows * cols elements, act_fn, gated
    A dimension of 0 means "not known yet": the backend answers for the
    parameters given and checks the rest when the op runs. */
@@ -248,6 +255,8 @@ typedef struct rill_backend_op_desc {
   rill_act_fn act_fn;
   uint32_t gated;    /* activation: nonzero for fn(x) * up */
   uint32_t has_bias; /* gemm: nonzero with a bias operand */
+  int32_t window;    /* attention: the sliding window, 0 = none (through attention_ex) */
+  float softcap;     /* attention: the logit soft-cap, 0 = off (through attention_ex) */
 } rill_backend_op_desc;
 
 typedef struct rill_backend_ops {
@@ -316,6 +325,16 @@ typedef struct rill_backend_ops {
      member is present. An op the query accepts may still fail when it runs
      (out of memory, a device lost). */
   rill_status (*supports)(rill_backend_context* ctx, const rill_backend_op_desc* desc);
+  /* (optional) attention with the members of params (rill_attention_params,
+     semantics of rill_attention_ex): the logits are params->scale * q.k,
+     soft-capped to softcap * tanh(logit / softcap) when softcap > 0, and the
+     query at position p attends to key slots max(0, p - window + 1)..p when
+     window > 0. Otherwise as attention. params: host memory, read before the
+     call returns, members past params->struct_size taken as 0. The runtime
+     calls it only for a nonzero window or softcap. */
+  rill_status (*attention_ex)(rill_backend_context* ctx, const rill_backend_tensor* q, const rill_backend_tensor* k,
+                              const rill_backend_tensor* v, const int32_t* kv_lengths,
+                              const rill_attention_params* params, const rill_backend_tensor* out);
 } rill_backend_ops;
 
 /* The struct_size of rill_backend_ops at interface version v (1 to

@@ -1,6 +1,8 @@
 // The public operators, every interface version's: check every argument, then
 // hand the op to the context's backend.
 #include <algorithm>
+#include <cmath>
+#include <cstddef>
 #include <vector>
 
 #include "errors.h"
@@ -19,6 +21,69 @@ const rill_backend_tensor* view_or_null(const rill_tensor* tensor, rill_backend_
 int64_t last_dim(const rill_tensor& t) { return t.shape[t.ndim - 1]; }
 
 std::string text(int64_t v) { return std::to_string(v); }
+
+// The operand and kv_lengths checks of rill_attention and rill_attention_ex;
+// fills lengths with each sequence's KV length.
+rill_status check_attention(const OpChecks& check, const rill_tensor* q, const rill_tensor* k, const rill_tensor* v,
+                            const int32_t* kv_lengths, size_t kv_length_count, const rill_tensor* out,
+                            std::vector<int32_t>& lengths) {
+  RILL_CHECK(check.context());
+  RILL_CHECK(check.operand(q, "q"));
+  RILL_CHECK(check.operand(k, "k"));
+  RILL_CHECK(check.operand(v, "v"));
+  RILL_CHECK(check.operand(out, "out"));
+  RILL_CHECK(check.same_dtype(k, "k", *q, "q"));
+  RILL_CHECK(check.same_dtype(v, "v", *q, "q"));
+  RILL_CHECK(check.same_dtype(out, "out", *q, "q"));
+  if (q->ndim != 4) {
+    return check.failure(RILL_ERROR_SHAPE, "q: expected [B, T, Hq, head_dim], got " + rill::shape_text(*q));
+  }
+  if (k->ndim != 4 || k->shape[0] != q->shape[0] || k->shape[3] != q->shape[3]) {
+    return check.failure(RILL_ERROR_SHAPE, "k: expected [" + text(q->shape[0]) + ", S, Hkv, " + text(q->shape[3]) +
+                                               "] (B and head_dim of q), got " + rill::shape_text(*k));
+  }
+  const int64_t q_heads = q->shape[2], kv_heads = k->shape[2], queries = q->shape[1], slots = k->shape[1];
+  if (q_heads % kv_heads != 0) {
+    return check.failure(RILL_ERROR_SHAPE, "k: its " + text(kv_heads) + " KV heads do not divide the " +
+                                               text(q_heads) + " query heads of q");
+  }
+  RILL_CHECK(check.same_shape(*v, "v", *k, "k"));
+  RILL_CHECK(check.same_shape(*out, "out", *q, "q"));
+  RILL_CHECK(check.distinct(out, "out", q, "q"));
+  RILL_CHECK(check.distinct(out, "out", k, "k"));
+  RILL_CHECK(check.distinct(out, "out", v, "v"));
+  const int64_t batch = q->shape[0];
+  lengths.assign(static_cast<size_t>(batch), 0);
+  if (kv_lengths == nullptr) {
+    if (kv_length_count != 0) {
+      return check.failure(RILL_ERROR_INVALID_ARGUMENT, "kv_length_count: expected 0 with kv_lengths NULL, got " +
+                                                            std::to_string(kv_length_count));
+    }
+    if (slots < queries) {
+      return check.failure(RILL_ERROR_SHAPE,
+                           "k: with kv_lengths NULL, S must be >= T " + text(queries) + ", got S " + text(slots));
+    }
+    if (slots > INT32_MAX) {
+      return check.failure(RILL_ERROR_SHAPE, "k: with kv_lengths NULL, S must be at most " + text(INT32_MAX) +
+                                                 " (kv lengths are int32), got S " + text(slots));
+    }
+    std::fill(lengths.begin(), lengths.end(), static_cast<int32_t>(slots));
+  } else {
+    if (kv_length_count != static_cast<size_t>(batch)) {
+      return check.failure(RILL_ERROR_INVALID_ARGUMENT, "kv_length_count: expected B = " + text(batch) + ", got " +
+                                                            std::to_string(kv_length_count));
+    }
+    for (int64_t b = 0; b < batch; ++b) {
+      if (kv_lengths[b] < queries || kv_lengths[b] > slots) {
+        return check.failure(RILL_ERROR_INVALID_ARGUMENT, "kv_lengths[" + text(b) + "]: expected T " + text(queries) +
+                                                              " to S " + text(slots) + ", got " +
+                                                              text(kv_lengths[b]));
+      }
+      lengths[b] = kv_lengths[b];
+    }
+  }
+  return RILL_OK;
+}
 
 // Checks shared by the fused ops: x and residual alike and distinct, and the
 // [D] operands (gain, weight, bias) well formed.
@@ -240,66 +305,54 @@ RILL_API rill_status rill_attention(rill_context* ctx, const rill_tensor* q, con
   constexpr const char* fn = "rill_attention";
   return rill::guarded(fn, [&]() -> rill_status {
     const OpChecks check(fn, ctx);
-    RILL_CHECK(check.context());
-    RILL_CHECK(check.operand(q, "q"));
-    RILL_CHECK(check.operand(k, "k"));
-    RILL_CHECK(check.operand(v, "v"));
-    RILL_CHECK(check.operand(out, "out"));
-    RILL_CHECK(check.same_dtype(k, "k", *q, "q"));
-    RILL_CHECK(check.same_dtype(v, "v", *q, "q"));
-    RILL_CHECK(check.same_dtype(out, "out", *q, "q"));
-    if (q->ndim != 4) {
-      return check.failure(RILL_ERROR_SHAPE, "q: expected [B, T, Hq, head_dim], got " + rill::shape_text(*q));
-    }
-    if (k->ndim != 4 || k->shape[0] != q->shape[0] || k->shape[3] != q->shape[3]) {
-      return check.failure(RILL_ERROR_SHAPE, "k: expected [" + text(q->shape[0]) + ", S, Hkv, " + text(q->shape[3]) +
-                                                 "] (B and head_dim of q), got " + rill::shape_text(*k));
-    }
-    const int64_t q_heads = q->shape[2], kv_heads = k->shape[2], queries = q->shape[1], slots = k->shape[1];
-    if (q_heads % kv_heads != 0) {
-      return check.failure(RILL_ERROR_SHAPE, "k: its " + text(kv_heads) + " KV heads do not divide the " +
-                                                 text(q_heads) + " query heads of q");
-    }
-    RILL_CHECK(check.same_shape(*v, "v", *k, "k"));
-    RILL_CHECK(check.same_shape(*out, "out", *q, "q"));
-    RILL_CHECK(check.distinct(out, "out", q, "q"));
-    RILL_CHECK(check.distinct(out, "out", k, "k"));
-    RILL_CHECK(check.distinct(out, "out", v, "v"));
+    std::vector<int32_t> lengths;
+    RILL_CHECK(rill::check_attention(check, q, k, v, kv_lengths, kv_length_count, out, lengths));
     RILL_CHECK(check.positive(scale, "scale"));
-    const int64_t batch = q->shape[0];
-    std::vector<int32_t> lengths(static_cast<size_t>(batch));
-    if (kv_lengths == nullptr) {
-      if (kv_length_count != 0) {
-        return check.failure(RILL_ERROR_INVALID_ARGUMENT, "kv_length_count: expected 0 with kv_lengths NULL, got " +
-                                                              std::to_string(kv_length_count));
-      }
-      if (slots < queries) {
-        return check.failure(RILL_ERROR_SHAPE,
-                             "k: with kv_lengths NULL, S must be >= T " + text(queries) + ", got S " + text(slots));
-      }
-      if (slots > INT32_MAX) {
-        return check.failure(RILL_ERROR_SHAPE, "k: with kv_lengths NULL, S must be at most " + text(INT32_MAX) +
-                                                   " (kv lengths are int32), got S " + text(slots));
-      }
-      std::fill(lengths.begin(), lengths.end(), static_cast<int32_t>(slots));
-    } else {
-      if (kv_length_count != static_cast<size_t>(batch)) {
-        return check.failure(RILL_ERROR_INVALID_ARGUMENT, "kv_length_count: expected B = " + text(batch) + ", got " +
-                                                              std::to_string(kv_length_count));
-      }
-      for (int64_t b = 0; b < batch; ++b) {
-        if (kv_lengths[b] < queries || kv_lengths[b] > slots) {
-          return check.failure(RILL_ERROR_INVALID_ARGUMENT, "kv_lengths[" + text(b) + "]: expected T " + text(queries) +
-                                                                " to S " + text(slots) + ", got " +
-                                                                text(kv_lengths[b]));
-        }
-        lengths[b] = kv_lengths[b];
-      }
-    }
     const rill_backend_tensor qv = rill::backend_view(*q), kv = rill::backend_view(*k);
     const rill_backend_tensor vv = rill::backend_view(*v), ov = rill::backend_view(*out);
     return rill::dispatch(fn, *ctx, RILL_BACKEND_OP(*ctx->backend, attention), "attention", &qv, &kv, &vv,
                           static_cast<const int32_t*>(lengths.data()), scale, &ov);
+  });
+}
+
+RILL_API rill_status rill_attention_ex(rill_context* ctx, const rill_tensor* q, const rill_tensor* k,
+                                       const rill_tensor* v, const int32_t* kv_lengths, size_t kv_length_count,
+                                       const rill_attention_params* params, rill_tensor* out) {
+  constexpr const char* fn = "rill_attention_ex";
+  return rill::guarded(fn, [&]() -> rill_status {
+    const OpChecks check(fn, ctx);
+    std::vector<int32_t> lengths;
+    RILL_CHECK(rill::check_attention(check, q, k, v, kv_lengths, kv_length_count, out, lengths));
+    if (params == nullptr) return check.failure(RILL_ERROR_INVALID_ARGUMENT, "params: expected non-NULL, got NULL");
+    if (!RILL_STRUCT_HAS(rill_attention_params, params, scale)) {
+      return check.failure(RILL_ERROR_INVALID_ARGUMENT,
+                           "params->struct_size: expected at least " +
+                               text(offsetof(rill_attention_params, scale) + sizeof(float)) +
+                               " (up to scale), got " + text(params->struct_size));
+    }
+    // Members past the caller's struct_size are 0; the backend gets them all.
+    rill_attention_params p{sizeof(rill_attention_params), params->scale, 0, 0.0f};
+    if (RILL_STRUCT_HAS(rill_attention_params, params, window)) p.window = params->window;
+    if (RILL_STRUCT_HAS(rill_attention_params, params, softcap)) p.softcap = params->softcap;
+    RILL_CHECK(check.positive(p.scale, "params->scale"));
+    if (p.window < 0) {
+      return check.failure(RILL_ERROR_INVALID_ARGUMENT,
+                           "params->window: expected >= 0 (0 = no window), got " + text(p.window));
+    }
+    if (!std::isfinite(p.softcap) || p.softcap < 0.0f) {
+      return check.failure(RILL_ERROR_INVALID_ARGUMENT,
+                           "params->softcap: expected finite and >= 0 (0 = off), got " + std::to_string(p.softcap));
+    }
+    const rill_backend_tensor qv = rill::backend_view(*q), kv = rill::backend_view(*k);
+    const rill_backend_tensor vv = rill::backend_view(*v), ov = rill::backend_view(*out);
+    const int32_t* lengths_data = lengths.data();
+    if (p.window == 0 && p.softcap == 0.0f) {
+      return rill::dispatch(fn, *ctx, RILL_BACKEND_OP(*ctx->backend, attention), "attention", &qv, &kv, &vv,
+                            lengths_data, p.scale, &ov);
+    }
+    return rill::dispatch(fn, *ctx, RILL_BACKEND_OP(*ctx->backend, attention_ex),
+                          "attention_ex (a sliding window or logit soft-cap)", &qv, &kv, &vv, lengths_data,
+                          static_cast<const rill_attention_params*>(&p), &ov);
   });
 }
 

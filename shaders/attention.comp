@@ -3,7 +3,9 @@
 // Causal scaled-dot-product attention with grouped KV heads, prefill or decode.
 // q, out: [B, T, Hq, head_dim]; k, v: [B, S, Hkv, head_dim]; query head h
 // reads KV head h / (Hq / Hkv). Query t of sequence b sits at position
-// p = kv_lengths[b] - T + t and attends to key slots 0..p.
+// p = kv_lengths[b] - T + t and attends to key slots 0..p, or to its last
+// `window` of them when window > 0. softcap > 0 caps each logit l to
+// softcap * tanh(l / softcap).
 //
 // One workgroup per query row (b, t, h). Keys are visited in tiles of
 // WORKGROUP_SIZE slots, one slot per invocation for the scores, with an online
@@ -40,6 +42,8 @@ layout(push_constant) uniform Params {
   uint head_dim;
   uint slots;    // S
   float scale;
+  uint window;   // 0 = none
+  float softcap; // 0 = off
 } p;
 
 shared float q_row[MAX_HEAD_DIM];
@@ -55,6 +59,7 @@ void main() {
     uint b = row / (p.q_heads * p.queries);
     uint kv_head = h / group;
     uint visible = uint(kv_lengths[p.lengths_offset + b]) - p.queries + t + 1u;  // slots 0..p
+    uint first = p.window > 0u && visible > p.window ? visible - p.window : 0u;
 
     uint q_base = p.q_offset + row * p.head_dim;
     for (uint d = lane; d < p.head_dim; d += WORKGROUP_SIZE) {
@@ -69,7 +74,7 @@ void main() {
       acc[i] = 0.0;
     }
 
-    for (uint tile = 0; tile < visible; tile += WORKGROUP_SIZE) {
+    for (uint tile = first; tile < visible; tile += WORKGROUP_SIZE) {
       uint slot = tile + lane;
       float score = -1.0 / 0.0;
       if (slot < visible) {
@@ -77,6 +82,9 @@ void main() {
         score = 0.0;
         for (uint d = 0; d < p.head_dim; ++d) {
           score += q_row[d] * TO_F32(k_data[k_base + d]);
+        }
+        if (p.softcap > 0.0) {
+          score = p.softcap * tanh(score / p.softcap);
         }
       }
       float new_max = max(running_max, workgroup_max(score));

@@ -70,8 +70,9 @@ static_assert(offsetof(rill_backend_ops, rope) == 56);
 static_assert(offsetof(rill_backend_ops, attention) == 64);
 static_assert(offsetof(rill_backend_ops, activation) == 72);
 static_assert(offsetof(rill_backend_ops, supports) == 80);
-static_assert(sizeof(rill_backend_ops) == 88);
-static_assert(RILL_BACKEND_OPS_SIZE(1) == 56 && RILL_BACKEND_OPS_SIZE(2) == 80 && RILL_BACKEND_OPS_SIZE(3) == 88);
+static_assert(offsetof(rill_backend_ops, attention_ex) == 88);
+static_assert(sizeof(rill_backend_ops) == 96);
+static_assert(RILL_BACKEND_OPS_SIZE(1) == 56 && RILL_BACKEND_OPS_SIZE(2) == 80 && RILL_BACKEND_OPS_SIZE(3) == 96);
 
 // rill_backend_op_desc (version 3)
 static_assert(offsetof(rill_backend_op_desc, struct_size) == 0);
@@ -89,7 +90,16 @@ static_assert(offsetof(rill_backend_op_desc, rotary_dim) == 64);
 static_assert(offsetof(rill_backend_op_desc, act_fn) == 68);
 static_assert(offsetof(rill_backend_op_desc, gated) == 72);
 static_assert(offsetof(rill_backend_op_desc, has_bias) == 76);
-static_assert(sizeof(rill_backend_op_desc) == 80);
+static_assert(offsetof(rill_backend_op_desc, window) == 80);
+static_assert(offsetof(rill_backend_op_desc, softcap) == 84);
+static_assert(sizeof(rill_backend_op_desc) == 88);
+
+// rill_attention_params (rill.h)
+static_assert(offsetof(rill_attention_params, struct_size) == 0);
+static_assert(offsetof(rill_attention_params, scale) == 4);
+static_assert(offsetof(rill_attention_params, window) == 8);
+static_assert(offsetof(rill_attention_params, softcap) == 12);
+static_assert(sizeof(rill_attention_params) == 16);
 static_assert(sizeof(rill_backend_op) == 4 && RILL_BACKEND_OP_RESIDUAL_ADD == 0 && RILL_BACKEND_OP_RMS_NORM == 1 &&
               RILL_BACKEND_OP_LAYER_NORM == 2 && RILL_BACKEND_OP_FUSED_ADD_RMS_NORM == 3 &&
               RILL_BACKEND_OP_FUSED_ADD_LAYER_NORM == 4 && RILL_BACKEND_OP_GEMM == 5 && RILL_BACKEND_OP_ROPE == 6 &&

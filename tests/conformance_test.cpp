@@ -369,6 +369,17 @@ std::vector<float> run_attention(rill::Context& ctx, rill_dtype dtype, const Att
   return out.read_f32();
 }
 
+std::vector<float> run_attention_ex(rill::Context& ctx, rill_dtype dtype, const AttentionCase& c,
+                                    const AttentionInputs& in, const rill_attention_params& params) {
+  const rill_ref::AttentionShape& s = c.shape;
+  rill::Tensor q = upload(ctx, dtype, {s.batch, s.queries, s.q_heads, s.head_dim}, in.q);
+  rill::Tensor k = upload(ctx, dtype, {s.batch, s.slots, s.kv_heads, s.head_dim}, in.k);
+  rill::Tensor v = upload(ctx, dtype, {s.batch, s.slots, s.kv_heads, s.head_dim}, in.v);
+  rill::Tensor out(ctx, dtype, {s.batch, s.queries, s.q_heads, s.head_dim});
+  rill::attention_ex(ctx, q, k, v, c.kv_lengths, params, out);
+  return out.read_f32();
+}
+
 std::vector<float> run_activation(rill::Context& ctx, rill_dtype dtype, rill_act_fn fn,
                                   const std::vector<int64_t>& shape, const std::vector<float>& x,
                                   const std::vector<float>& up, bool in_place) {
@@ -484,6 +495,17 @@ TEST_CASE("cpu: results do not depend on the thread count") {
       CHECK(run_gemm(one, dtype, g, v, a, w, bias, prior) == expected);
       for (const auto& ctx : many) CHECK(run_gemm(*ctx, dtype, g, v, a, w, bias, prior) == expected);
     }
+    // Attention with a window and soft-cap: prefill rows, and decode rows long
+    // enough to be split into key chunks.
+    for (const AttentionCase& ac : {AttentionCase{{1, 13, 13, 4, 2, 64}, {}},
+                                    AttentionCase{{2, 1, 600, 4, 1, 64}, {600, 250}}}) {
+      INFO("attention_ex " << describe(ac));
+      const AttentionInputs ai = make_attention_inputs(ac, dtype, 82);
+      const rill_attention_params params{sizeof(rill_attention_params), 0.125f, 5, 2.0f};
+      const auto expected = run_attention_ex(one, dtype, ac, ai, params);
+      CHECK(run_attention_ex(one, dtype, ac, ai, params) == expected);
+      for (const auto& ctx : many) CHECK(run_attention_ex(*ctx, dtype, ac, ai, params) == expected);
+    }
   }
 }
 
@@ -526,6 +548,40 @@ TEST_CASE("attention matches the double reference: head_dim 64/128/256, GQA and 
       const std::vector<float> out = run_attention(*g_ctx, dtype, c, in, scale);
       check_close(out, rill_ref::attention(in.q, in.k, in.v, c.shape, c.kv_lengths, scale), dtype, "out");
       if (g_cpu) check_against_cpu({out}, {run_attention(*g_cpu, dtype, c, in, scale)}, dtype);
+    }
+  }
+}
+
+TEST_CASE("attention_ex matches the double reference: sliding window and logit soft-cap, prefill and decode") {
+  // Windows that cut prefill rows, decode steps against long caches (several
+  // key tiles and, on the CPU, key chunks), a chunk of queries after a cached
+  // prefix, a window of one slot and one wider than every row; soft-caps
+  // small enough to bend most logits, alone and with a window.
+  struct ExCase {
+    AttentionCase c;
+    int32_t window;
+    float softcap;
+  };
+  const std::vector<ExCase> cases = {
+      {{{1, 11, 11, 4, 2, 64}, {}}, 4, 0.0f},         {{{2, 1, 300, 4, 1, 128}, {300, 37}}, 100, 0.0f},
+      {{{2, 3, 40, 2, 2, 256}, {40, 5}}, 3, 0.0f},    {{{3, 1, 520, 8, 2, 128}, {520, 257, 1}}, 300, 0.0f},
+      {{{2, 17, 70, 4, 4, 128}, {70, 17}}, 20, 0.0f}, {{{1, 9, 9, 3, 1, 37}, {}}, 1, 0.0f},
+      {{{2, 2, 530, 2, 1, 20}, {300, 529}}, 1000, 0.0f},
+      {{{1, 12, 12, 4, 2, 64}, {}}, 0, 1.0f},         {{{2, 1, 300, 4, 1, 128}, {300, 37}}, 0, 0.5f},
+      {{{1, 10, 10, 4, 1, 64}, {}}, 4, 1.5f},         {{{2, 1, 600, 3, 1, 37}, {600, 37}}, 129, 0.75f},
+  };
+  uint32_t seed = 12500;
+  for (rill_dtype dtype : kDtypes) {
+    for (const ExCase& e : cases) {
+      INFO(g_backend << ": " << std::string(rill_dtype_name(dtype)) << " " << describe(e.c) << " window "
+                     << e.window << " softcap " << e.softcap);
+      const AttentionInputs in = make_attention_inputs(e.c, dtype, seed += 10);
+      const float scale = 1.0f / std::sqrt(static_cast<float>(e.c.shape.head_dim));
+      const rill_attention_params params{sizeof(rill_attention_params), scale, e.window, e.softcap};
+      const std::vector<float> out = run_attention_ex(*g_ctx, dtype, e.c, in, params);
+      check_close(out, rill_ref::attention(in.q, in.k, in.v, e.c.shape, e.c.kv_lengths, scale, e.window, e.softcap),
+                  dtype, "out");
+      if (g_cpu) check_against_cpu({out}, {run_attention_ex(*g_cpu, dtype, e.c, in, params)}, dtype);
     }
   }
 }
@@ -674,6 +730,16 @@ TEST_CASE("negative controls: plausible mistakes exceed the limits of every dtyp
       CHECK(rill_ref::attention(in.q, expand(in.k, false), expand(in.v, false), mha, {}, 0.125) == right);
       CHECK_FALSE(mistake_passes(rill_ref::attention(in.q, expand(in.k, true), expand(in.v, true), mha, {}, 0.125),
                                  right, dtype));
+    }
+    {
+      // A sliding window one slot too wide (j >= p - window instead of
+      // j > p - window), and the soft-cap left out.
+      const AttentionCase c = {{2, 12, 12, 4, 2, 64}, {}};
+      const AttentionInputs in = make_attention_inputs(c, dtype, 7);
+      const std::vector<double> right = rill_ref::attention(in.q, in.k, in.v, c.shape, {}, 0.125, 4, 1.0);
+      CHECK_FALSE(mistake_passes(rill_ref::attention(in.q, in.k, in.v, c.shape, {}, 0.125, 5, 1.0), right, dtype));
+      CHECK_FALSE(mistake_passes(rill_ref::attention(in.q, in.k, in.v, c.shape, {}, 0.125, 0, 1.0), right, dtype));
+      CHECK_FALSE(mistake_passes(rill_ref::attention(in.q, in.k, in.v, c.shape, {}, 0.125, 4, 0.0), right, dtype));
     }
     {
       // w used as [K, N] instead of [N, K] (a transposed weight).

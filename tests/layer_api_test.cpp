@@ -211,6 +211,25 @@ TEST_CASE("model descriptors: every field checked, with its name") {
          d.layer_scale = 1;
        },
        "layer_scale", "parallel_residual"},
+      {[](rill_model_desc& d) { d.sliding_window = -1; }, "sliding_window", "expected a value >= 0, got -1"},
+      {[](rill_model_desc& d) {
+         d.sliding_window = 4;
+         d.sliding_window_pattern = -2;
+       },
+       "sliding_window_pattern", "got -2"},
+      {[](rill_model_desc& d) { d.sliding_window_pattern = 2; }, "sliding_window_pattern",
+       "needs sliding_window > 0; expected 0 without a window, got 2"},
+      {[](rill_model_desc& d) { d.max_window_layers = 1; }, "max_window_layers", "needs sliding_window > 0"},
+      {[](rill_model_desc& d) { d.attn_logit_softcapping = -1.0f; }, "attn_logit_softcapping",
+       "expected a finite value >= 0 (0 = off), got -1"},
+      {[](rill_model_desc& d) { d.attn_logit_softcapping = INFINITY; }, "attn_logit_softcapping", "got inf"},
+      {[](rill_model_desc& d) {
+         d.sliding_window = 4;
+         d.rope_local_base_freq = NAN;
+       },
+       "rope_local_base_freq", "got nan"},
+      {[](rill_model_desc& d) { d.rope_local_base_freq = 10000.0f; }, "rope_local_base_freq",
+       "needs sliding_window > 0 and rope_theta > 0; expected 0, got 10000"},
   };
   for (const Bad& bad : cases) {
     CAPTURE(bad.field);
@@ -248,6 +267,11 @@ TEST_CASE("the [model] TOML table") {
   CHECK(d.query_pre_attn_scalar == 224.0f);
   CHECK(d.parallel_residual == 0);
   CHECK(d.parallel_norms == 1);
+  CHECK(d.sliding_window == 0);
+  CHECK(d.sliding_window_pattern == 0);
+  CHECK(d.max_window_layers == 0);
+  CHECK(d.attn_logit_softcapping == 0.0f);
+  CHECK(d.rope_local_base_freq == 0.0f);
 
   const std::string sizes = "[model]\nnum_layers = 1\nhidden_size = 8\nnum_heads = 2\nintermediate_size = 4\n";
   expect_failure(rill_model_desc_from_toml("[runtime]\n", "m.toml", &d), RILL_ERROR_CONFIG, {"m.toml", "[model]"});
@@ -266,6 +290,23 @@ TEST_CASE("the [model] TOML table") {
                   rill_last_error());
   CHECK(d.parallel_residual == 1);
   CHECK(d.parallel_norms == 2);
+  REQUIRE_MESSAGE(rill_model_desc_from_toml((sizes + "sliding_window = 512\nsliding_window_pattern = 6\n"
+                                                     "max_window_layers = 2\nattn_logit_softcapping = 50.0\n"
+                                                     "rope_local_base_freq = 10000.0\n")
+                                                .c_str(),
+                                            "m.toml", &d) == RILL_OK,
+                  rill_last_error());
+  CHECK(d.sliding_window == 512);
+  CHECK(d.sliding_window_pattern == 6);
+  CHECK(d.max_window_layers == 2);
+  CHECK(d.attn_logit_softcapping == 50.0f);
+  CHECK(d.rope_local_base_freq == 10000.0f);
+  expect_failure(rill_model_desc_from_toml((sizes + "sliding_window = -3\n").c_str(), "m.toml", &d), RILL_ERROR_CONFIG,
+                 {"m.toml:6:", "model.sliding_window"});
+  expect_failure(rill_model_desc_from_toml((sizes + "sliding_window_pattern = 2\n").c_str(), "m.toml", &d),
+                 RILL_ERROR_CONFIG, {"m.toml:6:", "model.sliding_window_pattern", "needs sliding_window > 0"});
+  expect_failure(rill_model_desc_from_toml((sizes + "attn_logit_softcapping = \"50\"\n").c_str(), "m.toml", &d),
+                 RILL_ERROR_CONFIG, {"m.toml:6:", "model.attn_logit_softcapping"});
   expect_failure(rill_model_desc_from_toml((sizes + "parallel_residual = true\nnorm_placement = \"post\"\n").c_str(),
                                            "m.toml", &d),
                  RILL_ERROR_CONFIG, {"m.toml:6:", "model.parallel_residual", "RILL_PLACEMENT_POST"});
@@ -689,6 +730,19 @@ TEST_CASE("a backend's capability query refuses a model before any op is queued"
     const int before = fakecaps_ops_called();
     expect_failure(rill_model_forward(f.model, nullptr, h, nullptr, 0), RILL_ERROR_UNSUPPORTED,
                    {"rill_model_forward", "fakecaps", "attention", "head_dim", "at most 4", "given 8"});
+    CHECK_MESSAGE(fakecaps_ops_called() == before, "ops ran before the refusal");
+  }
+  // A sliding window or soft-cap needs attention_ex, which fakecaps lacks.
+  for (const auto& edit : {+[](rill_model_desc& d) { d.sliding_window = 1; },
+                           +[](rill_model_desc& d) { d.attn_logit_softcapping = 30.0f; }}) {
+    rill_model_desc windowed = small_desc();
+    edit(windowed);
+    Fixture f(windowed, config.c_str());
+    f.set_all_weights();
+    rill_tensor* h = f.hidden(1, 2, std::vector<float>(32, 0.5f));
+    const int before = fakecaps_ops_called();
+    expect_failure(rill_model_forward(f.model, nullptr, h, nullptr, 0), RILL_ERROR_UNSUPPORTED,
+                   {"rill_model_forward", "fakecaps", "does not implement the op attention_ex"});
     CHECK_MESSAGE(fakecaps_ops_called() == before, "ops ran before the refusal");
   }
   // head_dim 4 is within the limit: the forward pass runs the ops.

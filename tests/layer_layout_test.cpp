@@ -35,7 +35,12 @@ static_assert(offsetof(rill_model_desc, norm_weight_offset) == 88);
 static_assert(offsetof(rill_model_desc, query_pre_attn_scalar) == 92);
 static_assert(offsetof(rill_model_desc, parallel_residual) == 96);
 static_assert(offsetof(rill_model_desc, parallel_norms) == 100);
-static_assert(sizeof(rill_model_desc) == 104);
+static_assert(offsetof(rill_model_desc, sliding_window) == 104);
+static_assert(offsetof(rill_model_desc, sliding_window_pattern) == 108);
+static_assert(offsetof(rill_model_desc, max_window_layers) == 112);
+static_assert(offsetof(rill_model_desc, attn_logit_softcapping) == 116);
+static_assert(offsetof(rill_model_desc, rope_local_base_freq) == 120);
+static_assert(sizeof(rill_model_desc) == 124);
 
 static_assert(RILL_ACT_SILU == 0 && RILL_ACT_GELU == 1 && RILL_ACT_GELU_TANH == 2 && RILL_ACT_RELU == 3);
 static_assert(RILL_NORM_RMS == 0 && RILL_NORM_LAYER == 1);

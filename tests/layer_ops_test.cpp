@@ -5,6 +5,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstddef>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -88,6 +89,36 @@ TEST_CASE("decoder-layer ops reject bad arguments with a message naming them") {
                  {"rill_attention: scale: expected a finite value > 0, got 0"});
   expect_failure(rill_attention(c.ctx, q, k1, k1, fine, 1, INFINITY, out), RILL_ERROR_INVALID_ARGUMENT, {"scale"});
   expect_failure(rill_attention(c.ctx, q, k1, k1, fine, 1, 0.3f, q), RILL_ERROR_INVALID_ARGUMENT, {"out"});
+
+  // rill_attention_ex: the same operand checks, then params.
+  const rill_attention_params good{sizeof(rill_attention_params), 0.3f, 2, 1.5f};
+  CHECK_MESSAGE(rill_attention_ex(c.ctx, q, k1, k1, fine, 1, &good, out) == RILL_OK, rill_last_error());
+  expect_failure(rill_attention_ex(c.ctx, q, k, k, fine, 1, &good, out), RILL_ERROR_SHAPE, {"KV heads", "3"});
+  expect_failure(rill_attention_ex(c.ctx, q, k1, k1, fine, 1, nullptr, out), RILL_ERROR_INVALID_ARGUMENT,
+                 {"rill_attention_ex: params: expected non-NULL, got NULL"});
+  rill_attention_params bad = good;
+  bad.struct_size = 4;
+  expect_failure(rill_attention_ex(c.ctx, q, k1, k1, fine, 1, &bad, out), RILL_ERROR_INVALID_ARGUMENT,
+                 {"params->struct_size", "at least 8", "got 4"});
+  bad = good;
+  bad.scale = 0.0f;
+  expect_failure(rill_attention_ex(c.ctx, q, k1, k1, fine, 1, &bad, out), RILL_ERROR_INVALID_ARGUMENT,
+                 {"params->scale", "got 0"});
+  bad = good;
+  bad.window = -1;
+  expect_failure(rill_attention_ex(c.ctx, q, k1, k1, fine, 1, &bad, out), RILL_ERROR_INVALID_ARGUMENT,
+                 {"rill_attention_ex: params->window: expected >= 0 (0 = no window), got -1"});
+  for (float softcap : {-1.0f, NAN, INFINITY}) {
+    bad = good;
+    bad.softcap = softcap;
+    expect_failure(rill_attention_ex(c.ctx, q, k1, k1, fine, 1, &bad, out), RILL_ERROR_INVALID_ARGUMENT,
+                   {"params->softcap", "finite and >= 0"});
+  }
+  // A caller that knows only struct_size and scale gets neither window nor soft-cap.
+  bad = good;
+  bad.struct_size = offsetof(rill_attention_params, window);
+  bad.window = -1;
+  CHECK_MESSAGE(rill_attention_ex(c.ctx, q, k1, k1, fine, 1, &bad, out) == RILL_OK, rill_last_error());
 
   rill_tensor* other = c.tensor({2, 16}, RILL_DTYPE_F32, std::vector<float>(32, 1.0f));
   expect_failure(rill_activation(c.ctx, static_cast<rill_act_fn>(9), x, nullptr, x), RILL_ERROR_INVALID_ARGUMENT,

@@ -102,10 +102,12 @@ struct ChunkPartial {
 // heads are independent (head h reads KV head h / group), so decode with a
 // single sequence and token still has q_heads items; long caches with few
 // rows are further split into key chunks, merged afterwards in chunk order.
+// window > 0 limits a query to its last window slots; softcap > 0 caps each
+// logit to softcap * tanh(logit / softcap).
 template <rill_dtype DT>
 void attention_typed(rill_backend_context* ctx, const rill_backend_tensor* q, const rill_backend_tensor* k,
-                     const rill_backend_tensor* v, const int32_t* kv_lengths, float scale,
-                     const rill_backend_tensor* out) {
+                     const rill_backend_tensor* v, const int32_t* kv_lengths, float scale, int32_t window,
+                     float softcap, const rill_backend_tensor* out) {
   const int64_t batch = q->shape[0], queries = q->shape[1], q_heads = q->shape[2], head_dim = q->shape[3];
   const int64_t slots = k->shape[1], kv_heads = k->shape[2];
   const int64_t group = q_heads / kv_heads;
@@ -134,6 +136,7 @@ void attention_typed(rill_backend_context* ctx, const rill_backend_tensor* q, co
     const int64_t b = row / (q_heads * queries);
     return static_cast<int64_t>(kv_lengths[b]) - queries + t + 1;  // attends to slots 0..position
   };
+  const float inv_softcap = softcap > 0.0f ? 1.0f / softcap : 0.0f;
 
   ctx->pool.parallel_for(rows * chunks, 1, [&](int64_t begin, int64_t end, unsigned thread) {
     float* qf = scratch.data() + static_cast<size_t>(per_thread) * thread;
@@ -150,8 +153,9 @@ void attention_typed(rill_backend_context* ctx, const rill_backend_tensor* q, co
       const int64_t b = bt / queries;
       const int64_t row = bt * q_heads + kvh * group + g;
       const int64_t visible = visible_keys(row);
-      const int64_t first = c * chunk_len;
-      const int64_t last = std::min(visible, first + chunk_len);
+      // The chunk's slots that the row sees: below visible, and inside the window.
+      const int64_t first = std::max(c * chunk_len, window > 0 ? visible - window : int64_t{0});
+      const int64_t last = std::min(visible, (c + 1) * chunk_len);
       float* partial = chunked ? partials.data() + (row * chunks + c) * partial_stride : nullptr;
       if (first >= last) {  // a chunk past this row's visible keys contributes nothing
         if (partial != nullptr) {
@@ -165,7 +169,8 @@ void attention_typed(rill_backend_context* ctx, const rill_backend_tensor* q, co
       float max_score = -INFINITY;
       for (int64_t j = first; j < last; ++j) {
         const float* kr = row_f32<DT>(k_data, ((b * slots + j) * kv_heads + kvh) * head_dim, head_dim, widened);
-        const float s = dot(qf, kr, head_dim);
+        float s = dot(qf, kr, head_dim);
+        if (softcap > 0.0f) s = softcap * std::tanh(s * inv_softcap);
         scores[j - first] = s;
         max_score = std::max(max_score, s);
       }
@@ -265,10 +270,31 @@ rill_status op_attention(rill_backend_context* ctx, const rill_backend_tensor* q
                          const rill_backend_tensor* v, const int32_t* kv_lengths, float scale,
                          const rill_backend_tensor* out) {
   switch (q->dtype) {
-    case RILL_DTYPE_F32: attention_typed<RILL_DTYPE_F32>(ctx, q, k, v, kv_lengths, scale, out); break;
-    case RILL_DTYPE_F16: attention_typed<RILL_DTYPE_F16>(ctx, q, k, v, kv_lengths, scale, out); break;
-    case RILL_DTYPE_BF16: attention_typed<RILL_DTYPE_BF16>(ctx, q, k, v, kv_lengths, scale, out); break;
+    case RILL_DTYPE_F32: attention_typed<RILL_DTYPE_F32>(ctx, q, k, v, kv_lengths, scale, 0, 0.0f, out); break;
+    case RILL_DTYPE_F16: attention_typed<RILL_DTYPE_F16>(ctx, q, k, v, kv_lengths, scale, 0, 0.0f, out); break;
+    case RILL_DTYPE_BF16: attention_typed<RILL_DTYPE_BF16>(ctx, q, k, v, kv_lengths, scale, 0, 0.0f, out); break;
     default: return fail(RILL_ERROR_DTYPE, "cpu attention: unsupported dtype");
+  }
+  return RILL_OK;
+}
+
+rill_status op_attention_ex(rill_backend_context* ctx, const rill_backend_tensor* q, const rill_backend_tensor* k,
+                            const rill_backend_tensor* v, const int32_t* kv_lengths,
+                            const rill_attention_params* params, const rill_backend_tensor* out) {
+  const float scale = params->scale;
+  const int32_t window = RILL_STRUCT_HAS(rill_attention_params, params, window) ? params->window : 0;
+  const float softcap = RILL_STRUCT_HAS(rill_attention_params, params, softcap) ? params->softcap : 0.0f;
+  switch (q->dtype) {
+    case RILL_DTYPE_F32:
+      attention_typed<RILL_DTYPE_F32>(ctx, q, k, v, kv_lengths, scale, window, softcap, out);
+      break;
+    case RILL_DTYPE_F16:
+      attention_typed<RILL_DTYPE_F16>(ctx, q, k, v, kv_lengths, scale, window, softcap, out);
+      break;
+    case RILL_DTYPE_BF16:
+      attention_typed<RILL_DTYPE_BF16>(ctx, q, k, v, kv_lengths, scale, window, softcap, out);
+      break;
+    default: return fail(RILL_ERROR_DTYPE, "cpu attention_ex: unsupported dtype");
   }
   return RILL_OK;
 }

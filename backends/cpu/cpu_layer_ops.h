@@ -1,5 +1,6 @@
 // The CPU backend's decoder-layer ops (backend ABI 2): RoPE, causal attention
-// with grouped KV heads, and the activations. f32/f16/bf16 storage, f32 math,
+// with grouped KV heads (ABI 3's attention_ex adds the sliding window and the
+// logit soft-cap), and the activations. f32/f16/bf16 storage, f32 math,
 // threaded over tokens, heads or chunks on the context's pool.
 #pragma once
 
@@ -12,6 +13,9 @@ rill_status op_rope(rill_backend_context* ctx, const rill_backend_tensor* x, con
 rill_status op_attention(rill_backend_context* ctx, const rill_backend_tensor* q, const rill_backend_tensor* k,
                          const rill_backend_tensor* v, const int32_t* kv_lengths, float scale,
                          const rill_backend_tensor* out);
+rill_status op_attention_ex(rill_backend_context* ctx, const rill_backend_tensor* q, const rill_backend_tensor* k,
+                            const rill_backend_tensor* v, const int32_t* kv_lengths,
+                            const rill_attention_params* params, const rill_backend_tensor* out);
 rill_status op_activation(rill_backend_context* ctx, rill_act_fn fn, const rill_backend_tensor* x,
                           const rill_backend_tensor* up, const rill_backend_tensor* out);
 

@@ -126,6 +126,11 @@ rill_status rill_cuda_rope(rill_backend_context* ctx, const rill_backend_tensor*
 rill_status rill_cuda_attention(rill_backend_context* ctx, const rill_backend_tensor* q, const rill_backend_tensor* k,
                                 const rill_backend_tensor* v, const int32_t* kv_lengths, float scale,
                                 const rill_backend_tensor* out);
+/* Attention with the sliding window and soft-cap of params (interface version 3). */
+rill_status rill_cuda_attention_ex(rill_backend_context* ctx, const rill_backend_tensor* q,
+                                   const rill_backend_tensor* k, const rill_backend_tensor* v,
+                                   const int32_t* kv_lengths, const rill_attention_params* params,
+                                   const rill_backend_tensor* out);
 rill_status rill_cuda_activation(rill_backend_context* ctx, rill_act_fn fn, const rill_backend_tensor* x,
                                  const rill_backend_tensor* up, const rill_backend_tensor* out);
 /* Attention's limits, shared with the capability query: head_dim and the

@@ -65,6 +65,8 @@ constexpr int kMaxHeadDim = 32 * kMaxDimsPerLane;
 struct AttentionShape {
   int64_t batch, queries, q_heads, slots, kv_heads, head_dim;
   float scale;
+  int64_t window;  // 0 = none: a query sees its last `window` slots
+  float softcap;   // 0 = off: logit l becomes softcap * tanh(l / softcap)
 };
 
 /* One block per (b, t, query head). Each warp walks a strided subset of the
@@ -85,6 +87,7 @@ __global__ void __launch_bounds__(kAttentionWarps * 32)
   const int64_t b = blockIdx.x / (s.q_heads * s.queries);
   const int64_t kvh = h / (s.q_heads / s.kv_heads);
   const int64_t visible = static_cast<int64_t>(kv_lengths[b]) - s.queries + t + 1;  // slots 0..position
+  const int64_t first = s.window > 0 && visible > s.window ? visible - s.window : 0;
   const int warp = static_cast<int>(threadIdx.x) / 32;
   const int lane = static_cast<int>(threadIdx.x) % 32;
 
@@ -98,7 +101,7 @@ __global__ void __launch_bounds__(kAttentionWarps * 32)
 #pragma unroll
   for (int c = 0; c < kMaxDimsPerLane; ++c) acc[c] = 0.0f;
 
-  for (int64_t j = warp; j < visible; j += kAttentionWarps) {
+  for (int64_t j = first + warp; j < visible; j += kAttentionWarps) {
     const int64_t kv_offset = ((b * s.slots + j) * s.kv_heads + kvh) * s.head_dim;
     float partial = 0.0f;
 #pragma unroll
@@ -108,7 +111,7 @@ __global__ void __launch_bounds__(kAttentionWarps * 32)
     }
 #pragma unroll
     for (int offset = 16; offset > 0; offset >>= 1) partial += __shfl_xor_sync(0xffffffffu, partial, offset);
-    const float score = partial;
+    const float score = s.softcap > 0.0f ? s.softcap * tanhf(partial / s.softcap) : partial;
     const float new_max = fmaxf(running_max, score);
     const float correction = expf(running_max - new_max);  // 0 on the first slot
     const float p = expf(score - new_max);
@@ -244,6 +247,14 @@ rill_status rill_cuda_rope(rill_backend_context* ctx, const rill_backend_tensor*
 rill_status rill_cuda_attention(rill_backend_context* ctx, const rill_backend_tensor* q, const rill_backend_tensor* k,
                                 const rill_backend_tensor* v, const int32_t* kv_lengths, float scale,
                                 const rill_backend_tensor* out) {
+  const rill_attention_params params{sizeof(rill_attention_params), scale, 0, 0.0f};
+  return rill_cuda_attention_ex(ctx, q, k, v, kv_lengths, &params, out);
+}
+
+rill_status rill_cuda_attention_ex(rill_backend_context* ctx, const rill_backend_tensor* q,
+                                   const rill_backend_tensor* k, const rill_backend_tensor* v,
+                                   const int32_t* kv_lengths, const rill_attention_params* params,
+                                   const rill_backend_tensor* out) {
   AttentionShape s{};
   s.batch = q->shape[0];
   s.queries = q->shape[1];
@@ -251,7 +262,9 @@ rill_status rill_cuda_attention(rill_backend_context* ctx, const rill_backend_te
   s.head_dim = q->shape[3];
   s.slots = k->shape[1];
   s.kv_heads = k->shape[2];
-  s.scale = scale;
+  s.scale = params->scale;
+  s.window = RILL_STRUCT_HAS(rill_attention_params, params, window) ? params->window : 0;
+  s.softcap = RILL_STRUCT_HAS(rill_attention_params, params, softcap) ? params->softcap : 0.0f;
   rill_status status = rill_cuda_check_attention(s.head_dim, s.batch * s.queries * s.q_heads);
   if (status != RILL_OK) return status;
   status = rill_cuda_activate(ctx);

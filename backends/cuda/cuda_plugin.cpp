@@ -85,6 +85,7 @@ const rill_backend_ops kCudaOps = {
     /* .attention = */ Guarded<rill_cuda_attention>::call,
     /* .activation = */ Guarded<rill_cuda_activation>::call,
     /* .supports = */ Guarded<rill_cuda_supports>::call,
+    /* .attention_ex = */ Guarded<rill_cuda_attention_ex>::call,
 };
 
 const rill_backend kCudaBackend = {

@@ -269,6 +269,10 @@ rill_status layer_rope(rill_backend_context* ctx, const rill_backend_tensor* x, 
 rill_status layer_attention(rill_backend_context* ctx, const rill_backend_tensor* q, const rill_backend_tensor* k,
                             const rill_backend_tensor* v, const int32_t* kv_lengths, float scale,
                             const rill_backend_tensor* out);
+/* Attention with the sliding window and soft-cap of params (interface version 3). */
+rill_status layer_attention_ex(rill_backend_context* ctx, const rill_backend_tensor* q, const rill_backend_tensor* k,
+                               const rill_backend_tensor* v, const int32_t* kv_lengths,
+                               const rill_attention_params* params, const rill_backend_tensor* out);
 rill_status layer_activation(rill_backend_context* ctx, rill_act_fn fn, const rill_backend_tensor* x,
                              const rill_backend_tensor* up, const rill_backend_tensor* out);
 rill_status check_attention_head_dim(int64_t head_dim);

@@ -19,6 +19,8 @@ struct AttentionParams {
   uint32_t q_offset, k_offset, v_offset, out_offset, lengths_offset, batch, queries, q_heads, kv_heads, head_dim,
       slots;
   float scale;
+  uint32_t window;
+  float softcap;
 };
 struct ActivationParams {
   uint32_t x_offset, up_offset, out_offset, has_up, count, fn;
@@ -70,6 +72,13 @@ rill_status layer_rope(rill_backend_context* ctx, const rill_backend_tensor* x, 
 rill_status layer_attention(rill_backend_context* ctx, const rill_backend_tensor* q, const rill_backend_tensor* k,
                             const rill_backend_tensor* v, const int32_t* kv_lengths, float scale,
                             const rill_backend_tensor* out) {
+  const rill_attention_params params{sizeof(rill_attention_params), scale, 0, 0.0f};
+  return layer_attention_ex(ctx, q, k, v, kv_lengths, &params, out);
+}
+
+rill_status layer_attention_ex(rill_backend_context* ctx, const rill_backend_tensor* q, const rill_backend_tensor* k,
+                               const rill_backend_tensor* v, const int32_t* kv_lengths,
+                               const rill_attention_params* options, const rill_backend_tensor* out) {
   rill_status status = prepare_op(ctx, "attention", q->dtype);
   if (status != RILL_OK) return status;
   const int64_t batch = q->shape[0], queries = q->shape[1], q_heads = q->shape[2], head_dim = q->shape[3];
@@ -98,7 +107,11 @@ rill_status layer_attention(rill_backend_context* ctx, const rill_backend_tensor
                          static_cast<uint32_t>(kv_heads),
                          static_cast<uint32_t>(head_dim),
                          static_cast<uint32_t>(slots),
-                         scale};
+                         options->scale,
+                         RILL_STRUCT_HAS(rill_attention_params, options, window)
+                             ? static_cast<uint32_t>(options->window)
+                             : 0u,
+                         RILL_STRUCT_HAS(rill_attention_params, options, softcap) ? options->softcap : 0.0f};
   std::string shader = std::string("attention_") + dtype_suffix(q->dtype) + reduction_suffix(ctx);
   return record_dispatch(ctx, shader, ranges, &params, sizeof params,
                          groups_for(static_cast<uint64_t>(batch * queries * q_heads), 1), 1);

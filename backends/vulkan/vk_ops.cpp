@@ -257,6 +257,12 @@ const rill_backend_ops g_ops = {
     [](rill_backend_context* ctx, const rill_backend_op_desc* desc) {
       return guarded("supports", rill_vk::supports, ctx, desc);
     },
+    /* .attention_ex = */
+    [](rill_backend_context* ctx, const rill_backend_tensor* q, const rill_backend_tensor* k,
+       const rill_backend_tensor* v, const int32_t* kv_lengths, const rill_attention_params* params,
+       const rill_backend_tensor* out) {
+      return guarded("attention_ex", layer_attention_ex, ctx, q, k, v, kv_lengths, params, out);
+    },
 };
 
 }  // namespace rill_vk

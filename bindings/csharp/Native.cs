@@ -79,6 +79,11 @@ namespace Rill
         public float QueryPreAttnScalar;
         public uint ParallelResidual;
         public int ParallelNorms;
+        public int SlidingWindow;
+        public int SlidingWindowPattern;
+        public int MaxWindowLayers;
+        public float AttnLogitSoftcapping;
+        public float RopeLocalBaseFreq;
 
         /// <summary>The defaults of rill_model_desc_init; set the sizes next.</summary>
         public static ModelDesc Defaults()
@@ -95,6 +100,23 @@ namespace Rill
             var desc = Defaults();
             Errors.Check(Native.rill_model_desc_from_toml(Utf8.Encode(toml), Utf8.Encode(sourceName), ref desc));
             return desc;
+        }
+    }
+
+    /// <summary>rill_attention_params, field for field. Create it with AttentionParams.Of.</summary>
+    [StructLayout(LayoutKind.Sequential)]
+    public struct AttentionParams
+    {
+        public uint StructSize;
+        public float Scale;
+        public int Window;
+        public float Softcap;
+
+        /// <summary>window 0: none; softcap 0: off.</summary>
+        public static AttentionParams Of(float scale, int window, float softcap)
+        {
+            return new AttentionParams { StructSize = (uint)Marshal.SizeOf(typeof(AttentionParams)), Scale = scale,
+                                         Window = window, Softcap = softcap };
         }
     }
 
@@ -177,6 +199,10 @@ namespace Rill
         [DllImport(Library, CallingConvention = Cdecl)]
         public static extern Status rill_attention(ContextHandle ctx, TensorHandle q, TensorHandle k, TensorHandle v, int[] kvLengths,
                                                    UIntPtr kvLengthCount, float scale, TensorHandle output);
+        [DllImport(Library, CallingConvention = Cdecl)]
+        public static extern Status rill_attention_ex(ContextHandle ctx, TensorHandle q, TensorHandle k, TensorHandle v,
+                                                      int[] kvLengths, UIntPtr kvLengthCount, ref AttentionParams attentionParams,
+                                                      TensorHandle output);
         [DllImport(Library, CallingConvention = Cdecl)]
         public static extern Status rill_activation(ContextHandle ctx, ActFn fn, TensorHandle x, IntPtr up, TensorHandle output);
 

@@ -390,6 +390,14 @@ namespace Rill
                                                Tensor.Req(output, "output")));
         }
 
+        /// <summary>Attention with a sliding window (0 = none) and logit soft-cap (0 = off).</summary>
+        public void AttentionEx(Tensor q, Tensor k, Tensor v, int[] kvLengths, AttentionParams attentionParams, Tensor output)
+        {
+            Errors.Check(Native.rill_attention_ex(Live(), Tensor.Req(q, "q"), Tensor.Req(k, "k"), Tensor.Req(v, "v"), kvLengths,
+                                                  (UIntPtr)(kvLengths == null ? 0 : kvLengths.Length), ref attentionParams,
+                                                  Tensor.Req(output, "output")));
+        }
+
         public void Activation(ActFn fn, Tensor x, Tensor up, Tensor output)
         {
             Errors.Check(Native.rill_activation(Live(), fn, Tensor.Req(x, "x"), Tensor.Opt(up), Tensor.Req(output, "output")));

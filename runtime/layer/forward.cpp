@@ -70,9 +70,12 @@ class Forward {
     const auto supports = RILL_BACKEND_OP(b, supports);
     for (const Needed& needed : needed_ops()) {
       if (!needed.present) {
+        const bool ex = needed.desc.window != 0 || needed.desc.softcap != 0.0f;
         return fail(RILL_ERROR_UNSUPPORTED, std::string(fn_) + ": the " + b.name + " backend (interface version " +
                                                 std::to_string(b.abi_version) + ") does not implement the op " +
-                                                rill_backend_op_name(needed.desc.op) + " that this model needs");
+                                                (ex ? std::string("attention_ex (a sliding window or logit soft-cap)")
+                                                    : std::string(rill_backend_op_name(needed.desc.op))) +
+                                                " that this model needs");
       }
       if (supports == nullptr) continue;
       clear_backend_message();
@@ -183,7 +186,20 @@ class Forward {
     attention.heads = d_.num_heads;
     attention.kv_heads = d_.num_kv_heads;
     attention.head_dim = d_.head_dim;
-    needed.push_back({RILL_BACKEND_OP(b, attention) != nullptr, attention});
+    // Each distinct form the layers use: plain, or through attention_ex with
+    // a window (sliding layers) or soft-cap.
+    bool asked[2] = {false, false};  // global, sliding
+    for (int32_t l = 0; l < d_.num_layers; ++l) {
+      const bool slides = layer_slides(d_, l);
+      if (asked[slides]) continue;
+      asked[slides] = true;
+      const rill_attention_params p = attention_params(l);
+      attention.window = p.window;
+      attention.softcap = p.softcap;
+      const bool ex = p.window != 0 || p.softcap != 0.0f;
+      needed.push_back({ex ? RILL_BACKEND_OP(b, attention_ex) != nullptr : RILL_BACKEND_OP(b, attention) != nullptr,
+                        attention});
+    }
     needed.push_back(gemm_desc(q, hidden, w.o_b));
     needed.push_back(rms ? Needed{RILL_BACKEND_OP(b, fused_add_rms_norm) != nullptr,
                                   op_desc(RILL_BACKEND_OP_FUSED_ADD_RMS_NORM, hidden)}
@@ -310,6 +326,17 @@ class Forward {
     return stream == 0 ? RILL_OK : copy(*buffers[stream], h);
   }
 
+  // Layer l's attention: scale, its window when it slides, the soft-cap.
+  rill_attention_params attention_params(int32_t l) const {
+    rill_attention_params p{};
+    p.struct_size = sizeof p;
+    // query_pre_attn_scalar is resolved: head_dim unless the model sets its own.
+    p.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(d_.query_pre_attn_scalar)));
+    p.window = layer_slides(d_, l) ? d_.sliding_window : 0;
+    p.softcap = d_.attn_logit_softcapping;
+    return p;
+  }
+
   rill_status attention(int32_t l, const rill_backend_tensor& in, const rill_backend_tensor& out) {
     const LayerWeights& w = model_.layers[l];
     const int64_t hq = d_.num_heads, hkv = d_.num_kv_heads, hd = d_.head_dim;
@@ -329,10 +356,12 @@ class Forward {
       }
     }
     if (d_.rope_theta != 0.0f) {
+      // Sliding layers take rope_local_base_freq (resolved: rope_theta unless set).
+      const float theta = layer_slides(d_, l) ? d_.rope_local_base_freq : d_.rope_theta;
       for (const auto& [t, heads] : {std::pair{q, hq}, std::pair{k, hkv}}) {
         const rill_backend_tensor x = view_of(t, {rows_, heads, hd});
         RILL_CHECK(dispatch(fn_, ctx_, RILL_BACKEND_OP(*ctx_.backend, rope), "rope", &x, positions_->data(),
-                            d_.rope_theta, d_.rope_dim));
+                            theta, d_.rope_dim));
       }
     }
     rill_backend_tensor keys = view_of(k, {batch_, tokens_, hkv, hd});
@@ -353,12 +382,18 @@ class Forward {
     }
     const rill_backend_tensor qv = view_of(q, {batch_, tokens_, hq, hd});
     const rill_backend_tensor attn_v = view_of(attn, {batch_, tokens_, hq, hd});
-    // query_pre_attn_scalar is resolved: head_dim unless the model sets its own.
-    const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(d_.query_pre_attn_scalar)));
-    RILL_CHECK(dispatch(fn_, ctx_, RILL_BACKEND_OP(*ctx_.backend, attention), "attention", &qv,
-                        static_cast<const rill_backend_tensor*>(&keys),
-                        static_cast<const rill_backend_tensor*>(&values),
-                        static_cast<const int32_t*>(kv_lengths_.data()), scale, &attn_v));
+    const rill_attention_params params = attention_params(l);
+    if (params.window == 0 && params.softcap == 0.0f) {
+      RILL_CHECK(dispatch(fn_, ctx_, RILL_BACKEND_OP(*ctx_.backend, attention), "attention", &qv,
+                          static_cast<const rill_backend_tensor*>(&keys),
+                          static_cast<const rill_backend_tensor*>(&values),
+                          static_cast<const int32_t*>(kv_lengths_.data()), params.scale, &attn_v));
+    } else {
+      RILL_CHECK(dispatch(fn_, ctx_, RILL_BACKEND_OP(*ctx_.backend, attention_ex), "attention_ex", &qv,
+                          static_cast<const rill_backend_tensor*>(&keys),
+                          static_cast<const rill_backend_tensor*>(&values),
+                          static_cast<const int32_t*>(kv_lengths_.data()), &params, &attn_v));
+    }
     return gemm(rows_view(attn, hq * hd), w.o_w, w.o_b, out);
   }
 

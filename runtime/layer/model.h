@@ -19,9 +19,14 @@ struct DescProblem {
 
 // Copies the caller's descriptor (only the fields inside its struct_size) over
 // the defaults, resolves the derived fields (num_kv_heads 0, head_dim 0,
-// rope_dim 0, query_pre_attn_scalar 0) and checks every field. Returns a
-// problem with an empty field when the result is valid.
+// rope_dim 0, query_pre_attn_scalar 0, rope_local_base_freq 0) and checks
+// every field. Returns a problem with an empty field when the result is valid.
 DescProblem resolve_desc(const rill_model_desc& given, rill_model_desc& resolved);
+
+// Whether layer `layer` of a resolved descriptor uses the sliding window (and
+// rope_local_base_freq): sliding_window > 0, layer >= max_window_layers, and
+// not every sliding_window_pattern-th layer.
+bool layer_slides(const rill_model_desc& d, int32_t layer);
 
 // Index of a weight in rill_model::weights; kAbsent for one the model does not use.
 constexpr int32_t kAbsent = -1;

@@ -144,8 +144,39 @@ DescProblem resolve_desc(const rill_model_desc& given, rill_model_desc& resolved
     return problem("layer_scale", "layer_scale: not available with parallel_residual (the two branches are summed "
                                   "before their one residual add, so a gain per branch has no place to act)");
   }
+  for (const auto& [field, value] :
+       {std::pair<const char*, int32_t>{"sliding_window", d.sliding_window},
+        {"sliding_window_pattern", d.sliding_window_pattern},
+        {"max_window_layers", d.max_window_layers}}) {
+    if (value < 0) {
+      return problem(field, std::string(field) + ": expected a value >= 0, got " + std::to_string(value));
+    }
+    if (value != 0 && d.sliding_window == 0) {
+      return problem(field, std::string(field) + ": says which layers slide, so it needs sliding_window > 0; "
+                                                 "expected 0 without a window, got " + std::to_string(value));
+    }
+  }
+  if (!std::isfinite(d.attn_logit_softcapping) || d.attn_logit_softcapping < 0) {
+    return problem("attn_logit_softcapping", "attn_logit_softcapping: expected a finite value >= 0 (0 = off), got " +
+                                                 num(d.attn_logit_softcapping));
+  }
+  if (!std::isfinite(d.rope_local_base_freq) || d.rope_local_base_freq < 0) {
+    return problem("rope_local_base_freq", "rope_local_base_freq: expected a finite value >= 0 (0 = rope_theta), got " +
+                                               num(d.rope_local_base_freq));
+  }
+  if (d.rope_local_base_freq != 0 && (d.sliding_window == 0 || d.rope_theta == 0)) {
+    return problem("rope_local_base_freq", "rope_local_base_freq: the RoPE theta of the sliding layers needs "
+                                           "sliding_window > 0 and rope_theta > 0; expected 0, got " +
+                                               num(d.rope_local_base_freq));
+  }
+  if (d.rope_local_base_freq == 0) d.rope_local_base_freq = d.rope_theta;
   resolved = d;
   return {};
+}
+
+bool layer_slides(const rill_model_desc& d, int32_t layer) {
+  if (d.sliding_window == 0 || layer < d.max_window_layers) return false;
+  return d.sliding_window_pattern == 0 || (layer + 1) % d.sliding_window_pattern != 0;
 }
 
 namespace {
@@ -193,7 +224,8 @@ void read_model_table(const TomlChecker& check, const toml::table& table, rill_m
                    "intermediate_size", "norm", "norm_eps", "norm_placement", "activation", "rope_theta",
                    "rope_dim", "qkv_bias", "o_bias", "mlp_bias", "final_norm", "residual_scale", "branch_scale",
                    "layer_scale", "qk_norm", "norm_weight_offset", "query_pre_attn_scalar", "parallel_residual",
-                   "parallel_norms"});
+                   "parallel_norms", "sliding_window", "sliding_window_pattern", "max_window_layers",
+                   "attn_logit_softcapping", "rope_local_base_freq"});
   const ModelReader t(check, table);
   t.choice<rill_dtype>("dtype", {{"f32", RILL_DTYPE_F32}, {"f16", RILL_DTYPE_F16}, {"bf16", RILL_DTYPE_BF16}}, d.dtype);
   t.integer("num_layers", d.num_layers);
@@ -235,6 +267,11 @@ void read_model_table(const TomlChecker& check, const toml::table& table, rill_m
   t.real("query_pre_attn_scalar", d.query_pre_attn_scalar);
   t.boolean("parallel_residual", d.parallel_residual);
   t.integer("parallel_norms", d.parallel_norms);
+  t.integer("sliding_window", d.sliding_window);
+  t.integer("sliding_window_pattern", d.sliding_window_pattern);
+  t.integer("max_window_layers", d.max_window_layers);
+  t.real("attn_logit_softcapping", d.attn_logit_softcapping);
+  t.real("rope_local_base_freq", d.rope_local_base_freq);
 }
 
 }  // namespace

@@ -124,6 +124,7 @@ static class RillTests
         { "rill_model**", new[] { typeof(ModelHandle).MakeByRefType() } },
         { "rill_kv_cache**", new[] { typeof(KvCacheHandle).MakeByRefType() } },
         { "rill_model_desc*", new[] { typeof(ModelDesc).MakeByRefType() } },
+        { "rill_attention_params*", new[] { typeof(AttentionParams).MakeByRefType() } },
     };
 
     // "const int64_t* shape" -> "int64_t*"; "const char*" -> "char*".
@@ -166,7 +167,8 @@ static class RillTests
         }
         Assert(declared.Count > 40, "the header parses (" + declared.Count + " functions)");
         foreach (var m in imported) Assert(declared.Contains(m.Name), m.Name + " is in rill.h");
-        Assert(Marshal.SizeOf(typeof(ModelDesc)) == 104, "ModelDesc has rill_model_desc's size");
+        Assert(Marshal.SizeOf(typeof(ModelDesc)) == 124, "ModelDesc has rill_model_desc's size");
+        Assert(Marshal.SizeOf(typeof(AttentionParams)) == 16, "AttentionParams has rill_attention_params's size");
     }
 
     static void TestVersionAndNames()
@@ -302,7 +304,7 @@ static class RillTests
         using (var ctx = NewContext())
         {
             ModelDesc desc = ModelDesc.Defaults();
-            Assert(desc.StructSize == 104 && desc.RopeTheta == 10000f, "defaults from rill_model_desc_init");
+            Assert(desc.StructSize == 124 && desc.RopeTheta == 10000f, "defaults from rill_model_desc_init");
             desc.NumLayers = 1;
             desc.HiddenSize = 32;
             desc.NumHeads = 4;

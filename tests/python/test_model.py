@@ -84,9 +84,9 @@ def model_and_weights(ctx, rng):
 
 
 def test_desc_defaults_and_layout():
-    assert ctypes.sizeof(rill.ModelDesc) == 104  # 26 fields of 4 bytes, as in rill.h
+    assert ctypes.sizeof(rill.ModelDesc) == 124  # 31 fields of 4 bytes, as in rill.h
     desc = rill.ModelDesc()
-    assert desc.struct_size == 104
+    assert desc.struct_size == 124
     assert desc.dtype == rill.DType.F32 and desc.norm == rill.NormKind.RMS
     assert desc.norm_placement == rill.NormPlacement.PRE and desc.activation == rill.MlpActivation.SILU_GLU
     assert desc.rope_theta == 10000.0 and desc.final_norm == 1 and desc.residual_scale == 1.0

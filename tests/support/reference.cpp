@@ -142,7 +142,8 @@ std::vector<double> rope(const std::vector<float>& x, const std::vector<int32_t>
 }
 
 std::vector<double> attention(const std::vector<float>& q, const std::vector<float>& k, const std::vector<float>& v,
-                              const AttentionShape& s, const std::vector<int32_t>& kv_lengths, double scale) {
+                              const AttentionShape& s, const std::vector<int32_t>& kv_lengths, double scale,
+                              int64_t window, double softcap) {
   std::vector<double> out(q.size());
   const int64_t group = s.q_heads / s.kv_heads;
   auto q_at = [&](int64_t b, int64_t t, int64_t h) { return ((b * s.queries + t) * s.q_heads + h) * s.head_dim; };
@@ -151,7 +152,8 @@ std::vector<double> attention(const std::vector<float>& q, const std::vector<flo
   for (int64_t b = 0; b < s.batch; ++b) {
     const int64_t length = kv_lengths.empty() ? s.slots : kv_lengths[static_cast<size_t>(b)];
     for (int64_t t = 0; t < s.queries; ++t) {
-      const int64_t visible = length - s.queries + t + 1;
+      const int64_t position = length - s.queries + t;
+      const int64_t visible = position + 1;
       for (int64_t h = 0; h < s.q_heads; ++h) {
         const int64_t kv_head = h / group;
         weights.assign(static_cast<size_t>(visible), 0.0);
@@ -162,8 +164,11 @@ std::vector<double> attention(const std::vector<float>& q, const std::vector<flo
             dot += static_cast<double>(q[static_cast<size_t>(q_at(b, t, h) + e)]) *
                    k[static_cast<size_t>(kv_at(b, j, kv_head) + e)];
           }
-          weights[static_cast<size_t>(j)] = scale * dot;
-          top = std::max(top, scale * dot);
+          double logit = scale * dot;
+          if (softcap > 0.0) logit = softcap * std::tanh(logit / softcap);
+          if (window > 0 && j <= position - window) logit = -HUGE_VAL;  // outside the window
+          weights[static_cast<size_t>(j)] = logit;
+          top = std::max(top, logit);
         }
         double sum = 0.0;
         for (double& w : weights) sum += (w = std::exp(w - top));

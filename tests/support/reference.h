@@ -61,12 +61,15 @@ std::vector<double> rope(const std::vector<float>& x, const std::vector<int32_t>
 // k and v [batch, slots, kv_heads, head_dim]; query head h reads KV head
 // h / (q_heads / kv_heads); query t of sequence b sits at position
 // kv_lengths[b] - queries + t and sees key slots 0..that position.
-// kv_lengths empty: every sequence holds all slots.
+// kv_lengths empty: every sequence holds all slots. window > 0 masks the
+// slots j <= position - window; softcap > 0 replaces each logit l (scale * q.k)
+// by softcap * tanh(l / softcap) (rill_attention_ex).
 struct AttentionShape {
   int64_t batch, queries, slots, q_heads, kv_heads, head_dim;
 };
 std::vector<double> attention(const std::vector<float>& q, const std::vector<float>& k, const std::vector<float>& v,
-                              const AttentionShape& shape, const std::vector<int32_t>& kv_lengths, double scale);
+                              const AttentionShape& shape, const std::vector<int32_t>& kv_lengths, double scale,
+                              int64_t window = 0, double softcap = 0.0);
 
 // fn(x) * up elementwise, or fn(x) with up empty; the functions of rill_act_fn.
 std::vector<double> activation(rill_act_fn fn, const std::vector<float>& x, const std::vector<float>& up);

@@ -31,7 +31,10 @@ and inputs that rill gets:
   * (the parallel group) whole models with parallel attention + MLP and
     fused checkpoint tensors: GPTNeoXModel with use_parallel_residual and
     its own tensor names, query_key_value fused, PhiModel (Phi-2, one shared
-    input norm) and Phi3Model with qkv_proj and gate_up_proj fused.
+    input norm) and Phi3Model with qkv_proj and gate_up_proj fused;
+  * (the window group) sliding-window attention and logit soft-capping:
+    MistralModel, Gemma2Model, and a Gemma 3 stack adapted from
+    Gemma2Model after Gemma 3's published code (see gemma_window_case).
 Every case runs as one prefill, as a prefill followed by decode steps and as
 decode steps only (`--decode-from`), and each output must match the reference
 by the limits of tests/python/tolerance.py (NMSE, worst element, finiteness).
@@ -41,7 +44,9 @@ weight, or without its branch scale or LayerScale gains, and for the cases
 of a feature the controls of that feature (FEATURE_CONTROLS: no QK norm, the
 other QK norm form, the pre placement instead of output; Gemma's norm weights
 used as stored, the erf GELU, the head_dim attention scale; the sequential
-form of parallel layers, a fused tensor split the wrong way), so a tolerance
+form of parallel layers, a fused tensor split the wrong way; no sliding
+window, a window one position wider, no soft-cap, the global RoPE theta on
+the sliding layers), so a tolerance
 too loose to see those mistakes fails the test.
 
 Weight files are written with PyPI's safetensors package, or where it is
@@ -1106,8 +1111,167 @@ def gemma_case(gen, config, control=None):
 
 
 # ---------------------------------------------------------------------------
+# Sliding-window attention and attention logit soft-capping (the window
+# group): transformers' MistralModel (a window on every layer) and
+# Gemma2Model (every other layer slides, Gemma2DecoderLayer's
+# is_sliding = not layer_idx % 2, logits soft-capped), and a Gemma 3 stack.
+# transformers 4.47.1 has no Gemma 3: its stack is Gemma2Model adapted as
+# Gemma 3's published modelling code differs from Gemma 2's, in the three
+# places that concern the layers: layer i is global when
+# (i + 1) % sliding_window_pattern == 0 and slides otherwise, the sliding
+# layers rotate with rope_local_base_freq (the global ones with rope_theta),
+# and q and k get a per-head RMSNorm with (1 + w) weights (q_norm, k_norm,
+# Gemma3RMSNorm over head_dim) between the projection and RoPE; Gemma 3 has
+# no attention soft-cap.
+WINDOW_CONTROLS = {
+    "window_off": "no sliding window (full causal attention on every layer)",
+    "window_wide": "a window one position wider (keys p - W .. p instead of p - W + 1 .. p)",
+    "softcap_off": "no attention logit soft-cap",
+    "local_theta": "the sliding layers rotated with rope_theta instead of rope_local_base_freq",
+}
+
+
+def window_of(config, control):
+    w = config["sliding_window"]
+    return {"window_off": 4096, "window_wide": w + 1}.get(control, w)
+
+
+def mistral_case(gen, config, control=None):
+    """MistralModel (eager attention): Llama's layers with a sliding window on
+    every layer, its 4-D mask built by _prepare_4d_causal_attention_mask_with_cache_position
+    (keys j <= p - sliding_window masked)."""
+    try:
+        from transformers import MistralConfig, MistralModel
+    except ImportError as missing:
+        raise Skip(f"the Mistral reference needs transformers: {missing}")
+
+    c = config
+    hq, hkv, hd = c["num_heads"], c["num_kv_heads"], c["head_dim"]
+    assert c["norm"] == "rms" and c["norm_placement"] == "pre" and c["activation"] == "silu_glu"
+    assert c["rope_dim"] == 0 and c["final_norm"] and c.get("sliding_window_pattern", 0) == 0
+    if control in ("scale", "softcap_off", "local_theta"):
+        return None, None  # Mistral has no branch scale, LayerScale, soft-cap or local theta
+    if control == "gqa" and hkv == 1:
+        return None, None
+    hf = MistralConfig(vocab_size=8, hidden_size=c["hidden_size"], intermediate_size=c["intermediate_size"],
+                       num_hidden_layers=c["num_layers"], num_attention_heads=hq, num_key_value_heads=hkv,
+                       head_dim=hd, rms_norm_eps=wrong_eps(c["norm_eps"], c["dtype"]) if control == "eps" else c[
+                           "norm_eps"],
+                       rope_theta=wrong_rope_theta(c["rope_theta"]) if control == "rope_theta" else c["rope_theta"],
+                       sliding_window=window_of(c, control), attn_implementation="eager")
+    model = MistralModel(hf).double().eval()
+    weights = {"model." + k: v for k, v in draw_hf_params(gen, model, c["dtype"]).items()}
+    with torch.no_grad():
+        for layer in model.layers:
+            attn = layer.self_attn
+            if control == "gqa":
+                for proj in (attn.k_proj, attn.v_proj):
+                    proj.weight.copy_(roll_kv_heads(proj.weight.clone(), hkv))
+            elif control == "transpose":
+                attn.o_proj.weight.copy_(attn.o_proj.weight.reshape(attn.o_proj.weight.shape[1], -1).t().clone())
+    return weights, hf_reference(model)
+
+
+class HeadNormed(torch.nn.Module):
+    """Gemma 3's q_norm / k_norm placed after a projection: proj(x), then an
+    RMSNorm of each head's head_dim values scaled by (1 + w)."""
+
+    def __init__(self, proj, weight, eps, head_dim):
+        super().__init__()
+        self.proj, self.weight, self.eps, self.head_dim = proj, weight, eps, head_dim
+
+    def forward(self, x):
+        y = self.proj(x)
+        heads = y.view(*y.shape[:-1], -1, self.head_dim)
+        normed = heads * torch.rsqrt(heads.pow(2).mean(-1, keepdim=True) + self.eps) * (1.0 + self.weight)
+        return normed.view(y.shape)
+
+
+def gemma_window_case(gen, config, control=None):
+    """Gemma2Model (eager attention; Gemma 2 when sliding_window_pattern is 2,
+    the Gemma 3 stack described above otherwise), weights and inputs as in
+    gemma_case."""
+    try:
+        from transformers import Gemma2Config
+        from transformers.models.gemma2.modeling_gemma2 import Gemma2Model, Gemma2RotaryEmbedding
+    except ImportError as missing:
+        raise Skip(f"the Gemma 2 reference needs transformers: {missing}")
+
+    c = config
+    d, hq, hkv, hd = c["hidden_size"], c["num_heads"], c["num_kv_heads"], c["head_dim"]
+    pattern = c["sliding_window_pattern"]
+    gemma3 = c.get("qk_norm", "none") == "head"
+    assert c["norm"] == "rms" and c["norm_weight_offset"] == 1.0 and c["activation"] == "gelu_tanh_glu"
+    assert c["norm_placement"] == "sandwich" and c["rope_dim"] == 0 and c["final_norm"] and pattern >= 1
+    assert gemma3 or (pattern == 2 and not c.get("rope_local_base_freq"))
+    scalar = c.get("query_pre_attn_scalar", 0.0) or hd
+    softcap = c.get("attn_logit_softcapping", 0.0) or None
+    local_theta = c.get("rope_local_base_freq", 0.0) or c["rope_theta"]
+    normalizer = d ** 0.5
+    assert normalizer == 2 ** round(math.log2(normalizer)), "hidden_size must be a power of 4"
+    if control == "scale" or (control == "attn_scale" and scalar == hd) or (control == "softcap_off" and not softcap):
+        return None, None
+    if (control == "local_theta" and local_theta == c["rope_theta"]) or (control == "gqa" and hkv == 1):
+        return None, None
+    theta = wrong_rope_theta(c["rope_theta"]) if control == "rope_theta" else c["rope_theta"]
+    eps = wrong_eps(c["norm_eps"], c["dtype"]) if control == "eps" else c["norm_eps"]
+    hf = Gemma2Config(vocab_size=16, hidden_size=d, intermediate_size=c["intermediate_size"],
+                      num_hidden_layers=c["num_layers"], num_attention_heads=hq, num_key_value_heads=hkv, head_dim=hd,
+                      hidden_activation=wrong_gelu(c["dtype"]) if control == "gelu_erf" else "gelu_pytorch_tanh",
+                      rms_norm_eps=eps, rope_theta=theta, attention_bias=False, use_cache=False,
+                      query_pre_attn_scalar=hd if control == "attn_scale" else scalar,
+                      attn_logit_softcapping=None if control == "softcap_off" else softcap,
+                      final_logit_softcapping=None, sliding_window=window_of(c, control),
+                      attn_implementation="eager")
+    model = Gemma2Model(hf).double().eval()
+    for i, layer in enumerate(model.layers):
+        layer.is_sliding = (i + 1) % pattern != 0  # Gemma 2 (pattern 2): even layers, as its own rule
+        if layer.is_sliding and control != "local_theta":
+            layer.self_attn.rotary_emb = Gemma2RotaryEmbedding(hd, max_position_embeddings=hf.max_position_embeddings,
+                                                               base=local_theta)
+    weights = {}
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if name.startswith("embed_tokens."):
+                continue
+            if name.endswith("norm.weight"):  # checkpoint norm weights w for (1 + w)
+                value = rounded(0.3 * torch.randn(p.shape, generator=gen, dtype=torch.float64), c["dtype"])
+                p.copy_(value - 1.0 if control == "norm_offset" else value)
+            else:
+                value = rounded(p.shape[1] ** -0.5 * torch.randn(p.shape, generator=gen, dtype=torch.float64),
+                                c["dtype"])
+                p.copy_(value)
+                if control == "gqa" and name.endswith(("self_attn.k_proj.weight", "self_attn.v_proj.weight")):
+                    p.copy_(roll_kv_heads(value, hkv))
+                elif control == "transpose" and name.endswith("self_attn.o_proj.weight"):
+                    p.copy_(value.reshape(p.shape[1], p.shape[0]).t())
+            weights["model." + name] = value
+        if gemma3:
+            for i, layer in enumerate(model.layers):
+                attn = layer.self_attn
+                for which in ("q", "k"):
+                    w = rounded(0.3 * torch.randn(hd, generator=gen, dtype=torch.float64), c["dtype"])
+                    weights[f"model.layers.{i}.self_attn.{which}_norm.weight"] = w
+                    used = w - 1.0 if control == "norm_offset" else w
+                    setattr(attn, f"{which}_proj", HeadNormed(getattr(attn, f"{which}_proj"), used, eps, hd))
+
+    def reference(x):
+        with torch.no_grad():
+            return model(inputs_embeds=x / normalizer, use_cache=False).last_hidden_state
+
+    return weights, reference
+
+
+# ---------------------------------------------------------------------------
 
 GEMMA = dict(activation="gelu_tanh_glu", norm_weight_offset=1.0)
+# Gemma 2: every other layer slides, soft-capped logits; Gemma 3: layers 0, 1 and 3 of 4 slide (pattern 3, which
+# its config allows; Gemma 3 ships 6), rotating with rope_local_base_freq, per-head QK norm.
+GEMMA2_WINDOW = dict(GEMMA, norm_placement="sandwich", head_dim=32, query_pre_attn_scalar=48.0,
+                     sliding_window=4, sliding_window_pattern=2, attn_logit_softcapping=1.0)
+GEMMA3_WINDOW = dict(GEMMA, norm_placement="sandwich", head_dim=32, query_pre_attn_scalar=24.0, qk_norm="head",
+                     num_layers=4, rope_theta=1e6, rope_local_base_freq=10000.0, sliding_window=4,
+                     sliding_window_pattern=3)
 ENCODER = dict(norm="layer", norm_eps=1e-5, num_kv_heads=4, rope_theta=0.0, qkv_bias=True, o_bias=True,
                mlp_bias=True)
 OLMO2 = dict(norm_placement="output", qk_norm="full", norm_eps=1e-6, rope_theta=5e5)
@@ -1172,27 +1336,38 @@ CASES = {
     "phi2_parallel_f16": ("phi", base_config(**PHI2, dtype="f16")),
     "phi3_fused": ("phi3", base_config(norm_eps=1e-5)),
     "phi3_fused_bf16": ("phi3", base_config(norm_eps=1e-5, dtype="bf16", num_kv_heads=1, num_layers=3)),
+    # sliding windows (9 tokens, windows of 3 and 4) and soft-capping (transformers' Mistral, Gemma 2; Gemma 3)
+    "mistral_window_f32": ("mistral", base_config(sliding_window=4)),
+    "mistral_window_bf16": ("mistral", base_config(sliding_window=3, num_layers=3, dtype="bf16")),
+    "gemma2_window_softcap_f32": ("gemma_window", base_config(**GEMMA2_WINDOW)),
+    "gemma2_window_softcap_f16": ("gemma_window", base_config(**{**GEMMA2_WINDOW, "sliding_window": 3},
+                                                              num_layers=3, dtype="f16")),
+    "gemma3_local_f32": ("gemma_window", base_config(**GEMMA3_WINDOW)),
+    "gemma3_local_bf16": ("gemma_window", base_config(**{**GEMMA3_WINDOW, "sliding_window": 3}, dtype="bf16")),
 }
 BUILDERS = {"encoder": encoder_case, "decoder": decoder_case, "gemma2": gemma2_case, "granite": granite_case,
             "mimi": mimi_case, "olmo2": olmo2_case, "qwen3": qwen3_case, "gemma": gemma_case, "neox": neox_case,
-            "phi": phi_case, "phi3": phi3_case}
+            "phi": phi_case, "phi3": phi3_case, "mistral": mistral_case, "gemma_window": gemma_window_case}
 TRANSFORMERS = ("gemma2", "granite", "mimi")  # the builders that need transformers (--venv)
 QK_NORM = ("olmo2", "qwen3")  # the qknorm group's builders, which need transformers too
 GEMMA_FAMILY = ("gemma",)  # the gemma group's builder, which needs transformers too
 PARALLEL = ("neox", "phi", "phi3")  # the parallel group's builders, which need transformers too
+WINDOW = ("mistral", "gemma_window")  # the window group's builders, which need transformers too
 # The controls of a builder's features, beside CONTROLS.
 FEATURE_CONTROLS = {"olmo2": {**QK_NORM_CONTROLS, **OUTPUT_CONTROLS}, "qwen3": QK_NORM_CONTROLS,
                     "gemma": GEMMA_CONTROLS, "neox": {**SEQUENTIAL_CONTROLS, **SPLIT_CONTROLS},
-                    "phi": SEQUENTIAL_CONTROLS, "phi3": SPLIT_CONTROLS}
+                    "phi": SEQUENTIAL_CONTROLS, "phi3": SPLIT_CONTROLS, "mistral": WINDOW_CONTROLS,
+                    "gemma_window": {**GEMMA_CONTROLS, **WINDOW_CONTROLS}}
 GROUPS = {
     "encoder": [n for n in CASES if n.startswith("encoder")],
     "llama": ["qwen2_f32", "qwen2_f16", "qwen2_bf16", "llama_mqa_partial_rope", "pre_no_final_norm_gelu_tanh"],
     "placements": [n for n in CASES if not n.startswith(("encoder", "qwen2", "llama", "pre_no"))
-                   and CASES[n][0] not in TRANSFORMERS + QK_NORM + GEMMA_FAMILY + PARALLEL],
+                   and CASES[n][0] not in TRANSFORMERS + QK_NORM + GEMMA_FAMILY + PARALLEL + WINDOW],
     "transformers": [n for n in CASES if CASES[n][0] in TRANSFORMERS],
     "qknorm": [n for n in CASES if CASES[n][0] in QK_NORM],
     "gemma": [n for n in CASES if CASES[n][0] in GEMMA_FAMILY],
     "parallel": [n for n in CASES if CASES[n][0] in PARALLEL],
+    "window": [n for n in CASES if CASES[n][0] in WINDOW],
 }
 
 

@@ -427,6 +427,25 @@ class Context(Owned):
                                    count, _finite(scale, "scale"), self._arg(out, "out")))
         return out
 
+    def attention_ex(self, q, k, v, kv_lengths=None, scale=None, window=0, softcap=0.0, out=None):
+        """attention with a sliding window (0 = none) and a logit soft-cap
+        (0 = off), as rill_attention_ex; the other arguments as attention."""
+        from ._library import AttentionParams
+
+        self._arg(q, "q")
+        if scale is None:
+            scale = 1.0 / float(q.shape[-1]) ** 0.5
+        lengths_ptr, count, lengths = None, 0, None
+        if kv_lengths is not None:
+            lengths = int32_array(kv_lengths, "kv_lengths")
+            lengths_ptr, count = lengths.ctypes.data_as(ctypes.POINTER(ctypes.c_int32)), lengths.size
+        if out is None:
+            out = self._like(q, "q")
+        params = AttentionParams(_finite(scale, "scale"), int(window), _finite(softcap, "softcap"))
+        check(lib().rill_attention_ex(self.handle, self._arg(q, "q"), self._arg(k, "k"), self._arg(v, "v"),
+                                      lengths_ptr, count, ctypes.byref(params), self._arg(out, "out")))
+        return out
+
     def activation(self, fn, x, up=None, out=None):
         """out = fn(x) * up (gated) or fn(x); fn: a rill.ActFn. out None: a new tensor."""
         from ._model import ActFn

@@ -58,6 +58,11 @@ class ModelDesc(ctypes.Structure):
         ("query_pre_attn_scalar", ctypes.c_float),
         ("parallel_residual", ctypes.c_uint32),
         ("parallel_norms", ctypes.c_int32),
+        ("sliding_window", ctypes.c_int32),
+        ("sliding_window_pattern", ctypes.c_int32),
+        ("max_window_layers", ctypes.c_int32),
+        ("attn_logit_softcapping", ctypes.c_float),
+        ("rope_local_base_freq", ctypes.c_float),
     ]
 
     def __init__(self, **fields):
@@ -87,6 +92,22 @@ class ModelDesc(ctypes.Structure):
 
 
 c_desc_p = ctypes.POINTER(ModelDesc)
+
+
+class AttentionParams(ctypes.Structure):
+    """rill_attention_params, field for field; struct_size is filled in."""
+    _fields_ = [
+        ("struct_size", ctypes.c_uint32),
+        ("scale", ctypes.c_float),
+        ("window", ctypes.c_int32),
+        ("softcap", ctypes.c_float),
+    ]
+
+    def __init__(self, scale, window=0, softcap=0.0):
+        super().__init__(ctypes.sizeof(AttentionParams), scale, window, softcap)
+
+
+c_attention_params_p = ctypes.POINTER(AttentionParams)
 _vp = ctypes.c_void_p
 _st = ctypes.c_int  # rill_status, rill_dtype and rill_log_level are 32-bit enums
 _f = ctypes.c_float
@@ -127,6 +148,7 @@ _PROTOTYPES = {
     "rill_gemm": (_st, [_vp, _vp, _vp, _vp, _f, _f, _vp]),
     "rill_rope": (_st, [_vp, _vp, c_int32_p, ctypes.c_size_t, _f, ctypes.c_int32]),
     "rill_attention": (_st, [_vp, _vp, _vp, _vp, c_int32_p, ctypes.c_size_t, _f, _vp]),
+    "rill_attention_ex": (_st, [_vp, _vp, _vp, _vp, c_int32_p, ctypes.c_size_t, c_attention_params_p, _vp]),
     "rill_activation": (_st, [_vp, _st, _vp, _vp, _vp]),
     "rill_model_desc_init": (None, [c_desc_p]),
     "rill_model_desc_from_toml": (_st, [ctypes.c_char_p, ctypes.c_char_p, c_desc_p]),
