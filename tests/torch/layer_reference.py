@@ -1044,8 +1044,9 @@ def gemma_case(gen, config, control=None):
     token embeddings, which they multiply by sqrt(hidden_size) first: the
     reference is model(inputs_embeds=x / sqrt(hidden_size)), with hidden_size a
     power of 4 so that the division and Gemma's multiplication are exact.
-    Gemma 2's attention logit soft-capping is off and its sliding window longer
-    than any sequence here (rill has neither)."""
+    Here Gemma 2's attention logit soft-capping is off and its sliding window
+    longer than any sequence; the window group checks both (gemma2 cases
+    there)."""
     try:
         from transformers import Gemma2Config, GemmaConfig
         from transformers.models.gemma.modeling_gemma import GemmaModel
