@@ -363,6 +363,21 @@ typedef enum rill_act_fn {
 RILL_API rill_status rill_rope(rill_context* ctx, rill_tensor* x, const int32_t* positions, size_t position_count,
                                float theta, int32_t rotary_dim);
 
+/* rill_rope with the frequencies given: angle = position * inv_freq[i] for
+   i < rotary_dim/2 instead of position * theta^(-2i/rotary_dim), and cos and
+   sin multiplied by attention_factor:
+     x[i] = x[i] c - x[i+h] s, x[i+h] = x[i+h] c + x[i] s,
+     c = attention_factor cos(angle), s = attention_factor sin(angle).
+   This is Hugging Face's rotary embedding for every rope_type (linear,
+   dynamic, yarn, longrope, llama3): inv_freq is its inv_freq, attention_factor
+   its attention_scaling (1 for most types). x, positions and rotary_dim as
+   for rill_rope. inv_freq: inv_freq_count = rotary_dim/2 finite values > 0,
+   read before the call returns. attention_factor: finite, > 0.
+   Errors: as rill_rope; RILL_ERROR_UNSUPPORTED when the backend lacks the op. */
+RILL_API rill_status rill_rope_freqs(rill_context* ctx, rill_tensor* x, const int32_t* positions,
+                                     size_t position_count, const float* inv_freq, size_t inv_freq_count,
+                                     float attention_factor, int32_t rotary_dim);
+
 /* Causal scaled-dot-product attention with grouped/multi-query KV heads.
    q, out: [B, T, Hq, head_dim]. k, v: [B, S, Hkv, head_dim], Hkv dividing Hq;
    query head h reads KV head h / (Hq / Hkv).

@@ -639,6 +639,9 @@ TEST_CASE("a backend without the layer ops: RILL_ERROR_UNSUPPORTED naming backen
   f.tensors.push_back(x);
   const int32_t positions[2] = {0, 1};
   expect_failure(rill_rope(f.ctx, x, positions, 2, 10000.0f, 4), RILL_ERROR_UNSUPPORTED, {"fakehost", "rope"});
+  const float freqs[2] = {1.0f, 0.01f};
+  expect_failure(rill_rope_freqs(f.ctx, x, positions, 2, freqs, 2, 1.0f, 4), RILL_ERROR_UNSUPPORTED,
+                 {"fakehost", "rope_freqs"});
   expect_failure(rill_activation(f.ctx, RILL_ACT_RELU, x, nullptr, x), RILL_ERROR_UNSUPPORTED,
                  {"fakehost", "activation"});
 }

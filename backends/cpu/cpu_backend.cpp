@@ -25,6 +25,7 @@ const rill_backend_ops kOps = {
     /* .attention = */ Reported<op_attention>::call,
     /* .activation = */ Reported<op_activation>::call,
     /* .supports = */ supports,
+    /* .rope_freqs = */ Reported<op_rope_freqs>::call,
 };
 
 const rill_backend kBackend = {

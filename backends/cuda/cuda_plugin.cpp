@@ -85,6 +85,7 @@ const rill_backend_ops kCudaOps = {
     /* .attention = */ Guarded<rill_cuda_attention>::call,
     /* .activation = */ Guarded<rill_cuda_activation>::call,
     /* .supports = */ Guarded<rill_cuda_supports>::call,
+    /* .rope_freqs = */ Guarded<rill_cuda_rope_freqs>::call,
 };
 
 const rill_backend kCudaBackend = {

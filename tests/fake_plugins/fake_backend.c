@@ -277,6 +277,7 @@ static const rill_backend_ops g_ops = {
     /* .attention = */ caps_attention,
     /* .activation = */ caps_activation,
     /* .supports = */ caps_supports,
+    /* .rope_freqs = */ NULL,
 };
 #else
 static float* f32_data(const rill_backend_tensor* t) { return (float*)(void*)(t->buffer->data + t->offset); }
@@ -339,6 +340,7 @@ static const rill_backend_ops g_ops = {
     /* .attention = */ NULL,
     /* .activation = */ NULL,
     /* .supports = */ NULL,
+    /* .rope_freqs = */ NULL,
 };
 #endif
 
