@@ -35,7 +35,21 @@ static_assert(offsetof(rill_model_desc, norm_weight_offset) == 88);
 static_assert(offsetof(rill_model_desc, query_pre_attn_scalar) == 92);
 static_assert(offsetof(rill_model_desc, parallel_residual) == 96);
 static_assert(offsetof(rill_model_desc, parallel_norms) == 100);
-static_assert(sizeof(rill_model_desc) == 104);
+static_assert(offsetof(rill_model_desc, rope_type) == 104);
+static_assert(offsetof(rill_model_desc, rope_factor) == 108);
+static_assert(offsetof(rill_model_desc, max_position_embeddings) == 112);
+static_assert(offsetof(rill_model_desc, rope_original_max_position_embeddings) == 116);
+static_assert(offsetof(rill_model_desc, rope_low_freq_factor) == 120);
+static_assert(offsetof(rill_model_desc, rope_high_freq_factor) == 124);
+static_assert(offsetof(rill_model_desc, rope_beta_fast) == 128);
+static_assert(offsetof(rill_model_desc, rope_beta_slow) == 132);
+static_assert(offsetof(rill_model_desc, rope_attention_factor) == 136);
+static_assert(offsetof(rill_model_desc, rope_factor_count) == 140);
+static_assert(offsetof(rill_model_desc, rope_short_factor) == 144);
+static_assert(offsetof(rill_model_desc, rope_long_factor) == 1168);
+static_assert(offsetof(rill_model_desc, no_rope_layer_interval) == 2192);
+static_assert(sizeof(rill_model_desc) == 2196);
+static_assert(RILL_ROPE_MAX_FACTORS == 256);
 
 static_assert(RILL_ACT_SILU == 0 && RILL_ACT_GELU == 1 && RILL_ACT_GELU_TANH == 2 && RILL_ACT_RELU == 3);
 static_assert(RILL_NORM_RMS == 0 && RILL_NORM_LAYER == 1);
@@ -44,6 +58,8 @@ static_assert(RILL_PLACEMENT_PRE == 0 && RILL_PLACEMENT_POST == 1 && RILL_PLACEM
 static_assert(RILL_QK_NORM_NONE == 0 && RILL_QK_NORM_HEAD == 1 && RILL_QK_NORM_FULL == 2);
 static_assert(RILL_MLP_SILU_GLU == 0 && RILL_MLP_GELU_GLU == 1 && RILL_MLP_GELU == 2 && RILL_MLP_GELU_TANH == 3 &&
               RILL_MLP_RELU == 4 && RILL_MLP_GELU_TANH_GLU == 5);
+static_assert(RILL_ROPE_DEFAULT == 0 && RILL_ROPE_LINEAR == 1 && RILL_ROPE_DYNAMIC == 2 && RILL_ROPE_YARN == 3 &&
+              RILL_ROPE_LONGROPE == 4 && RILL_ROPE_LLAMA3 == 5);
 
 TEST_CASE("an older, shorter descriptor gets the defaults for the fields it lacks") {
   rill_test::ScopedContext context;

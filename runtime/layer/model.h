@@ -23,6 +23,15 @@ struct DescProblem {
 // problem with an empty field when the result is valid.
 DescProblem resolve_desc(const rill_model_desc& given, rill_model_desc& resolved);
 
+// The inverse frequencies (rope_dim / 2) and the attention factor of a
+// resolved descriptor's rope_type for a forward call whose longest position
+// is seq_len - 1 (read by dynamic and longrope): what rill_rope_freqs takes.
+struct RopeFrequencies {
+  std::vector<float> inv_freq;
+  float attention_factor = 1.0f;
+};
+RopeFrequencies rope_frequencies(const rill_model_desc& d, int64_t seq_len);
+
 // Index of a weight in rill_model::weights; kAbsent for one the model does not use.
 constexpr int32_t kAbsent = -1;
 

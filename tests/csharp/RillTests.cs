@@ -166,7 +166,7 @@ static class RillTests
         }
         Assert(declared.Count > 40, "the header parses (" + declared.Count + " functions)");
         foreach (var m in imported) Assert(declared.Contains(m.Name), m.Name + " is in rill.h");
-        Assert(Marshal.SizeOf(typeof(ModelDesc)) == 104, "ModelDesc has rill_model_desc's size");
+        Assert(Marshal.SizeOf(typeof(ModelDesc)) == 2196, "ModelDesc has rill_model_desc's size");
     }
 
     static void TestVersionAndNames()
@@ -302,7 +302,8 @@ static class RillTests
         using (var ctx = NewContext())
         {
             ModelDesc desc = ModelDesc.Defaults();
-            Assert(desc.StructSize == 104 && desc.RopeTheta == 10000f, "defaults from rill_model_desc_init");
+            Assert(desc.StructSize == 2196 && desc.RopeTheta == 10000f && desc.RopeBetaFast == 32f &&
+                   desc.RopeShortFactor.Length == ModelDesc.RopeMaxFactors, "defaults from rill_model_desc_init");
             desc.NumLayers = 1;
             desc.HiddenSize = 32;
             desc.NumHeads = 4;
