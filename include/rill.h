@@ -500,7 +500,9 @@ RILL_API rill_status rill_activation(rill_context* ctx, rill_act_fn fn, const ri
 /* rounded to the model dtype like every intermediate.                       */
 /*                                                                           */
 /* Attention: q, k, v projections, the QK norm (qk_norm), RoPE on q and k    */
-/* (unless rope_theta is 0), causal attention with scale                     */
+/* (unless rope_theta is 0 or the layer is a NoPE layer of                   */
+/* no_rope_layer_interval; scaled as rope_type says, see rill_rope_type),    */
+/* causal attention with scale                                               */
 /* 1/sqrt(query_pre_attn_scalar) (Gemma 2 and 3; 0 = head_dim:               */
 /* 1/sqrt(head_dim)), o projection. The QK norm is an RMSNorm with eps       */
 /* norm_eps of each head's hd values of q and of k with one [hd] weight      */
