@@ -513,6 +513,12 @@ TEST_CASE("cpu: results do not depend on the thread count") {
       CHECK(run_gemm(one, dtype, g, v, a, w, bias, prior) == expected);
       for (const auto& ctx : many) CHECK(run_gemm(*ctx, dtype, g, v, a, w, bias, prior) == expected);
     }
+    {
+      const RopeFreqsCase r = {{37, 5, 96, 64, 10000.0f, 997}, 8.0, 1.1931472f};
+      const std::vector<float> x = rounded(random_values(size_t(37 * 5 * 96), 82, -1.0f, 1.0f), dtype);
+      const auto expected = run_rope_freqs(one, dtype, r, x);
+      for (const auto& ctx : many) CHECK(run_rope_freqs(*ctx, dtype, r, x) == expected);
+    }
   }
 }
 
