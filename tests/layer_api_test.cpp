@@ -345,7 +345,8 @@ TEST_CASE("rope scaling and NoPE: descriptor checks name the field, the value ex
          d.rope_original_max_position_embeddings = 16;
          d.rope_factor_count = 3;
        },
-       "rope_factor_count (rope_scaling.short_factor)", "rope_dim / 2 = 2 factors in each of short_factor and long_factor, got 3"},
+       "rope_factor_count (rope_scaling.short_factor)",
+       "rope_dim / 2 = 2 factors in each of short_factor and long_factor, got 3"},
       {[](rill_model_desc& d) {
          d.rope_type = RILL_ROPE_LONGROPE;
          d.max_position_embeddings = 64;
@@ -363,7 +364,8 @@ TEST_CASE("rope scaling and NoPE: descriptor checks name the field, the value ex
          d.rope_dim = 2;
        },
        "rope_dim", "at least 4 for rope_type dynamic (its exponent d / (d - 2) needs d > 2), got 2"},
-      {[](rill_model_desc& d) { d.no_rope_layer_interval = -1; }, "no_rope_layer_interval", ">= 0 (0 = RoPE on every layer), got -1"},
+      {[](rill_model_desc& d) { d.no_rope_layer_interval = -1; }, "no_rope_layer_interval",
+       ">= 0 (0 = RoPE on every layer), got -1"},
   };
   for (const Bad& bad : cases) {
     CAPTURE(bad.field);

@@ -109,8 +109,8 @@ class Forward {
     positions_ = &positions;
     if (scaled_rope()) {
       // dynamic and longrope read the call's longest position (rope_frequencies).
-      const int64_t seq_len = positions.empty() ? 0 : int64_t{*std::max_element(positions.begin(), positions.end())} + 1;
-      rope_freqs_ = rope_frequencies(d_, seq_len);
+      const int64_t longest = positions.empty() ? -1 : *std::max_element(positions.begin(), positions.end());
+      rope_freqs_ = rope_frequencies(d_, longest + 1);
     }
     kv_lengths_.assign(static_cast<size_t>(batch_), 0);
     for (int64_t b = 0; b < batch_; ++b) {

@@ -88,12 +88,10 @@ DescProblem check_rope_scaling(const rill_model_desc& d) {
     if (!(p = positive_real("rope_factor", "factor", d.rope_factor, name)).field.empty()) return p;
   }
   if (type == RILL_ROPE_DYNAMIC || type == RILL_ROPE_YARN || type == RILL_ROPE_LONGROPE) {
-    p = positive_int("max_position_embeddings", "max_position_embeddings", d.max_position_embeddings, name);
-    if (!p.field.empty()) {
-      p.field = "max_position_embeddings";
-      p.message = "max_position_embeddings: expected >= 1 for rope_type " + std::string(name) + ", got " +
-                  std::to_string(d.max_position_embeddings);
-      return p;
+    if (d.max_position_embeddings < 1) {  // a key of [model] itself
+      return problem("max_position_embeddings", "max_position_embeddings: expected >= 1 for rope_type " +
+                                                    std::string(name) + ", got " +
+                                                    std::to_string(d.max_position_embeddings));
     }
   }
   if (type == RILL_ROPE_LLAMA3 || type == RILL_ROPE_LONGROPE) {
