@@ -363,6 +363,21 @@ typedef enum rill_act_fn {
 RILL_API rill_status rill_rope(rill_context* ctx, rill_tensor* x, const int32_t* positions, size_t position_count,
                                float theta, int32_t rotary_dim);
 
+/* rill_rope with the frequencies given: angle = position * inv_freq[i] for
+   i < rotary_dim/2 instead of position * theta^(-2i/rotary_dim), and cos and
+   sin multiplied by attention_factor:
+     x[i] = x[i] c - x[i+h] s, x[i+h] = x[i+h] c + x[i] s,
+     c = attention_factor cos(angle), s = attention_factor sin(angle).
+   This is Hugging Face's rotary embedding for every rope_type (linear,
+   dynamic, yarn, longrope, llama3): inv_freq is its inv_freq, attention_factor
+   its attention_scaling (1 for most types). x, positions and rotary_dim as
+   for rill_rope. inv_freq: inv_freq_count = rotary_dim/2 finite values > 0,
+   read before the call returns. attention_factor: finite, > 0.
+   Errors: as rill_rope; RILL_ERROR_UNSUPPORTED when the backend lacks the op. */
+RILL_API rill_status rill_rope_freqs(rill_context* ctx, rill_tensor* x, const int32_t* positions,
+                                     size_t position_count, const float* inv_freq, size_t inv_freq_count,
+                                     float attention_factor, int32_t rotary_dim);
+
 /* Causal scaled-dot-product attention with grouped/multi-query KV heads.
    q, out: [B, T, Hq, head_dim]. k, v: [B, S, Hkv, head_dim], Hkv dividing Hq;
    query head h reads KV head h / (Hq / Hkv).
@@ -507,7 +522,9 @@ RILL_API rill_status rill_activation(rill_context* ctx, rill_act_fn fn, const ri
 /* rounded to the model dtype like every intermediate.                       */
 /*                                                                           */
 /* Attention: q, k, v projections, the QK norm (qk_norm), RoPE on q and k    */
-/* (unless rope_theta is 0), causal attention with scale                     */
+/* (unless rope_theta is 0 or the layer is a NoPE layer of                   */
+/* no_rope_layer_interval; scaled as rope_type says, see rill_rope_type),    */
+/* causal attention with scale                                               */
 /* 1/sqrt(query_pre_attn_scalar) (Gemma 2 and 3; 0 = head_dim:               */
 /* 1/sqrt(head_dim)), o projection. With sliding_window W > 0, layer i       */
 /* slides when i >= max_window_layers and, for sliding_window_pattern N > 0, */
@@ -515,7 +532,9 @@ RILL_API rill_status rill_activation(rill_context* ctx, rill_act_fn fn, const ri
 /* 3 N = 6): its query at position p sees only positions p-W+1..p (W         */
 /* positions, itself included, as Hugging Face's Mistral and Gemma 2 masks), */
 /* in prefill and decode alike (the KV cache holds every position), and RoPE */
-/* uses rope_local_base_freq (when nonzero) instead of rope_theta.           */
+/* uses rope_local_base_freq (when nonzero) instead of rope_theta, unscaled: */
+/* rope_scaling applies to the other layers (as Gemma 3 scales only its      */
+/* global layers) and to sliding layers without a theta of their own.        */
 /* attn_logit_softcapping c > 0 caps every layer's logits l = scale * q.k to */
 /* c tanh(l / c) before the causal mask and softmax (Gemma 2). The QK norm   */
 /* is an RMSNorm with eps                                                    */
@@ -563,6 +582,49 @@ typedef enum rill_mlp_activation {
   RILL_MLP_MAX_ENUM = 0x7FFFFFFF
 } rill_mlp_activation;
 
+/* How rope_scaling rescales the rotary frequencies: Hugging Face's
+   rope_scaling["rope_type"], computed as transformers 4.47.1's
+   ROPE_INIT_FUNCTIONS do, from rope_theta and rope_dim (d; h = d/2, i < h,
+   base_i = rope_theta^(2i/d)). Each gives inv_freq_i and an attention factor
+   a that multiplies cos and sin (rill_rope_freqs):
+     default:  1 / base_i; a = 1.
+     linear:   1 / (base_i * factor); a = 1.
+     dynamic:  dynamic NTK: rope_theta becomes rope_theta * (factor * L / M -
+               (factor - 1))^(d / (d - 2)) with M = max_position_embeddings and
+               L = max(M, longest position of the forward call + 1); a = 1.
+     yarn:     per frequency a blend of 1/base_i and 1/(factor base_i) by a
+               ramp between the dimensions where beta_fast and beta_slow
+               rotations fit in M = max_position_embeddings;
+               a = attention_factor, or 0.1 ln(factor) + 1.
+     longrope: 1 / (ext_i * base_i), ext = long_factor when the longest
+               position of the forward call + 1 exceeds
+               original_max_position_embeddings (O), short_factor otherwise
+               (Phi-3); a = attention_factor, or with s = M / O:
+               sqrt(1 + ln s / ln O) (1 when s <= 1). factor is not read.
+     llama3:   1 / base_i where the wavelength 2 pi base_i is under
+               O / high_freq_factor, 1 / (factor base_i) above
+               O / low_freq_factor, interpolated between; a = 1.
+   dynamic and longrope depend on the call's positions: each call of
+   rill_model_forward derives its frequencies from its own longest position,
+   which is what transformers computes for one forward pass of that length.
+   Keys already in a KV cache keep the rotation they were given, as in
+   transformers' cache; a decode step uses the frequencies of its own
+   position (transformers keeps the largest length seen instead, which is the
+   same while positions only grow). */
+typedef enum rill_rope_type {
+  RILL_ROPE_DEFAULT = 0,
+  RILL_ROPE_LINEAR = 1,
+  RILL_ROPE_DYNAMIC = 2,
+  RILL_ROPE_YARN = 3,
+  RILL_ROPE_LONGROPE = 4,
+  RILL_ROPE_LLAMA3 = 5,
+  RILL_ROPE_MAX_ENUM = 0x7FFFFFFF
+} rill_rope_type;
+
+/* The most per-frequency factors LongRoPE's short and long lists hold:
+   rope_dim / 2 of each, so rope_dim up to 512. */
+#define RILL_ROPE_MAX_FACTORS 256
+
 /* Describes a decoder stack. Fill it with rill_model_desc_init, then set the
    sizes. Fields are only ever appended; struct_size = sizeof(rill_model_desc). */
 typedef struct rill_model_desc {
@@ -599,6 +661,21 @@ typedef struct rill_model_desc {
   int32_t max_window_layers;      /* >= 0: layers below it are global (Qwen2); 0 = none */
   float attn_logit_softcapping;   /* c: finite, >= 0; logits c tanh(l / c) before the softmax; 0 = off */
   float rope_local_base_freq;     /* RoPE theta of the sliding layers: finite, >= 0; 0 = rope_theta */
+  /* RoPE scaling (rill_rope_type above); only the fields its type reads are
+     checked. The factor lists are values inside the struct: no ownership. */
+  rill_rope_type rope_type;      /* not with rope_theta 0 */
+  float rope_factor;             /* linear, dynamic, yarn, llama3: finite, > 0 */
+  int32_t max_position_embeddings;                /* dynamic, yarn, longrope: >= 1 */
+  int32_t rope_original_max_position_embeddings;  /* llama3, longrope: >= 1 */
+  float rope_low_freq_factor;    /* llama3: finite, > 0 */
+  float rope_high_freq_factor;   /* llama3: finite, > rope_low_freq_factor */
+  float rope_beta_fast;          /* yarn: finite, > 0; default 32 */
+  float rope_beta_slow;          /* yarn: finite, > 0; default 1 */
+  float rope_attention_factor;   /* yarn, longrope: finite, >= 0; 0 = derived */
+  int32_t rope_factor_count;     /* longrope: rope_dim / 2; other types: 0 */
+  float rope_short_factor[RILL_ROPE_MAX_FACTORS]; /* longrope: the first rope_factor_count, finite, > 0 */
+  float rope_long_factor[RILL_ROPE_MAX_FACTORS];  /* longrope: likewise */
+  int32_t no_rope_layer_interval; /* >= 0; n > 0: layers l with (l + 1) % n == 0 have no RoPE (SmolLM3) */
 } rill_model_desc;
 
 /* Fills desc with the defaults of the [model] TOML table: f32, rms, eps 1e-6,
@@ -606,7 +683,9 @@ typedef struct rill_model_desc {
    scales 1, no layer_scale, no qk_norm, norm_weight_offset 0, no
    parallel_residual with parallel_norms 1, no sliding window
    (sliding_window, sliding_window_pattern, max_window_layers 0), no
-   soft-cap, rope_local_base_freq 0 (= rope_theta), num_kv_heads, head_dim and
+   soft-cap, rope_local_base_freq 0 (= rope_theta), rope_type default with
+   rope_factor 1, rope_beta_fast 32, rope_beta_slow 1 and the other rope
+   scaling fields 0, no_rope_layer_interval 0, num_kv_heads, head_dim and
    query_pre_attn_scalar 0 (= derived), and the
    sizes num_layers, hidden_size, num_heads, intermediate_size 0 (to be set).
    NULL is a no-op. */
@@ -646,6 +725,20 @@ RILL_API void rill_model_desc_init(rill_model_desc* desc);
        max_window_layers = 0     # layers below it are global (Qwen2)
        attn_logit_softcapping = 0.0  # Gemma 2: 50.0; 0 = off
        rope_local_base_freq = 0.0    # RoPE theta of sliding layers; 0 = rope_theta
+       max_position_embeddings = 0  # dynamic, yarn, longrope
+       no_rope_layer_interval = 0   # n: layers l with (l + 1) % n == 0 skip RoPE
+       [model.rope_scaling]      # Hugging Face's rope_scaling dict; absent = default
+       rope_type = "llama3"      # "default" | "linear" | "dynamic" | "yarn" |
+                                 # "longrope" | "llama3" ("type" is read too)
+       factor = 8.0
+       original_max_position_embeddings = 8192   # llama3, longrope
+       low_freq_factor = 1.0     # llama3
+       high_freq_factor = 4.0    # llama3
+       beta_fast = 32.0          # yarn
+       beta_slow = 1.0           # yarn
+       attention_factor = 0.0    # yarn, longrope; 0 or absent = derived
+       short_factor = [1.0, ...] # longrope: rope_dim / 2 numbers
+       long_factor = [1.0, ...]  # longrope: rope_dim / 2 numbers
    source_name: names the text in messages (a file name), or NULL.
    Errors: RILL_ERROR_CONFIG for a missing [model] table or size, an unknown key,
    a wrong type or a bad value, with the key and its line:column; the values are

@@ -157,6 +157,12 @@ inline void rope(Context& ctx, Tensor& x, const std::vector<int32_t>& positions,
   check(rill_rope(ctx.get(), x.get(), positions.data(), positions.size(), theta, rotary_dim));
 }
 
+inline void rope_freqs(Context& ctx, Tensor& x, const std::vector<int32_t>& positions,
+                       const std::vector<float>& inv_freq, float attention_factor, int32_t rotary_dim) {
+  check(rill_rope_freqs(ctx.get(), x.get(), positions.data(), positions.size(), inv_freq.data(), inv_freq.size(),
+                        attention_factor, rotary_dim));
+}
+
 /* kv_lengths: one per sequence, or empty for "every sequence holds S keys". */
 inline void attention(Context& ctx, const Tensor& q, const Tensor& k, const Tensor& v,
                       const std::vector<int32_t>& kv_lengths, float scale, Tensor& out) {

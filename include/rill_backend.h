@@ -60,6 +60,11 @@
  *      capability query that an attention call needs them. The runtime calls
  *      attention when neither is set, so a backend without attention_ex
  *      keeps running plain attention.
+ *      rill_backend_ops.rope_freqs (optional), RILL_BACKEND_OP_ROPE_FREQS:
+ *      RoPE from a table of inverse frequencies and an attention factor
+ *      (the scaled RoPE variants: linear, dynamic NTK, llama3, YaRN,
+ *      LongRoPE). A backend without it makes a model with rope scaling
+ *      return RILL_ERROR_UNSUPPORTED naming the op before any work is queued.
  */
 #ifndef RILL_BACKEND_H
 #define RILL_BACKEND_H
@@ -206,6 +211,7 @@ typedef enum rill_backend_op {
   RILL_BACKEND_OP_ROPE = 6,
   RILL_BACKEND_OP_ATTENTION = 7,
   RILL_BACKEND_OP_ACTIVATION = 8,
+  RILL_BACKEND_OP_ROPE_FREQS = 9, /* version 3 */
   RILL_BACKEND_OP_MAX_ENUM = 0x7FFFFFFF
 } rill_backend_op;
 
@@ -222,6 +228,7 @@ static inline const char* rill_backend_op_name(rill_backend_op op) {
     case RILL_BACKEND_OP_ROPE: return "rope";
     case RILL_BACKEND_OP_ATTENTION: return "attention";
     case RILL_BACKEND_OP_ACTIVATION: return "activation";
+    case RILL_BACKEND_OP_ROPE_FREQS: return "rope_freqs";
     default: return "unknown op";
   }
 }
@@ -232,7 +239,7 @@ static inline const char* rill_backend_op_name(rill_backend_op op) {
    others stay 0. The dimensions are those of the op's call in rill.h:
      residual_add, the norms:  rows, cols (the normalized/added row length)
      gemm:                     rows, cols = K, n = N (out features), has_bias
-     rope:                     rows = tokens, heads, head_dim, rotary_dim
+     rope, rope_freqs:         rows = tokens, heads, head_dim, rotary_dim
      attention:                batch, rows = T (queries), kv_length = S,
                                heads, kv_heads, head_dim, and window and
                                softcap when attention_ex will run it
@@ -335,6 +342,18 @@ typedef struct rill_backend_ops {
   rill_status (*attention_ex)(rill_backend_context* ctx, const rill_backend_tensor* q, const rill_backend_tensor* k,
                               const rill_backend_tensor* v, const int32_t* kv_lengths,
                               const rill_attention_params* params, const rill_backend_tensor* out);
+  /* (optional) rope with the frequencies given instead of derived from a
+     theta, and cos and sin scaled: for each token and head, with
+     h = rotary_dim / 2 and i < h,
+       angle = positions[token] * inv_freq[i]
+       c = attention_factor * cos(angle), s = attention_factor * sin(angle)
+       x'[i]     = x[i] * c - x[i + h] * s
+       x'[i + h] = x[i + h] * c + x[i] * s
+     x, positions and rotary_dim as for rope. inv_freq: host memory, h finite
+     values > 0, read before the call returns. attention_factor: finite, > 0.
+     Angles, cos and sin in at least f32 from the f32 inv_freq, math in f32. */
+  rill_status (*rope_freqs)(rill_backend_context* ctx, const rill_backend_tensor* x, const int32_t* positions,
+                            const float* inv_freq, float attention_factor, int32_t rotary_dim);
 } rill_backend_ops;
 
 /* The struct_size of rill_backend_ops at interface version v (1 to

@@ -53,4 +53,13 @@ std::string enum_name(const rill_mlp_activation& value) {
                             {RILL_MLP_GELU_TANH_GLU, "RILL_MLP_GELU_TANH_GLU"}});
 }
 
+std::string enum_name(const rill_rope_type& value) {
+  return name_among(value, {{RILL_ROPE_DEFAULT, "RILL_ROPE_DEFAULT"},
+                            {RILL_ROPE_LINEAR, "RILL_ROPE_LINEAR"},
+                            {RILL_ROPE_DYNAMIC, "RILL_ROPE_DYNAMIC"},
+                            {RILL_ROPE_YARN, "RILL_ROPE_YARN"},
+                            {RILL_ROPE_LONGROPE, "RILL_ROPE_LONGROPE"},
+                            {RILL_ROPE_LLAMA3, "RILL_ROPE_LLAMA3"}});
+}
+
 }  // namespace rill

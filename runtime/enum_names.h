@@ -15,5 +15,6 @@ std::string enum_name(const rill_norm_kind& value);
 std::string enum_name(const rill_norm_placement& value);
 std::string enum_name(const rill_mlp_activation& value);
 std::string enum_name(const rill_qk_norm& value);
+std::string enum_name(const rill_rope_type& value);
 
 }  // namespace rill

@@ -68,7 +68,7 @@ rill_status OpChecks::positive(float value, const char* name) const {
                  std::string(name) + ": expected a finite value > 0, got " + std::to_string(value));
 }
 
-rill_status OpChecks::array(const int32_t* values, const char* name) const {
+rill_status OpChecks::array(const void* values, const char* name) const {
   if (values != nullptr) return RILL_OK;
   return failure(RILL_ERROR_INVALID_ARGUMENT, std::string(name) + ": expected an array, got NULL");
 }

@@ -36,8 +36,8 @@ class OpChecks {
   rill_status finite(float value, const char* name) const;
   // value is finite and > 0.
   rill_status positive(float value, const char* name) const;
-  // values is not NULL.
-  rill_status array(const int32_t* values, const char* name) const;
+  // values (an array of any element type) is not NULL.
+  rill_status array(const void* values, const char* name) const;
   // Each of the count values is >= 0.
   rill_status non_negative(const int32_t* values, size_t count, const char* name) const;
   // eps is finite and >= 0.

@@ -264,39 +264,76 @@ RILL_API rill_status rill_gemm(rill_context* ctx, const rill_tensor* a, const ri
 
 // Interface version 2: the decoder-layer ops.
 
+namespace {
+
+// The checks shared by rill_rope and rill_rope_freqs; fills view with x as
+// [tokens, heads, head_dim].
+rill_status check_rope(const OpChecks& check, rill_tensor* x, const int32_t* positions, size_t position_count,
+                       int32_t rotary_dim, rill_backend_tensor& view) {
+  RILL_CHECK(check.context());
+  RILL_CHECK(check.operand(x, "x"));
+  if (x->ndim != 3 && x->ndim != 4) {
+    return check.failure(RILL_ERROR_SHAPE, "x: expected [tokens, heads, head_dim] or [B, T, heads, head_dim], got " +
+                                               rill::shape_text(*x));
+  }
+  const int64_t head_dim = x->shape[x->ndim - 1], heads = x->shape[x->ndim - 2];
+  const int64_t tokens = static_cast<int64_t>(x->numel) / (heads * head_dim);
+  RILL_CHECK(check.array(positions, "positions"));
+  if (position_count != static_cast<size_t>(tokens)) {
+    return check.failure(RILL_ERROR_INVALID_ARGUMENT, "position_count: expected " + text(tokens) +
+                                                          " (one per token of x " + rill::shape_text(*x) + "), got " +
+                                                          std::to_string(position_count));
+  }
+  RILL_CHECK(check.non_negative(positions, position_count, "positions"));
+  if (rotary_dim < 2 || rotary_dim > head_dim || rotary_dim % 2 != 0) {
+    return check.failure(RILL_ERROR_INVALID_ARGUMENT, "rotary_dim: expected an even number from 2 to head_dim " +
+                                                          text(head_dim) + ", got " + text(rotary_dim));
+  }
+  view = rill::backend_view(*x);
+  view.ndim = 3;
+  view.shape[0] = tokens;
+  view.shape[1] = heads;
+  view.shape[2] = head_dim;
+  view.shape[3] = 1;
+  return RILL_OK;
+}
+
+}  // namespace
+
 RILL_API rill_status rill_rope(rill_context* ctx, rill_tensor* x, const int32_t* positions, size_t position_count,
                                float theta, int32_t rotary_dim) {
   constexpr const char* fn = "rill_rope";
   return rill::guarded(fn, [&]() -> rill_status {
     const OpChecks check(fn, ctx);
-    RILL_CHECK(check.context());
-    RILL_CHECK(check.operand(x, "x"));
-    if (x->ndim != 3 && x->ndim != 4) {
-      return check.failure(RILL_ERROR_SHAPE, "x: expected [tokens, heads, head_dim] or [B, T, heads, head_dim], got " +
-                                                 rill::shape_text(*x));
-    }
-    const int64_t head_dim = x->shape[x->ndim - 1], heads = x->shape[x->ndim - 2];
-    const int64_t tokens = static_cast<int64_t>(x->numel) / (heads * head_dim);
-    RILL_CHECK(check.array(positions, "positions"));
-    if (position_count != static_cast<size_t>(tokens)) {
-      return check.failure(RILL_ERROR_INVALID_ARGUMENT, "position_count: expected " + text(tokens) +
-                                                            " (one per token of x " + rill::shape_text(*x) + "), got " +
-                                                            std::to_string(position_count));
-    }
-    RILL_CHECK(check.non_negative(positions, position_count, "positions"));
+    rill_backend_tensor view{};
+    RILL_CHECK(check_rope(check, x, positions, position_count, rotary_dim, view));
     RILL_CHECK(check.positive(theta, "theta"));
-    if (rotary_dim < 2 || rotary_dim > head_dim || rotary_dim % 2 != 0) {
-      return check.failure(RILL_ERROR_INVALID_ARGUMENT, "rotary_dim: expected an even number from 2 to head_dim " +
-                                                            text(head_dim) + ", got " + text(rotary_dim));
-    }
-    rill_backend_tensor view = rill::backend_view(*x);
-    view.ndim = 3;
-    view.shape[0] = tokens;
-    view.shape[1] = heads;
-    view.shape[2] = head_dim;
-    view.shape[3] = 1;
     return rill::dispatch(fn, *ctx, RILL_BACKEND_OP(*ctx->backend, rope), "rope",
                           static_cast<const rill_backend_tensor*>(&view), positions, theta, rotary_dim);
+  });
+}
+
+RILL_API rill_status rill_rope_freqs(rill_context* ctx, rill_tensor* x, const int32_t* positions,
+                                     size_t position_count, const float* inv_freq, size_t inv_freq_count,
+                                     float attention_factor, int32_t rotary_dim) {
+  constexpr const char* fn = "rill_rope_freqs";
+  return rill::guarded(fn, [&]() -> rill_status {
+    const OpChecks check(fn, ctx);
+    rill_backend_tensor view{};
+    RILL_CHECK(check_rope(check, x, positions, position_count, rotary_dim, view));
+    RILL_CHECK(check.array(inv_freq, "inv_freq"));
+    if (inv_freq_count != static_cast<size_t>(rotary_dim / 2)) {
+      return check.failure(RILL_ERROR_INVALID_ARGUMENT, "inv_freq_count: expected rotary_dim / 2 = " +
+                                                            text(rotary_dim / 2) + ", got " +
+                                                            std::to_string(inv_freq_count));
+    }
+    for (size_t i = 0; i < inv_freq_count; ++i) {
+      RILL_CHECK(check.positive(inv_freq[i], ("inv_freq[" + std::to_string(i) + "]").c_str()));
+    }
+    RILL_CHECK(check.positive(attention_factor, "attention_factor"));
+    return rill::dispatch(fn, *ctx, RILL_BACKEND_OP(*ctx->backend, rope_freqs), "rope_freqs",
+                          static_cast<const rill_backend_tensor*>(&view), positions, inv_freq, attention_factor,
+                          rotary_dim);
   });
 }
 

@@ -71,8 +71,9 @@ static_assert(offsetof(rill_backend_ops, attention) == 64);
 static_assert(offsetof(rill_backend_ops, activation) == 72);
 static_assert(offsetof(rill_backend_ops, supports) == 80);
 static_assert(offsetof(rill_backend_ops, attention_ex) == 88);
-static_assert(sizeof(rill_backend_ops) == 96);
-static_assert(RILL_BACKEND_OPS_SIZE(1) == 56 && RILL_BACKEND_OPS_SIZE(2) == 80 && RILL_BACKEND_OPS_SIZE(3) == 96);
+static_assert(offsetof(rill_backend_ops, rope_freqs) == 96);
+static_assert(sizeof(rill_backend_ops) == 104);
+static_assert(RILL_BACKEND_OPS_SIZE(1) == 56 && RILL_BACKEND_OPS_SIZE(2) == 80 && RILL_BACKEND_OPS_SIZE(3) == 104);
 
 // rill_backend_op_desc (version 3)
 static_assert(offsetof(rill_backend_op_desc, struct_size) == 0);
@@ -103,7 +104,8 @@ static_assert(sizeof(rill_attention_params) == 16);
 static_assert(sizeof(rill_backend_op) == 4 && RILL_BACKEND_OP_RESIDUAL_ADD == 0 && RILL_BACKEND_OP_RMS_NORM == 1 &&
               RILL_BACKEND_OP_LAYER_NORM == 2 && RILL_BACKEND_OP_FUSED_ADD_RMS_NORM == 3 &&
               RILL_BACKEND_OP_FUSED_ADD_LAYER_NORM == 4 && RILL_BACKEND_OP_GEMM == 5 && RILL_BACKEND_OP_ROPE == 6 &&
-              RILL_BACKEND_OP_ATTENTION == 7 && RILL_BACKEND_OP_ACTIVATION == 8);
+              RILL_BACKEND_OP_ATTENTION == 7 && RILL_BACKEND_OP_ACTIVATION == 8 &&
+              RILL_BACKEND_OP_ROPE_FREQS == 9);
 
 // rill_backend
 static_assert(offsetof(rill_backend, abi_version) == 0);

@@ -330,6 +330,35 @@ std::vector<float> run_rope(rill::Context& ctx, rill_dtype dtype, const RopeCase
   return t.read_f32();
 }
 
+// A frequency table with the spread of a scaled RoPE: theta^(-2i/rotary_dim)
+// divided by a factor that grows from 1 to max_factor across the dimensions
+// (llama3 and LongRoPE scale the low frequencies most).
+std::vector<float> spread_freqs(int64_t rotary_dim, double theta, double max_factor) {
+  const int64_t half = rotary_dim / 2;
+  std::vector<float> freqs(static_cast<size_t>(half));
+  for (int64_t i = 0; i < half; ++i) {
+    const double t = half > 1 ? static_cast<double>(i) / static_cast<double>(half - 1) : 0.0;
+    const double base = std::pow(theta, -2.0 * static_cast<double>(i) / static_cast<double>(rotary_dim));
+    freqs[static_cast<size_t>(i)] = static_cast<float>(base / (1.0 + t * (max_factor - 1.0)));
+  }
+  return freqs;
+}
+
+struct RopeFreqsCase {
+  RopeCase shape;
+  double max_factor;  // of spread_freqs
+  float attention_factor;
+};
+
+std::vector<float> run_rope_freqs(rill::Context& ctx, rill_dtype dtype, const RopeFreqsCase& c,
+                                  const std::vector<float>& x) {
+  const RopeCase& r = c.shape;
+  rill::Tensor t = upload(ctx, dtype, {r.tokens, r.heads, r.head_dim}, x);
+  rill::rope_freqs(ctx, t, rope_positions(r), spread_freqs(r.rotary_dim, r.theta, c.max_factor), c.attention_factor,
+                   static_cast<int32_t>(r.rotary_dim));
+  return t.read_f32();
+}
+
 struct AttentionCase {
   rill_ref::AttentionShape shape;
   std::vector<int32_t> kv_lengths;  // empty: every sequence holds all slots
@@ -506,6 +535,12 @@ TEST_CASE("cpu: results do not depend on the thread count") {
       CHECK(run_attention_ex(one, dtype, ac, ai, params) == expected);
       for (const auto& ctx : many) CHECK(run_attention_ex(*ctx, dtype, ac, ai, params) == expected);
     }
+    {
+      const RopeFreqsCase r = {{37, 5, 96, 64, 10000.0f, 997}, 8.0, 1.1931472f};
+      const std::vector<float> x = rounded(random_values(size_t(37 * 5 * 96), 82, -1.0f, 1.0f), dtype);
+      const auto expected = run_rope_freqs(one, dtype, r, x);
+      for (const auto& ctx : many) CHECK(run_rope_freqs(*ctx, dtype, r, x) == expected);
+    }
   }
 }
 
@@ -525,6 +560,31 @@ TEST_CASE("rope matches the double reference, full and partial rotary") {
       const std::vector<float> out = run_rope(*g_ctx, dtype, c, x);
       check_close(out, rill_ref::rope(x, rope_positions(c), c.heads, c.head_dim, c.theta, c.rotary_dim), dtype, "x");
       if (g_cpu) check_against_cpu({out}, {run_rope(*g_cpu, dtype, c, x)}, dtype);
+    }
+  }
+}
+
+TEST_CASE("rope_freqs matches the double reference: scaled frequency tables and attention factors") {
+  const std::vector<RopeFreqsCase> cases = {
+      {{5, 3, 8, 8, 10000.0f, 1}, 1.0, 1.0f},          {{37, 5, 96, 64, 10000.0f, 997}, 8.0, 1.1931472f},
+      {{9, 4, 128, 128, 500000.0f, 4099}, 32.0, 1.0f}, {{7, 2, 96, 96, 10000.0f, 131}, 40.0, 1.1902381f},
+      {{11, 1, 2, 2, 10.0f, 3}, 4.0, 0.75f},
+  };
+  uint32_t seed = 11500;
+  for (rill_dtype dtype : kDtypes) {
+    for (const RopeFreqsCase& c : cases) {
+      const RopeCase& r = c.shape;
+      INFO(g_backend << ": " << std::string(rill_dtype_name(dtype)) << " tokens " << r.tokens << " heads " << r.heads
+                     << " head_dim " << r.head_dim << " rotary_dim " << r.rotary_dim << " max factor " << c.max_factor
+                     << " attention factor " << c.attention_factor << " position step " << r.position_step);
+      const std::vector<float> x =
+          rounded(random_values(size_t(r.tokens * r.heads * r.head_dim), seed += 10, -1.0f, 1.0f), dtype);
+      const std::vector<float> out = run_rope_freqs(*g_ctx, dtype, c, x);
+      check_close(out,
+                  rill_ref::rope_freqs(x, rope_positions(r), r.heads, r.head_dim,
+                                       spread_freqs(r.rotary_dim, r.theta, c.max_factor), c.attention_factor),
+                  dtype, "x");
+      if (g_cpu) check_against_cpu({out}, {run_rope_freqs(*g_cpu, dtype, c, x)}, dtype);
     }
   }
 }
@@ -707,6 +767,13 @@ TEST_CASE("negative controls: plausible mistakes exceed the limits of every dtyp
       for (size_t i = 0; i < positions.size(); ++i) positions[i] = static_cast<int32_t>(i);
       CHECK_FALSE(mistake_passes(rill_ref::rope(x, positions, 2, 128, 1e4, 128),
                                  rill_ref::rope(x, positions, 2, 128, 1e6, 128), dtype));
+      // Scaled RoPE: the plain frequencies where llama3-like scaled ones are
+      // right, and the attention factor (YaRN's 1 + 0.1 ln 4) left out.
+      const std::vector<float> scaled = spread_freqs(128, 500000.0, 8.0);
+      CHECK_FALSE(mistake_passes(rill_ref::rope_freqs(x, positions, 2, 128, spread_freqs(128, 500000.0, 1.0), 1.0),
+                                 rill_ref::rope_freqs(x, positions, 2, 128, scaled, 1.0), dtype));
+      CHECK_FALSE(mistake_passes(rill_ref::rope_freqs(x, positions, 2, 128, scaled, 1.0),
+                                 rill_ref::rope_freqs(x, positions, 2, 128, scaled, 1.1386294), dtype));
     }
     {
       // Query head h reading KV head h % Hkv instead of h / (Hq / Hkv). Both

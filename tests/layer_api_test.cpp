@@ -330,6 +330,161 @@ TEST_CASE("the [model] TOML table") {
                  RILL_ERROR_CONFIG, {"m.toml:6:", "model.query_pre_attn_scalar", "finite", "inf"});
 }
 
+TEST_CASE("rope scaling and NoPE: descriptor checks name the field, the value expected and the value given") {
+  rill_context* ctx = nullptr;
+  REQUIRE(rill_context_create("[runtime]\nbackend = \"cpu\"\n", &ctx) == RILL_OK);
+  rill_model* model = nullptr;
+  struct Bad {
+    void (*edit)(rill_model_desc&);
+    const char* field;
+    const char* shown;
+  };
+  const Bad cases[] = {
+      {[](rill_model_desc& d) { d.rope_type = static_cast<rill_rope_type>(6); }, "rope_type", "got unknown value 6"},
+      {[](rill_model_desc& d) {
+         d.rope_type = RILL_ROPE_LINEAR;
+         d.rope_theta = 0;
+       },
+       "rope_type (rope_scaling.rope_type)", "rope_theta 0"},
+      {[](rill_model_desc& d) {
+         d.rope_type = RILL_ROPE_LINEAR;
+         d.rope_factor = 0;
+       },
+       "rope_factor (rope_scaling.factor)", "> 0 for rope_type linear, got 0"},
+      {[](rill_model_desc& d) {
+         d.rope_type = RILL_ROPE_DYNAMIC;
+         d.rope_factor = 2;
+       },
+       "max_position_embeddings", ">= 1 for rope_type dynamic, got 0"},
+      {[](rill_model_desc& d) {
+         d.rope_type = RILL_ROPE_LLAMA3;
+         d.rope_factor = 8;
+         d.rope_low_freq_factor = 1;
+         d.rope_high_freq_factor = 4;
+       },
+       "rope_original_max_position_embeddings (rope_scaling.original_max_position_embeddings)", "got 0"},
+      {[](rill_model_desc& d) {
+         d.rope_type = RILL_ROPE_LLAMA3;
+         d.rope_factor = 8;
+         d.rope_original_max_position_embeddings = 8192;
+         d.rope_low_freq_factor = 4;
+         d.rope_high_freq_factor = 1;
+       },
+       "rope_high_freq_factor (rope_scaling.high_freq_factor)", "> low_freq_factor 4, got 1"},
+      {[](rill_model_desc& d) {
+         d.rope_type = RILL_ROPE_YARN;
+         d.rope_factor = 4;
+         d.max_position_embeddings = 32;
+         d.rope_beta_slow = NAN;
+       },
+       "rope_beta_slow (rope_scaling.beta_slow)", "got nan"},
+      {[](rill_model_desc& d) {
+         d.rope_type = RILL_ROPE_YARN;
+         d.rope_factor = 4;
+         d.max_position_embeddings = 32;
+         d.rope_attention_factor = -1;
+       },
+       "rope_attention_factor (rope_scaling.attention_factor)", ">= 0 (0 = derived), got -1"},
+      {[](rill_model_desc& d) {
+         d.rope_type = RILL_ROPE_LONGROPE;
+         d.max_position_embeddings = 64;
+         d.rope_original_max_position_embeddings = 16;
+         d.rope_factor_count = 3;
+       },
+       "rope_factor_count (rope_scaling.short_factor)",
+       "rope_dim / 2 = 2 factors in each of short_factor and long_factor, got 3"},
+      {[](rill_model_desc& d) {
+         d.rope_type = RILL_ROPE_LONGROPE;
+         d.max_position_embeddings = 64;
+         d.rope_original_max_position_embeddings = 16;
+         d.rope_factor_count = 2;
+         d.rope_short_factor[0] = d.rope_short_factor[1] = 1;
+         d.rope_long_factor[0] = 1;
+       },
+       "rope_long_factor (rope_scaling.long_factor)", "[1], got 0"},
+      {[](rill_model_desc& d) { d.rope_factor_count = 2; }, "rope_factor_count", "for rope_type default, got 2"},
+      {[](rill_model_desc& d) {
+         d.rope_type = RILL_ROPE_DYNAMIC;
+         d.rope_factor = 2;
+         d.max_position_embeddings = 8;
+         d.rope_dim = 2;
+       },
+       "rope_dim", "at least 4 for rope_type dynamic (its exponent d / (d - 2) needs d > 2), got 2"},
+      {[](rill_model_desc& d) { d.no_rope_layer_interval = -1; }, "no_rope_layer_interval",
+       ">= 0 (0 = RoPE on every layer), got -1"},
+  };
+  for (const Bad& bad : cases) {
+    CAPTURE(bad.field);
+    rill_model_desc d = small_desc();
+    bad.edit(d);
+    expect_failure(rill_model_create(ctx, &d, &model), RILL_ERROR_INVALID_ARGUMENT, {bad.field, bad.shown});
+    CHECK(model == nullptr);
+  }
+  rill_context_destroy(ctx);
+}
+
+TEST_CASE("the [model.rope_scaling] table and no_rope_layer_interval") {
+  const std::string sizes = "[model]\nnum_layers = 4\nhidden_size = 16\nnum_heads = 4\nintermediate_size = 24\n"
+                            "max_position_embeddings = 64\nno_rope_layer_interval = 4\n";
+  rill_model_desc d;
+  REQUIRE_MESSAGE(rill_model_desc_from_toml((sizes + "[model.rope_scaling]\nrope_type = \"llama3\"\nfactor = 8.0\n"
+                                                     "original_max_position_embeddings = 16\nlow_freq_factor = 1\n"
+                                                     "high_freq_factor = 4\n")
+                                                .c_str(),
+                                            "m.toml", &d) == RILL_OK,
+                  rill_last_error());
+  CHECK(d.rope_type == RILL_ROPE_LLAMA3);
+  CHECK(d.rope_factor == 8.0f);
+  CHECK(d.rope_original_max_position_embeddings == 16);
+  CHECK(d.rope_high_freq_factor == 4.0f);
+  CHECK(d.max_position_embeddings == 64);
+  CHECK(d.no_rope_layer_interval == 4);
+  REQUIRE_MESSAGE(rill_model_desc_from_toml((sizes + "[model.rope_scaling]\ntype = \"longrope\"\n"
+                                                     "original_max_position_embeddings = 16\n"
+                                                     "short_factor = [1.0, 1.5]\nlong_factor = [2, 4.5]\n")
+                                                .c_str(),
+                                            "m.toml", &d) == RILL_OK,
+                  rill_last_error());
+  CHECK(d.rope_type == RILL_ROPE_LONGROPE);
+  CHECK(d.rope_factor_count == 2);
+  CHECK(d.rope_short_factor[1] == 1.5f);
+  CHECK(d.rope_long_factor[1] == 4.5f);
+  expect_failure(rill_model_desc_from_toml((sizes + "[model.rope_scaling]\nrope_type = \"su\"\n").c_str(), "m.toml",
+                                           &d),
+                 RILL_ERROR_CONFIG, {"m.toml:9:", "model.rope_scaling.rope_type", "\"llama3\"", "got \"su\""});
+  expect_failure(rill_model_desc_from_toml((sizes + "[model.rope_scaling]\nrope_type = \"linear\"\nfactors = 2\n")
+                                               .c_str(),
+                                           "m.toml", &d),
+                 RILL_ERROR_CONFIG, {"m.toml:10:", "unknown key 'model.rope_scaling.factors'"});
+  expect_failure(rill_model_desc_from_toml((sizes + "[model.rope_scaling]\nrope_type = \"linear\"\nfactor = -2\n")
+                                               .c_str(),
+                                           "m.toml", &d),
+                 RILL_ERROR_CONFIG, {"m.toml:10:", "rope_factor (rope_scaling.factor)", "> 0", "got -2"});
+  expect_failure(rill_model_desc_from_toml((sizes + "[model.rope_scaling]\nrope_type = \"longrope\"\n"
+                                                    "original_max_position_embeddings = 16\n"
+                                                    "short_factor = [1.0, 1.5]\nlong_factor = [2]\n")
+                                               .c_str(),
+                                           "m.toml", &d),
+                 RILL_ERROR_CONFIG, {"m.toml:12:", "short_factor' and 'long_factor'", "got 2 and 1"});
+  expect_failure(rill_model_desc_from_toml((sizes + "[model.rope_scaling]\nrope_type = \"longrope\"\n"
+                                                    "original_max_position_embeddings = 16\n"
+                                                    "short_factor = [1.0, 1.5, 1]\nlong_factor = [2, 2, 2]\n")
+                                               .c_str(),
+                                           "m.toml", &d),
+                 RILL_ERROR_CONFIG, {"m.toml:11:", "rope_dim / 2 = 2", "got 3"});
+  expect_failure(rill_model_desc_from_toml((sizes + "[model.rope_scaling]\nrope_type = \"longrope\"\n"
+                                                    "short_factor = [1.0, \"x\"]\n")
+                                               .c_str(),
+                                           "m.toml", &d),
+                 RILL_ERROR_CONFIG, {"m.toml:10:", "model.rope_scaling.short_factor[1]", "a number"});
+  expect_failure(rill_model_desc_from_toml((sizes + "[model.rope_scaling]\nrope_type = \"yarn\"\ntype = \"yarn\"\n")
+                                               .c_str(),
+                                           "m.toml", &d),
+                 RILL_ERROR_CONFIG, {"m.toml:10:", "'rope_type' and 'type', got both"});
+  expect_failure(rill_model_desc_from_toml((sizes + "rope_scaling = 2\n").c_str(), "m.toml", &d), RILL_ERROR_CONFIG,
+                 {"m.toml:8:", "model.rope_scaling"});
+}
+
 TEST_CASE("the QK norm and the output placement: TOML values, weight names and shapes") {
   const std::string sizes = "[model]\nnum_layers = 1\nhidden_size = 16\nnum_heads = 4\nnum_kv_heads = 2\n"
                             "intermediate_size = 24\n";
@@ -698,6 +853,9 @@ TEST_CASE("a backend without the layer ops: RILL_ERROR_UNSUPPORTED naming backen
   f.tensors.push_back(x);
   const int32_t positions[2] = {0, 1};
   expect_failure(rill_rope(f.ctx, x, positions, 2, 10000.0f, 4), RILL_ERROR_UNSUPPORTED, {"fakehost", "rope"});
+  const float freqs[2] = {1.0f, 0.01f};
+  expect_failure(rill_rope_freqs(f.ctx, x, positions, 2, freqs, 2, 1.0f, 4), RILL_ERROR_UNSUPPORTED,
+                 {"fakehost", "rope_freqs"});
   expect_failure(rill_activation(f.ctx, RILL_ACT_RELU, x, nullptr, x), RILL_ERROR_UNSUPPORTED,
                  {"fakehost", "activation"});
 }
@@ -743,6 +901,19 @@ TEST_CASE("a backend's capability query refuses a model before any op is queued"
     const int before = fakecaps_ops_called();
     expect_failure(rill_model_forward(f.model, nullptr, h, nullptr, 0), RILL_ERROR_UNSUPPORTED,
                    {"rill_model_forward", "fakecaps", "does not implement the op attention_ex"});
+    CHECK_MESSAGE(fakecaps_ops_called() == before, "ops ran before the refusal");
+  }
+  {
+    // Rope scaling runs as rope_freqs, which fakecaps lacks.
+    rill_model_desc scaled = small_desc();
+    scaled.rope_type = RILL_ROPE_LINEAR;
+    scaled.rope_factor = 4;
+    Fixture f(scaled, config.c_str());
+    f.set_all_weights();
+    rill_tensor* h = f.hidden(1, 2, std::vector<float>(32, 0.5f));
+    const int before = fakecaps_ops_called();
+    expect_failure(rill_model_forward(f.model, nullptr, h, nullptr, 0), RILL_ERROR_UNSUPPORTED,
+                   {"rill_model_forward", "fakecaps", "does not implement the op rope_freqs"});
     CHECK_MESSAGE(fakecaps_ops_called() == before, "ops ran before the refusal");
   }
   // head_dim 4 is within the limit: the forward pass runs the ops.

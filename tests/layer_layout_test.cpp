@@ -40,7 +40,21 @@ static_assert(offsetof(rill_model_desc, sliding_window_pattern) == 108);
 static_assert(offsetof(rill_model_desc, max_window_layers) == 112);
 static_assert(offsetof(rill_model_desc, attn_logit_softcapping) == 116);
 static_assert(offsetof(rill_model_desc, rope_local_base_freq) == 120);
-static_assert(sizeof(rill_model_desc) == 124);
+static_assert(offsetof(rill_model_desc, rope_type) == 124);
+static_assert(offsetof(rill_model_desc, rope_factor) == 128);
+static_assert(offsetof(rill_model_desc, max_position_embeddings) == 132);
+static_assert(offsetof(rill_model_desc, rope_original_max_position_embeddings) == 136);
+static_assert(offsetof(rill_model_desc, rope_low_freq_factor) == 140);
+static_assert(offsetof(rill_model_desc, rope_high_freq_factor) == 144);
+static_assert(offsetof(rill_model_desc, rope_beta_fast) == 148);
+static_assert(offsetof(rill_model_desc, rope_beta_slow) == 152);
+static_assert(offsetof(rill_model_desc, rope_attention_factor) == 156);
+static_assert(offsetof(rill_model_desc, rope_factor_count) == 160);
+static_assert(offsetof(rill_model_desc, rope_short_factor) == 164);
+static_assert(offsetof(rill_model_desc, rope_long_factor) == 1188);
+static_assert(offsetof(rill_model_desc, no_rope_layer_interval) == 2212);
+static_assert(sizeof(rill_model_desc) == 2216);
+static_assert(RILL_ROPE_MAX_FACTORS == 256);
 
 static_assert(RILL_ACT_SILU == 0 && RILL_ACT_GELU == 1 && RILL_ACT_GELU_TANH == 2 && RILL_ACT_RELU == 3);
 static_assert(RILL_NORM_RMS == 0 && RILL_NORM_LAYER == 1);
@@ -49,6 +63,8 @@ static_assert(RILL_PLACEMENT_PRE == 0 && RILL_PLACEMENT_POST == 1 && RILL_PLACEM
 static_assert(RILL_QK_NORM_NONE == 0 && RILL_QK_NORM_HEAD == 1 && RILL_QK_NORM_FULL == 2);
 static_assert(RILL_MLP_SILU_GLU == 0 && RILL_MLP_GELU_GLU == 1 && RILL_MLP_GELU == 2 && RILL_MLP_GELU_TANH == 3 &&
               RILL_MLP_RELU == 4 && RILL_MLP_GELU_TANH_GLU == 5);
+static_assert(RILL_ROPE_DEFAULT == 0 && RILL_ROPE_LINEAR == 1 && RILL_ROPE_DYNAMIC == 2 && RILL_ROPE_YARN == 3 &&
+              RILL_ROPE_LONGROPE == 4 && RILL_ROPE_LLAMA3 == 5);
 
 TEST_CASE("an older, shorter descriptor gets the defaults for the fields it lacks") {
   rill_test::ScopedContext context;

@@ -69,6 +69,21 @@ TEST_CASE("decoder-layer ops reject bad arguments with a message naming them") {
                  {"rill_rope: positions: expected an array, got NULL"});
   expect_failure(rill_rope(c.ctx, x, negative, 2, 10000.0f, 8), RILL_ERROR_INVALID_ARGUMENT,
                  {"rill_rope: positions[1]: expected >= 0, got -1"});
+  const float freqs[4] = {1.0f, 0.1f, 0.01f, 0.001f}, zero_freq[4] = {1.0f, 0.0f, 0.01f, 0.001f};
+  expect_failure(rill_rope_freqs(c.ctx, x, positions, 2, freqs, 3, 1.0f, 8), RILL_ERROR_INVALID_ARGUMENT,
+                 {"rill_rope_freqs: inv_freq_count: expected rotary_dim / 2 = 4, got 3"});
+  expect_failure(rill_rope_freqs(c.ctx, x, positions, 2, nullptr, 4, 1.0f, 8), RILL_ERROR_INVALID_ARGUMENT,
+                 {"rill_rope_freqs: inv_freq: expected an array, got NULL"});
+  expect_failure(rill_rope_freqs(c.ctx, x, positions, 2, zero_freq, 4, 1.0f, 8), RILL_ERROR_INVALID_ARGUMENT,
+                 {"inv_freq[1]", "> 0", "got 0"});
+  expect_failure(rill_rope_freqs(c.ctx, x, positions, 2, freqs, 4, 0.0f, 8), RILL_ERROR_INVALID_ARGUMENT,
+                 {"attention_factor", "> 0", "got 0"});
+  expect_failure(rill_rope_freqs(c.ctx, x, positions, 2, freqs, 4, INFINITY, 8), RILL_ERROR_INVALID_ARGUMENT,
+                 {"attention_factor", "finite"});
+  expect_failure(rill_rope_freqs(c.ctx, x, positions, 2, freqs, 4, 1.0f, 7), RILL_ERROR_INVALID_ARGUMENT,
+                 {"rotary_dim", "7"});
+  expect_failure(rill_rope_freqs(c.ctx, x, negative, 2, freqs, 4, 1.0f, 8), RILL_ERROR_INVALID_ARGUMENT,
+                 {"rill_rope_freqs: positions[1]: expected >= 0, got -1"});
 
   rill_tensor* q = c.tensor({1, 2, 3, 8}, RILL_DTYPE_F32, std::vector<float>(48, 0.5f));
   rill_tensor* k = c.tensor({1, 4, 2, 8}, RILL_DTYPE_F32, std::vector<float>(64, 0.5f));

@@ -26,6 +26,7 @@ const rill_backend_ops kOps = {
     /* .activation = */ Reported<op_activation>::call,
     /* .supports = */ supports,
     /* .attention_ex = */ Reported<op_attention_ex>::call,
+    /* .rope_freqs = */ Reported<op_rope_freqs>::call,
 };
 
 const rill_backend kBackend = {

@@ -26,19 +26,17 @@ inline float dot(const float* a, const float* b, int64_t n) {
 
 // ---- RoPE ------------------------------------------------------------------
 
+// inv_freq: rotary_dim / 2 frequencies. Angles, cos and sin in double: the
+// reference (and the cos/sin of large positions) then does not depend on f32
+// rounding of position * frequency; factor scales cos and sin before they are
+// rounded to f32.
 template <rill_dtype DT>
-void rope_typed(rill_backend_context* ctx, const rill_backend_tensor* x, const int32_t* positions, float theta,
-                int32_t rotary_dim) {
+void rope_typed(rill_backend_context* ctx, const rill_backend_tensor* x, const int32_t* positions,
+                const std::vector<double>& inv_freq, double factor) {
   const int64_t head_dim = x->shape[2];
   const int64_t heads = x->shape[1];
   const int64_t tokens = x->shape[0];
-  const int64_t half = rotary_dim / 2;
-  // Frequencies and angles in double: the reference (and the cos/sin of large
-  // positions) then does not depend on f32 rounding of position * frequency.
-  std::vector<double> inv_freq(static_cast<size_t>(half));
-  for (int64_t i = 0; i < half; ++i) {
-    inv_freq[i] = std::pow(static_cast<double>(theta), -2.0 * static_cast<double>(i) / rotary_dim);
-  }
+  const int64_t half = static_cast<int64_t>(inv_freq.size());
   void* data = tensor_data(x);
   ctx->pool.parallel_for(tokens, 4, [&](int64_t begin, int64_t end, unsigned) {
     std::vector<float> cos_t(static_cast<size_t>(half)), sin_t(static_cast<size_t>(half));
@@ -46,8 +44,8 @@ void rope_typed(rill_backend_context* ctx, const rill_backend_tensor* x, const i
       const double position = positions[token];
       for (int64_t i = 0; i < half; ++i) {
         const double angle = position * inv_freq[i];
-        cos_t[i] = static_cast<float>(std::cos(angle));
-        sin_t[i] = static_cast<float>(std::sin(angle));
+        cos_t[i] = static_cast<float>(factor * std::cos(angle));
+        sin_t[i] = static_cast<float>(factor * std::sin(angle));
       }
       for (int64_t h = 0; h < heads; ++h) {
         const int64_t row = (token * heads + h) * head_dim;
@@ -60,6 +58,17 @@ void rope_typed(rill_backend_context* ctx, const rill_backend_tensor* x, const i
       }
     }
   });
+}
+
+rill_status rope_any(rill_backend_context* ctx, const rill_backend_tensor* x, const int32_t* positions,
+                     const std::vector<double>& inv_freq, double factor, const char* op) {
+  switch (x->dtype) {
+    case RILL_DTYPE_F32: rope_typed<RILL_DTYPE_F32>(ctx, x, positions, inv_freq, factor); break;
+    case RILL_DTYPE_F16: rope_typed<RILL_DTYPE_F16>(ctx, x, positions, inv_freq, factor); break;
+    case RILL_DTYPE_BF16: rope_typed<RILL_DTYPE_BF16>(ctx, x, positions, inv_freq, factor); break;
+    default: return fail(RILL_ERROR_DTYPE, std::string("cpu ") + op + ": unsupported dtype");
+  }
+  return RILL_OK;
 }
 
 // ---- Attention -----------------------------------------------------------
@@ -257,13 +266,17 @@ void activation_typed(rill_backend_context* ctx, rill_act_fn fn, const rill_back
 
 rill_status op_rope(rill_backend_context* ctx, const rill_backend_tensor* x, const int32_t* positions, float theta,
                     int32_t rotary_dim) {
-  switch (x->dtype) {
-    case RILL_DTYPE_F32: rope_typed<RILL_DTYPE_F32>(ctx, x, positions, theta, rotary_dim); break;
-    case RILL_DTYPE_F16: rope_typed<RILL_DTYPE_F16>(ctx, x, positions, theta, rotary_dim); break;
-    case RILL_DTYPE_BF16: rope_typed<RILL_DTYPE_BF16>(ctx, x, positions, theta, rotary_dim); break;
-    default: return fail(RILL_ERROR_DTYPE, "cpu rope: unsupported dtype");
+  std::vector<double> inv_freq(static_cast<size_t>(rotary_dim / 2));
+  for (size_t i = 0; i < inv_freq.size(); ++i) {
+    inv_freq[i] = std::pow(static_cast<double>(theta), -2.0 * static_cast<double>(i) / rotary_dim);
   }
-  return RILL_OK;
+  return rope_any(ctx, x, positions, inv_freq, 1.0, "rope");
+}
+
+rill_status op_rope_freqs(rill_backend_context* ctx, const rill_backend_tensor* x, const int32_t* positions,
+                          const float* inv_freq, float attention_factor, int32_t rotary_dim) {
+  const std::vector<double> freqs(inv_freq, inv_freq + rotary_dim / 2);
+  return rope_any(ctx, x, positions, freqs, attention_factor, "rope_freqs");
 }
 
 rill_status op_attention(rill_backend_context* ctx, const rill_backend_tensor* q, const rill_backend_tensor* k,

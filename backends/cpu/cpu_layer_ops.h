@@ -10,6 +10,8 @@ namespace rill::cpu {
 
 rill_status op_rope(rill_backend_context* ctx, const rill_backend_tensor* x, const int32_t* positions, float theta,
                     int32_t rotary_dim);
+rill_status op_rope_freqs(rill_backend_context* ctx, const rill_backend_tensor* x, const int32_t* positions,
+                          const float* inv_freq, float attention_factor, int32_t rotary_dim);
 rill_status op_attention(rill_backend_context* ctx, const rill_backend_tensor* q, const rill_backend_tensor* k,
                          const rill_backend_tensor* v, const int32_t* kv_lengths, float scale,
                          const rill_backend_tensor* out);

@@ -123,6 +123,8 @@ rill_status rill_cuda_norm_prepare(std::size_t max_shared_bytes);
 /* Decoder-layer ops of interface version 2 (cuda_layer_ops.cu). */
 rill_status rill_cuda_rope(rill_backend_context* ctx, const rill_backend_tensor* x, const int32_t* positions,
                            float theta, int32_t rotary_dim);
+rill_status rill_cuda_rope_freqs(rill_backend_context* ctx, const rill_backend_tensor* x, const int32_t* positions,
+                                 const float* inv_freq, float attention_factor, int32_t rotary_dim);
 rill_status rill_cuda_attention(rill_backend_context* ctx, const rill_backend_tensor* q, const rill_backend_tensor* k,
                                 const rill_backend_tensor* v, const int32_t* kv_lengths, float scale,
                                 const rill_backend_tensor* out);

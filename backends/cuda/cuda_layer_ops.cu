@@ -35,10 +35,11 @@ unsigned grid_for(int64_t items, int threads, int sm_count) {
 
 /* ---- RoPE --------------------------------------------------------------- */
 
-/* x: [tokens, heads, head_dim]. positions: [tokens]; inv_freq: [half]. */
+/* x: [tokens, heads, head_dim]. positions: [tokens]; inv_freq: [half].
+   factor scales cos and sin before they are rounded to f32. */
 template <typename T>
-__global__ void rope_kernel(T* x, const int32_t* positions, const double* inv_freq, int64_t tokens, int64_t heads,
-                            int64_t head_dim, int64_t half) {
+__global__ void rope_kernel(T* x, const int32_t* positions, const double* inv_freq, double factor, int64_t tokens,
+                            int64_t heads, int64_t head_dim, int64_t half) {
   const int64_t total = tokens * heads * half;
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; idx < total; idx += stride) {
@@ -47,7 +48,7 @@ __global__ void rope_kernel(T* x, const int32_t* positions, const double* inv_fr
     const int64_t token = token_head / heads;
     double sin_d, cos_d;
     sincos(static_cast<double>(positions[token]) * inv_freq[i], &sin_d, &cos_d);
-    const float c = static_cast<float>(cos_d), s = static_cast<float>(sin_d);
+    const float c = static_cast<float>(factor * cos_d), s = static_cast<float>(factor * sin_d);
     const int64_t row = token_head * head_dim;
     const float x1 = load_f32(x, row + i);
     const float x2 = load_f32(x, row + i + half);
@@ -184,11 +185,11 @@ rill_status bad_dtype(const char* op, rill_dtype dtype) {
 
 template <typename T>
 void launch_rope(rill_backend_context* ctx, const rill_backend_tensor* x, const int32_t* positions,
-                 const double* inv_freq, int64_t half) {
+                 const double* inv_freq, double factor, int64_t half) {
   const int64_t tokens = x->shape[0], heads = x->shape[1], head_dim = x->shape[2];
   constexpr int kThreads = 256;
   rope_kernel<T><<<grid_for(tokens * heads * half, kThreads, ctx->sm_count), kThreads, 0, ctx->stream>>>(
-      static_cast<T*>(rill_cuda_data(x)), positions, inv_freq, tokens, heads, head_dim, half);
+      static_cast<T*>(rill_cuda_data(x)), positions, inv_freq, factor, tokens, heads, head_dim, half);
 }
 
 template <typename T>
@@ -214,21 +215,15 @@ void launch_activation(rill_backend_context* ctx, rill_act_fn fn, const rill_bac
       static_cast<T*>(rill_cuda_data(out)), count);
 }
 
-}  // namespace
-
-rill_status rill_cuda_rope(rill_backend_context* ctx, const rill_backend_tensor* x, const int32_t* positions,
-                           float theta, int32_t rotary_dim) {
+/* One upload: the inverse frequencies (double), then the positions. */
+rill_status rope_with_freqs(rill_backend_context* ctx, const char* op, const rill_backend_tensor* x,
+                            const int32_t* positions, const std::vector<double>& freqs, double factor) {
   rill_status status = rill_cuda_activate(ctx);
   if (status != RILL_OK) return status;
   const int64_t tokens = x->shape[0];
-  const int64_t half = rotary_dim / 2;
-  // One upload: the inverse frequencies (double, computed as the CPU backend
-  // does), then the positions.
-  std::vector<double> staging(static_cast<std::size_t>(half) + static_cast<std::size_t>(ceil_div(tokens, 2)));
-  for (int64_t i = 0; i < half; ++i) {
-    staging[static_cast<std::size_t>(i)] =
-        std::pow(static_cast<double>(theta), -2.0 * static_cast<double>(i) / rotary_dim);
-  }
+  const int64_t half = static_cast<int64_t>(freqs.size());
+  std::vector<double> staging(freqs);
+  staging.resize(static_cast<std::size_t>(half) + static_cast<std::size_t>(ceil_div(tokens, 2)));
   std::memcpy(staging.data() + half, positions, static_cast<std::size_t>(tokens) * sizeof(int32_t));
   void* device = nullptr;
   status = rill_cuda_upload(ctx, staging.data(), staging.size() * sizeof(double), &device);
@@ -236,12 +231,30 @@ rill_status rill_cuda_rope(rill_backend_context* ctx, const rill_backend_tensor*
   const double* inv_freq = static_cast<const double*>(device);
   const int32_t* device_positions = reinterpret_cast<const int32_t*>(inv_freq + half);
   switch (x->dtype) {
-    case RILL_DTYPE_F32: launch_rope<float>(ctx, x, device_positions, inv_freq, half); break;
-    case RILL_DTYPE_F16: launch_rope<__half>(ctx, x, device_positions, inv_freq, half); break;
-    case RILL_DTYPE_BF16: launch_rope<__nv_bfloat16>(ctx, x, device_positions, inv_freq, half); break;
-    default: return bad_dtype("rope", x->dtype);
+    case RILL_DTYPE_F32: launch_rope<float>(ctx, x, device_positions, inv_freq, factor, half); break;
+    case RILL_DTYPE_F16: launch_rope<__half>(ctx, x, device_positions, inv_freq, factor, half); break;
+    case RILL_DTYPE_BF16: launch_rope<__nv_bfloat16>(ctx, x, device_positions, inv_freq, factor, half); break;
+    default: return bad_dtype(op, x->dtype);
   }
-  return rill_cuda_check(cudaGetLastError(), "rope kernel launch");
+  return rill_cuda_check(cudaGetLastError(), (std::string(op) + " kernel launch").c_str());
+}
+
+}  // namespace
+
+rill_status rill_cuda_rope(rill_backend_context* ctx, const rill_backend_tensor* x, const int32_t* positions,
+                           float theta, int32_t rotary_dim) {
+  // The inverse frequencies as the CPU backend computes them.
+  std::vector<double> freqs(static_cast<std::size_t>(rotary_dim / 2));
+  for (std::size_t i = 0; i < freqs.size(); ++i) {
+    freqs[i] = std::pow(static_cast<double>(theta), -2.0 * static_cast<double>(i) / rotary_dim);
+  }
+  return rope_with_freqs(ctx, "rope", x, positions, freqs, 1.0);
+}
+
+rill_status rill_cuda_rope_freqs(rill_backend_context* ctx, const rill_backend_tensor* x, const int32_t* positions,
+                                 const float* inv_freq, float attention_factor, int32_t rotary_dim) {
+  const std::vector<double> freqs(inv_freq, inv_freq + rotary_dim / 2);
+  return rope_with_freqs(ctx, "rope_freqs", x, positions, freqs, attention_factor);
 }
 
 rill_status rill_cuda_attention(rill_backend_context* ctx, const rill_backend_tensor* q, const rill_backend_tensor* k,

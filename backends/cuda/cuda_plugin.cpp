@@ -86,6 +86,7 @@ const rill_backend_ops kCudaOps = {
     /* .activation = */ Guarded<rill_cuda_activation>::call,
     /* .supports = */ Guarded<rill_cuda_supports>::call,
     /* .attention_ex = */ Guarded<rill_cuda_attention_ex>::call,
+    /* .rope_freqs = */ Guarded<rill_cuda_rope_freqs>::call,
 };
 
 const rill_backend kCudaBackend = {

@@ -32,28 +32,25 @@ constexpr int64_t kAttentionMaxHeadDim = 256;  /* MAX_HEAD_DIM of attention.comp
 
 }  // namespace
 
-rill_status layer_rope(rill_backend_context* ctx, const rill_backend_tensor* x, const int32_t* positions, float theta,
-                       int32_t rotary_dim) {
-  rill_status status = prepare_op(ctx, "rope", x->dtype);
+namespace {
+
+/* cos and sin per (token, frequency) in double, scaled by factor and stored
+   as f32, as the CPU backend computes them. */
+rill_status rope_with_table(rill_backend_context* ctx, const char* op, const rill_backend_tensor* x,
+                            const int32_t* positions, const std::vector<double>& inv_freq, double factor) {
+  rill_status status = prepare_op(ctx, op, x->dtype);
   if (status != RILL_OK) return status;
   const uint64_t tokens = static_cast<uint64_t>(x->shape[0]);
   const uint64_t heads = static_cast<uint64_t>(x->shape[1]);
   const uint64_t head_dim = static_cast<uint64_t>(x->shape[2]);
-  const uint64_t half = static_cast<uint64_t>(rotary_dim / 2);
-
-  /* cos and sin per (token, frequency) in double, stored as f32, as the CPU
-     backend computes them. */
-  std::vector<double> inv_freq(half);
-  for (uint64_t i = 0; i < half; ++i) {
-    inv_freq[i] = std::pow(static_cast<double>(theta), -2.0 * static_cast<double>(i) / rotary_dim);
-  }
+  const uint64_t half = inv_freq.size();
   std::vector<float> table(tokens * half * 2);
   for (uint64_t token = 0; token < tokens; ++token) {
     const double position = positions[token];
     for (uint64_t i = 0; i < half; ++i) {
       const double angle = position * inv_freq[i];
-      table[2 * (token * half + i)] = static_cast<float>(std::cos(angle));
-      table[2 * (token * half + i) + 1] = static_cast<float>(std::sin(angle));
+      table[2 * (token * half + i)] = static_cast<float>(factor * std::cos(angle));
+      table[2 * (token * half + i) + 1] = static_cast<float>(factor * std::sin(angle));
     }
   }
 
@@ -67,6 +64,23 @@ rill_status layer_rope(rill_backend_context* ctx, const rill_backend_tensor* x, 
                     static_cast<uint32_t>(head_dim), static_cast<uint32_t>(half)};
   return record_dispatch(ctx, std::string("rope_") + dtype_suffix(x->dtype), ranges, &params, sizeof params,
                          groups_for(tokens * heads * half, kElementwiseGroupSize), 1);
+}
+
+}  // namespace
+
+rill_status layer_rope(rill_backend_context* ctx, const rill_backend_tensor* x, const int32_t* positions, float theta,
+                       int32_t rotary_dim) {
+  std::vector<double> inv_freq(static_cast<size_t>(rotary_dim / 2));
+  for (size_t i = 0; i < inv_freq.size(); ++i) {
+    inv_freq[i] = std::pow(static_cast<double>(theta), -2.0 * static_cast<double>(i) / rotary_dim);
+  }
+  return rope_with_table(ctx, "rope", x, positions, inv_freq, 1.0);
+}
+
+rill_status layer_rope_freqs(rill_backend_context* ctx, const rill_backend_tensor* x, const int32_t* positions,
+                             const float* inv_freq, float attention_factor, int32_t rotary_dim) {
+  const std::vector<double> freqs(inv_freq, inv_freq + rotary_dim / 2);
+  return rope_with_table(ctx, "rope_freqs", x, positions, freqs, attention_factor);
 }
 
 rill_status layer_attention(rill_backend_context* ctx, const rill_backend_tensor* q, const rill_backend_tensor* k,

@@ -263,6 +263,11 @@ const rill_backend_ops g_ops = {
        const rill_backend_tensor* out) {
       return guarded("attention_ex", layer_attention_ex, ctx, q, k, v, kv_lengths, params, out);
     },
+    /* .rope_freqs = */
+    [](rill_backend_context* ctx, const rill_backend_tensor* x, const int32_t* positions, const float* inv_freq,
+       float attention_factor, int32_t rotary_dim) {
+      return guarded("rope_freqs", layer_rope_freqs, ctx, x, positions, inv_freq, attention_factor, rotary_dim);
+    },
 };
 
 }  // namespace rill_vk

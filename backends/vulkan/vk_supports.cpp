@@ -18,6 +18,7 @@ uint64_t largest_operand(const rill_backend_op_desc* desc) {
       return std::max({rows * cols, n * cols, rows * n});
     }
     case RILL_BACKEND_OP_ROPE:
+    case RILL_BACKEND_OP_ROPE_FREQS:
       if (!RILL_STRUCT_HAS(rill_backend_op_desc, desc, head_dim)) return 0;
       return rows * dim(desc->heads) * dim(desc->head_dim);
     case RILL_BACKEND_OP_ATTENTION: {
@@ -39,7 +40,7 @@ rill_status supports(rill_backend_context* ctx, const rill_backend_op_desc* desc
   }
   const char* op = rill_backend_op_name(desc->op);
   const int32_t op_value = static_cast<int32_t>(desc->op);
-  if (op_value < RILL_BACKEND_OP_RESIDUAL_ADD || op_value > RILL_BACKEND_OP_ACTIVATION) {
+  if (op_value < RILL_BACKEND_OP_RESIDUAL_ADD || op_value > RILL_BACKEND_OP_ROPE_FREQS) {
     return fail(RILL_ERROR_UNSUPPORTED, "Vulkan: supports: op " + std::to_string(op_value) +
                                             " is not one this backend knows");
   }

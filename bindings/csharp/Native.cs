@@ -48,6 +48,7 @@ namespace Rill
 
     /// <summary>rill_mlp_activation.</summary>
     public enum MlpActivation : int { SiluGlu = 0, GeluGlu = 1, Gelu = 2, GeluTanh = 3, Relu = 4, GeluTanhGlu = 5 }
+    public enum RopeType : int { Default = 0, Linear = 1, Dynamic = 2, Yarn = 3, LongRope = 4, Llama3 = 5 }
 
     /// <summary>rill_model_desc, field for field. Start from ModelDesc.Defaults().</summary>
     [StructLayout(LayoutKind.Sequential)]
@@ -84,11 +85,31 @@ namespace Rill
         public int MaxWindowLayers;
         public float AttnLogitSoftcapping;
         public float RopeLocalBaseFreq;
+        public RopeType RopeType;
+        public float RopeFactor;
+        public int MaxPositionEmbeddings;
+        public int RopeOriginalMaxPositionEmbeddings;
+        public float RopeLowFreqFactor;
+        public float RopeHighFreqFactor;
+        public float RopeBetaFast;
+        public float RopeBetaSlow;
+        public float RopeAttentionFactor;
+        public int RopeFactorCount;
+        [MarshalAs(UnmanagedType.ByValArray, SizeConst = RopeMaxFactors)] public float[] RopeShortFactor;
+        [MarshalAs(UnmanagedType.ByValArray, SizeConst = RopeMaxFactors)] public float[] RopeLongFactor;
+        public int NoRopeLayerInterval;
+
+        /// <summary>RILL_ROPE_MAX_FACTORS: the length of RopeShortFactor and RopeLongFactor.</summary>
+        public const int RopeMaxFactors = 256;
 
         /// <summary>The defaults of rill_model_desc_init; set the sizes next.</summary>
         public static ModelDesc Defaults()
         {
-            var desc = new ModelDesc();
+            var desc = new ModelDesc
+            {
+                RopeShortFactor = new float[RopeMaxFactors],
+                RopeLongFactor = new float[RopeMaxFactors],
+            };
             Native.rill_model_desc_init(ref desc);
             return desc;
         }
@@ -196,6 +217,10 @@ namespace Rill
         [DllImport(Library, CallingConvention = Cdecl)]
         public static extern Status rill_rope(ContextHandle ctx, TensorHandle x, int[] positions, UIntPtr positionCount, float theta,
                                               int rotaryDim);
+        [DllImport(Library, CallingConvention = Cdecl)]
+        public static extern Status rill_rope_freqs(ContextHandle ctx, TensorHandle x, int[] positions, UIntPtr positionCount,
+                                                    float[] invFreq, UIntPtr invFreqCount, float attentionFactor,
+                                                    int rotaryDim);
         [DllImport(Library, CallingConvention = Cdecl)]
         public static extern Status rill_attention(ContextHandle ctx, TensorHandle q, TensorHandle k, TensorHandle v, int[] kvLengths,
                                                    UIntPtr kvLengthCount, float scale, TensorHandle output);

@@ -382,6 +382,15 @@ namespace Rill
             Errors.Check(Native.rill_rope(Live(), Tensor.Req(x, "x"), positions, (UIntPtr)positions.Length, theta, rotaryDim));
         }
 
+        /// <summary>RoPE with the inverse frequencies given and cos, sin scaled (rill_rope_freqs).</summary>
+        public void RopeFreqs(Tensor x, int[] positions, float[] invFreq, float attentionFactor, int rotaryDim)
+        {
+            if (positions == null) throw Errors.NullArgument("positions");
+            if (invFreq == null) throw Errors.NullArgument("invFreq");
+            Errors.Check(Native.rill_rope_freqs(Live(), Tensor.Req(x, "x"), positions, (UIntPtr)positions.Length, invFreq,
+                                                (UIntPtr)invFreq.Length, attentionFactor, rotaryDim));
+        }
+
         /// <summary>kvLengths: one per sequence, or null for "every sequence holds S keys".</summary>
         public void Attention(Tensor q, Tensor k, Tensor v, int[] kvLengths, float scale, Tensor output)
         {

@@ -1,6 +1,7 @@
 // rill_model_forward: composes a decoder stack from backend ops. No device
 // code lives here; every step is one op of the context's backend on views of
 // the hidden states, the weights, the KV cache and the scratch tensors.
+#include <algorithm>
 #include <cmath>
 #include <tuple>
 #include <utility>
@@ -109,6 +110,11 @@ class Forward {
 
   rill_status run(rill_tensor& hidden, const std::vector<int32_t>& positions) {
     positions_ = &positions;
+    if (scaled_rope()) {
+      // dynamic and longrope read the call's longest position (rope_frequencies).
+      const int64_t longest = positions.empty() ? -1 : *std::max_element(positions.begin(), positions.end());
+      rope_freqs_ = rope_frequencies(d_, longest + 1);
+    }
     kv_lengths_.assign(static_cast<size_t>(batch_), 0);
     for (int64_t b = 0; b < batch_; ++b) {
       kv_lengths_[b] = static_cast<int32_t>(tokens_ + (cache_ ? cache_->lengths[b] : 0));
@@ -170,13 +176,20 @@ class Forward {
         needed.push_back({RILL_BACKEND_OP(b, rms_norm) != nullptr, qk});
       }
     }
-    if (d_.rope_theta != 0.0f) {
+    // Each RoPE form the layers use: plain (rope) or scaled (rope_freqs).
+    bool rope_asked[2] = {false, false};
+    for (int32_t l = 0; l < d_.num_layers; ++l) {
+      if (!layer_has_rope(l)) continue;
+      const bool scaled = layer_scales_rope(l);
+      if (rope_asked[scaled]) continue;
+      rope_asked[scaled] = true;
       for (int32_t heads : {d_.num_heads, d_.num_kv_heads}) {
-        rill_backend_op_desc rope = op_desc(RILL_BACKEND_OP_ROPE, hd);
+        rill_backend_op_desc rope = op_desc(scaled ? RILL_BACKEND_OP_ROPE_FREQS : RILL_BACKEND_OP_ROPE, hd);
         rope.heads = heads;
         rope.head_dim = d_.head_dim;
         rope.rotary_dim = d_.rope_dim;
-        needed.push_back({RILL_BACKEND_OP(b, rope) != nullptr, rope});
+        needed.push_back({scaled ? RILL_BACKEND_OP(b, rope_freqs) != nullptr : RILL_BACKEND_OP(b, rope) != nullptr,
+                          rope});
       }
     }
     rill_backend_op_desc attention = op_desc(RILL_BACKEND_OP_ATTENTION, hd);
@@ -217,6 +230,23 @@ class Forward {
   }
 
   rill_backend_tensor rows_view(const rill_tensor* t, int64_t cols) const { return view_of(t, {rows_, cols}); }
+
+  // RoPE with a rope_type other than default runs as rope_freqs.
+  bool scaled_rope() const { return d_.rope_type != RILL_ROPE_DEFAULT; }
+
+  // Layer l rotates with the scaled frequencies (rope_freqs): rope_type is
+  // not default, and l is not a sliding layer with a theta of its own (Gemma
+  // 3 scales its global layers only; its local ones use rope_local_base_freq).
+  bool layer_scales_rope(int32_t l) const {
+    return scaled_rope() && !(layer_slides(d_, l) && d_.rope_local_base_freq != d_.rope_theta);
+  }
+
+  // Layer l rotates q and k: RoPE is on, and l is not one of the NoPE layers
+  // of no_rope_layer_interval (SmolLM3: (l + 1) % interval == 0).
+  bool layer_has_rope(int32_t l) const {
+    if (d_.rope_theta == 0.0f) return false;
+    return d_.no_rope_layer_interval == 0 || (l + 1) % d_.no_rope_layer_interval != 0;
+  }
 
   OptionalView weight(int32_t index) const {
     OptionalView v;
@@ -355,13 +385,20 @@ class Forward {
         RILL_CHECK(rms_norm(x, w_norm, x));
       }
     }
-    if (d_.rope_theta != 0.0f) {
+    if (layer_has_rope(l)) {
+      const bool scaled = layer_scales_rope(l);
       // Sliding layers take rope_local_base_freq (resolved: rope_theta unless set).
       const float theta = layer_slides(d_, l) ? d_.rope_local_base_freq : d_.rope_theta;
       for (const auto& [t, heads] : {std::pair{q, hq}, std::pair{k, hkv}}) {
         const rill_backend_tensor x = view_of(t, {rows_, heads, hd});
-        RILL_CHECK(dispatch(fn_, ctx_, RILL_BACKEND_OP(*ctx_.backend, rope), "rope", &x, positions_->data(),
-                            theta, d_.rope_dim));
+        if (scaled) {
+          RILL_CHECK(dispatch(fn_, ctx_, RILL_BACKEND_OP(*ctx_.backend, rope_freqs), "rope_freqs", &x,
+                              positions_->data(), static_cast<const float*>(rope_freqs_.inv_freq.data()),
+                              rope_freqs_.attention_factor, d_.rope_dim));
+        } else {
+          RILL_CHECK(dispatch(fn_, ctx_, RILL_BACKEND_OP(*ctx_.backend, rope), "rope", &x, positions_->data(),
+                              theta, d_.rope_dim));
+        }
       }
     }
     rill_backend_tensor keys = view_of(k, {batch_, tokens_, hkv, hd});
@@ -471,6 +508,7 @@ class Forward {
   rill_kv_cache* cache_;
   const int64_t batch_, tokens_, rows_;
   const std::vector<int32_t>* positions_ = nullptr;
+  RopeFrequencies rope_freqs_;
   std::vector<int32_t> kv_lengths_;
 };
 

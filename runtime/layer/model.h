@@ -27,6 +27,14 @@ DescProblem resolve_desc(const rill_model_desc& given, rill_model_desc& resolved
 // rope_local_base_freq): sliding_window > 0, layer >= max_window_layers, and
 // not every sliding_window_pattern-th layer.
 bool layer_slides(const rill_model_desc& d, int32_t layer);
+// The inverse frequencies (rope_dim / 2) and the attention factor of a
+// resolved descriptor's rope_type for a forward call whose longest position
+// is seq_len - 1 (read by dynamic and longrope): what rill_rope_freqs takes.
+struct RopeFrequencies {
+  std::vector<float> inv_freq;
+  float attention_factor = 1.0f;
+};
+RopeFrequencies rope_frequencies(const rill_model_desc& d, int64_t seq_len);
 
 // Index of a weight in rill_model::weights; kAbsent for one the model does not use.
 constexpr int32_t kAbsent = -1;

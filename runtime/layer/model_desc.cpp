@@ -33,6 +33,116 @@ DescProblem size_in_range(const char* field, int64_t value, int64_t max) {
                  std::string(field) + ": expected 1 to " + std::to_string(max) + ", got " + std::to_string(value));
 }
 
+// Fields of rope_scaling are named by their C field and, in parentheses,
+// their key in the [model.rope_scaling] table; the problem's field is the
+// TOML path, so that a config error points at the key.
+DescProblem rope_problem(const char* field, const char* key, const std::string& expected, const std::string& got) {
+  return {std::string("rope_scaling.") + key, std::string(field) + " (rope_scaling." + key + "): expected " +
+                                                  expected + ", got " + got};
+}
+
+DescProblem positive_real(const char* field, const char* key, float value, const char* type) {
+  if (std::isfinite(value) && value > 0) return {};
+  return rope_problem(field, key, std::string("a finite value > 0 for rope_type ") + type, num(value));
+}
+
+DescProblem positive_int(const char* field, const char* key, int32_t value, const char* type) {
+  if (value >= 1) return {};
+  return rope_problem(field, key, std::string(">= 1 for rope_type ") + type, std::to_string(value));
+}
+
+const char* rope_type_name(int32_t type) {
+  switch (type) {
+    case RILL_ROPE_LINEAR: return "linear";
+    case RILL_ROPE_DYNAMIC: return "dynamic";
+    case RILL_ROPE_YARN: return "yarn";
+    case RILL_ROPE_LONGROPE: return "longrope";
+    case RILL_ROPE_LLAMA3: return "llama3";
+    default: return "default";
+  }
+}
+
+// The fields each rope_type reads, after rope_dim is resolved.
+DescProblem check_rope_scaling(const rill_model_desc& d) {
+  const int32_t type = rill::enum_value(d.rope_type);
+  if (type < RILL_ROPE_DEFAULT || type > RILL_ROPE_LLAMA3) {
+    return rope_problem("rope_type", "rope_type",
+                        "RILL_ROPE_DEFAULT, _LINEAR, _DYNAMIC, _YARN, _LONGROPE or _LLAMA3", enum_name(d.rope_type));
+  }
+  const char* name = rope_type_name(type);
+  if (type != RILL_ROPE_DEFAULT && d.rope_theta == 0) {
+    return rope_problem("rope_type", "rope_type", "default with rope_theta 0 (no RoPE to scale)",
+                        std::string("\"") + name + "\"");
+  }
+  if (type != RILL_ROPE_LONGROPE && d.rope_factor_count != 0) {
+    return rope_problem("rope_factor_count", "short_factor",
+                        std::string("no short_factor or long_factor for rope_type ") + name,
+                        std::to_string(d.rope_factor_count) + " factors");
+  }
+  if (!std::isfinite(d.rope_attention_factor) || d.rope_attention_factor < 0) {
+    return rope_problem("rope_attention_factor", "attention_factor", "a finite value >= 0 (0 = derived)",
+                        num(d.rope_attention_factor));
+  }
+  DescProblem p;
+  if (type == RILL_ROPE_LINEAR || type == RILL_ROPE_DYNAMIC || type == RILL_ROPE_YARN || type == RILL_ROPE_LLAMA3) {
+    if (!(p = positive_real("rope_factor", "factor", d.rope_factor, name)).field.empty()) return p;
+  }
+  if (type == RILL_ROPE_DYNAMIC || type == RILL_ROPE_YARN || type == RILL_ROPE_LONGROPE) {
+    if (d.max_position_embeddings < 1) {  // a key of [model] itself
+      return problem("max_position_embeddings", "max_position_embeddings: expected >= 1 for rope_type " +
+                                                    std::string(name) + ", got " +
+                                                    std::to_string(d.max_position_embeddings));
+    }
+  }
+  if (type == RILL_ROPE_LLAMA3 || type == RILL_ROPE_LONGROPE) {
+    p = positive_int("rope_original_max_position_embeddings", "original_max_position_embeddings",
+                     d.rope_original_max_position_embeddings, name);
+    if (!p.field.empty()) return p;
+  }
+  if (type == RILL_ROPE_DYNAMIC && d.rope_dim == 2) {
+    return problem("rope_dim", "rope_dim: expected at least 4 for rope_type dynamic (its exponent d / (d - 2) needs "
+                               "d > 2), got 2");
+  }
+  if (type == RILL_ROPE_LLAMA3) {
+    if (!(p = positive_real("rope_low_freq_factor", "low_freq_factor", d.rope_low_freq_factor, name)).field.empty()) {
+      return p;
+    }
+    if (!std::isfinite(d.rope_high_freq_factor) || d.rope_high_freq_factor <= d.rope_low_freq_factor) {
+      return rope_problem("rope_high_freq_factor", "high_freq_factor",
+                          "a finite value > low_freq_factor " + num(d.rope_low_freq_factor),
+                          num(d.rope_high_freq_factor));
+    }
+  }
+  if (type == RILL_ROPE_YARN) {
+    if (!(p = positive_real("rope_beta_fast", "beta_fast", d.rope_beta_fast, name)).field.empty()) return p;
+    if (!(p = positive_real("rope_beta_slow", "beta_slow", d.rope_beta_slow, name)).field.empty()) return p;
+  }
+  if (type == RILL_ROPE_LONGROPE) {
+    if (d.rope_factor_count != d.rope_dim / 2) {
+      return rope_problem("rope_factor_count", "short_factor",
+                          "rope_dim / 2 = " + std::to_string(d.rope_dim / 2) + " factors in each of short_factor and "
+                                                                               "long_factor",
+                          std::to_string(d.rope_factor_count));
+    }
+    if (d.rope_factor_count > RILL_ROPE_MAX_FACTORS) {
+      return rope_problem("rope_factor_count", "short_factor",
+                          "at most RILL_ROPE_MAX_FACTORS = " + std::to_string(RILL_ROPE_MAX_FACTORS) +
+                              " factors (rope_dim <= 512 with longrope)",
+                          std::to_string(d.rope_factor_count));
+    }
+    for (const auto& [field, key, values] : {std::tuple{"rope_short_factor", "short_factor", d.rope_short_factor},
+                                             std::tuple{"rope_long_factor", "long_factor", d.rope_long_factor}}) {
+      for (int32_t i = 0; i < d.rope_factor_count; ++i) {
+        if (!std::isfinite(values[i]) || values[i] <= 0) {
+          return rope_problem(field, key, "finite values > 0, but [" + std::to_string(i) + "]",
+                              num(values[i]));
+        }
+      }
+    }
+  }
+  return {};
+}
+
 }  // namespace
 
 DescProblem resolve_desc(const rill_model_desc& given, rill_model_desc& resolved) {
@@ -170,6 +280,12 @@ DescProblem resolve_desc(const rill_model_desc& given, rill_model_desc& resolved
                                                num(d.rope_local_base_freq));
   }
   if (d.rope_local_base_freq == 0) d.rope_local_base_freq = d.rope_theta;
+  DescProblem rope = check_rope_scaling(d);
+  if (!rope.field.empty()) return rope;
+  if (d.no_rope_layer_interval < 0) {
+    return problem("no_rope_layer_interval", "no_rope_layer_interval: expected >= 0 (0 = RoPE on every layer), got " +
+                                                 std::to_string(d.no_rope_layer_interval));
+  }
   resolved = d;
   return {};
 }
@@ -185,38 +301,99 @@ namespace {
 // its output untouched (the default).
 class ModelReader {
  public:
-  ModelReader(const TomlChecker& check, const toml::table& table) : check_(check), table_(table) {}
+  ModelReader(const TomlChecker& check, const toml::table& table, std::string prefix = "model.")
+      : check_(check), table_(table), prefix_(std::move(prefix)) {}
 
   void integer(const char* key, int32_t& out) const {
     if (const toml::node* node = table_.get(key)) {
-      out = static_cast<int32_t>(check_.integer(*node, "model." + std::string(key), 0, INT32_MAX));
+      out = static_cast<int32_t>(check_.integer(*node, prefix_ + key, 0, INT32_MAX));
     }
   }
   void real(const char* key, float& out) const {
-    if (const toml::node* node = table_.get(key)) {
-      const std::string name = "model." + std::string(key);
-      const double value = check_.number(*node, name);
-      // Converting a finite double beyond float's range is undefined; inf and
-      // nan convert exactly and meet the field's own check.
-      if (std::isfinite(value) && std::fabs(value) > std::numeric_limits<float>::max()) {
-        check_.error_at(node->source(), "'" + name + "': expected a number within float's range (magnitude at most " +
-                                            num(std::numeric_limits<float>::max()) + "), got " + num(value));
-      }
-      out = static_cast<float>(value);
+    if (const toml::node* node = table_.get(key)) out = to_float(*node, prefix_ + key);
+  }
+  // An array of at most capacity numbers into out; returns how many (0 when absent).
+  int32_t reals(const char* key, float* out, int32_t capacity) const {
+    const toml::node* node = table_.get(key);
+    if (node == nullptr) return 0;
+    const std::string name = prefix_ + key;
+    const toml::array* array = node->as_array();
+    if (array == nullptr) check_.wrong_type(*node, name, "an array of numbers");
+    if (array->size() > static_cast<size_t>(capacity)) {
+      check_.error_at(node->source(), "'" + name + "': expected at most RILL_ROPE_MAX_FACTORS = " +
+                                          std::to_string(capacity) + " numbers, got " + std::to_string(array->size()));
     }
+    int32_t count = 0;
+    for (const toml::node& element : *array) {
+      const std::string at = name + "[" + std::to_string(count) + "]";
+      out[count++] = to_float(element, at);
+    }
+    return count;
   }
   void boolean(const char* key, uint32_t& out) const {
-    if (const toml::node* node = table_.get(key)) out = check_.boolean(*node, "model." + std::string(key)) ? 1u : 0u;
+    if (const toml::node* node = table_.get(key)) out = check_.boolean(*node, prefix_ + key) ? 1u : 0u;
   }
   template <class Enum>
   void choice(const char* key, std::initializer_list<std::pair<const char*, Enum>> options, Enum& out) const {
-    if (const toml::node* node = table_.get(key)) out = check_.choice(*node, "model." + std::string(key), options);
+    if (const toml::node* node = table_.get(key)) out = check_.choice(*node, prefix_ + key, options);
   }
 
  private:
+  // The number node holds, as a float. Converting a finite double beyond
+  // float's range is undefined; inf and nan convert exactly and meet the
+  // field's own check.
+  float to_float(const toml::node& node, const std::string& name) const {
+    const double value = check_.number(node, name);
+    if (std::isfinite(value) && std::fabs(value) > std::numeric_limits<float>::max()) {
+      check_.error_at(node.source(), "'" + name + "': expected a number within float's range (magnitude at most " +
+                                         num(std::numeric_limits<float>::max()) + "), got " + num(value));
+    }
+    return static_cast<float>(value);
+  }
+
   const TomlChecker& check_;
   const toml::table& table_;
+  const std::string prefix_;
 };
+
+// [model.rope_scaling]: Hugging Face's rope_scaling dict, with its key names
+// ("type" is the older spelling of "rope_type").
+void read_rope_scaling(const TomlChecker& check, const toml::table& table, rill_model_desc& d) {
+  check.only_keys(table, "model.rope_scaling.",
+                  {"rope_type", "type", "factor", "original_max_position_embeddings", "low_freq_factor",
+                   "high_freq_factor", "beta_fast", "beta_slow", "attention_factor", "short_factor", "long_factor"});
+  if (table.get("rope_type") != nullptr && table.get("type") != nullptr) {
+    check.error_at(table.get("type")->source(),
+                   "'model.rope_scaling.type': expected one of 'rope_type' and 'type', got both");
+  }
+  const ModelReader t(check, table, "model.rope_scaling.");
+  for (const char* key : {"rope_type", "type"}) {
+    t.choice<rill_rope_type>(key,
+                             {{"default", RILL_ROPE_DEFAULT},
+                              {"linear", RILL_ROPE_LINEAR},
+                              {"dynamic", RILL_ROPE_DYNAMIC},
+                              {"yarn", RILL_ROPE_YARN},
+                              {"longrope", RILL_ROPE_LONGROPE},
+                              {"llama3", RILL_ROPE_LLAMA3}},
+                             d.rope_type);
+  }
+  t.real("factor", d.rope_factor);
+  t.integer("original_max_position_embeddings", d.rope_original_max_position_embeddings);
+  t.real("low_freq_factor", d.rope_low_freq_factor);
+  t.real("high_freq_factor", d.rope_high_freq_factor);
+  t.real("beta_fast", d.rope_beta_fast);
+  t.real("beta_slow", d.rope_beta_slow);
+  t.real("attention_factor", d.rope_attention_factor);
+  const int32_t shorts = t.reals("short_factor", d.rope_short_factor, RILL_ROPE_MAX_FACTORS);
+  const int32_t longs = t.reals("long_factor", d.rope_long_factor, RILL_ROPE_MAX_FACTORS);
+  if (shorts != longs) {
+    const toml::node& node = *table.get(shorts < longs ? "short_factor" : "long_factor");
+    check.error_at(node.source(), "'model.rope_scaling.short_factor' and 'long_factor': expected lists of one "
+                                  "length, got " + std::to_string(shorts) + " and " + std::to_string(longs) +
+                                  " numbers");
+  }
+  d.rope_factor_count = shorts;
+}
 
 void read_model_table(const TomlChecker& check, const toml::table& table, rill_model_desc& d) {
   check.only_keys(table, "model.",
@@ -225,7 +402,8 @@ void read_model_table(const TomlChecker& check, const toml::table& table, rill_m
                    "rope_dim", "qkv_bias", "o_bias", "mlp_bias", "final_norm", "residual_scale", "branch_scale",
                    "layer_scale", "qk_norm", "norm_weight_offset", "query_pre_attn_scalar", "parallel_residual",
                    "parallel_norms", "sliding_window", "sliding_window_pattern", "max_window_layers",
-                   "attn_logit_softcapping", "rope_local_base_freq"});
+                   "attn_logit_softcapping", "rope_local_base_freq", "max_position_embeddings",
+                   "no_rope_layer_interval", "rope_scaling"});
   const ModelReader t(check, table);
   t.choice<rill_dtype>("dtype", {{"f32", RILL_DTYPE_F32}, {"f16", RILL_DTYPE_F16}, {"bf16", RILL_DTYPE_BF16}}, d.dtype);
   t.integer("num_layers", d.num_layers);
@@ -272,6 +450,11 @@ void read_model_table(const TomlChecker& check, const toml::table& table, rill_m
   t.integer("max_window_layers", d.max_window_layers);
   t.real("attn_logit_softcapping", d.attn_logit_softcapping);
   t.real("rope_local_base_freq", d.rope_local_base_freq);
+  t.integer("max_position_embeddings", d.max_position_embeddings);
+  t.integer("no_rope_layer_interval", d.no_rope_layer_interval);
+  if (const toml::table* scaling = check.table_at(table, "rope_scaling", "model.rope_scaling")) {
+    read_rope_scaling(check, *scaling, d);
+  }
 }
 
 }  // namespace
@@ -293,6 +476,10 @@ RILL_API void rill_model_desc_init(rill_model_desc* desc) {
   desc->residual_scale = 1.0f;
   desc->branch_scale = 1.0f;
   desc->parallel_norms = 1;
+  desc->rope_type = RILL_ROPE_DEFAULT;
+  desc->rope_factor = 1.0f;
+  desc->rope_beta_fast = 32.0f;
+  desc->rope_beta_slow = 1.0f;
 }
 
 RILL_API rill_status rill_model_desc_from_toml(const char* toml_text, const char* source_name,
@@ -334,7 +521,7 @@ RILL_API rill_status rill_model_desc_from_toml(const char* toml_text, const char
     rill_model_desc resolved;
     const rill::layer::DescProblem p = rill::layer::resolve_desc(desc, resolved);
     if (!p.field.empty()) {
-      const toml::node* node = table.get(p.field);
+      const toml::node* node = table.at_path(p.field).node();
       const std::string where = check.where(node != nullptr ? *node : static_cast<const toml::node&>(table));
       return rill::fail(RILL_ERROR_CONFIG, std::string(fn) + ": " + where + ": model." + p.message);
     }

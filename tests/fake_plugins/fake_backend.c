@@ -278,6 +278,7 @@ static const rill_backend_ops g_ops = {
     /* .activation = */ caps_activation,
     /* .supports = */ caps_supports,
     /* .attention_ex = */ NULL,
+    /* .rope_freqs = */ NULL,
 };
 #else
 static float* f32_data(const rill_backend_tensor* t) { return (float*)(void*)(t->buffer->data + t->offset); }
@@ -341,6 +342,7 @@ static const rill_backend_ops g_ops = {
     /* .activation = */ NULL,
     /* .supports = */ NULL,
     /* .attention_ex = */ NULL,
+    /* .rope_freqs = */ NULL,
 };
 #endif
 

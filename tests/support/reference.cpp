@@ -141,6 +141,25 @@ std::vector<double> rope(const std::vector<float>& x, const std::vector<int32_t>
   return out;
 }
 
+std::vector<double> rope_freqs(const std::vector<float>& x, const std::vector<int32_t>& positions, int64_t heads,
+                               int64_t head_dim, const std::vector<float>& inv_freq, double attention_factor) {
+  std::vector<double> out = to_double(x);
+  const size_t half = inv_freq.size();
+  for (size_t token = 0; token < positions.size(); ++token) {
+    for (int64_t h = 0; h < heads; ++h) {
+      const size_t row = (token * static_cast<size_t>(heads) + static_cast<size_t>(h)) * static_cast<size_t>(head_dim);
+      for (size_t i = 0; i < half; ++i) {
+        const double angle = positions[token] * static_cast<double>(inv_freq[i]);
+        const double c = attention_factor * std::cos(angle), s = attention_factor * std::sin(angle);
+        const double first = x[row + i], second = x[row + i + half];
+        out[row + i] = first * c - second * s;
+        out[row + i + half] = second * c + first * s;
+      }
+    }
+  }
+  return out;
+}
+
 std::vector<double> attention(const std::vector<float>& q, const std::vector<float>& k, const std::vector<float>& v,
                               const AttentionShape& s, const std::vector<int32_t>& kv_lengths, double scale,
                               int64_t window, double softcap) {

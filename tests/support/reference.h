@@ -57,6 +57,12 @@ std::vector<double> gemm(const std::vector<float>& a, const std::vector<float>& 
 std::vector<double> rope(const std::vector<float>& x, const std::vector<int32_t>& positions, int64_t heads,
                          int64_t head_dim, double theta, int64_t rotary_dim);
 
+// rope with the frequencies given, as rill_rope_freqs defines it: angle =
+// position * inv_freq[i] for i < inv_freq.size() (= rotary_dim/2), cos and sin
+// multiplied by attention_factor.
+std::vector<double> rope_freqs(const std::vector<float>& x, const std::vector<int32_t>& positions, int64_t heads,
+                               int64_t head_dim, const std::vector<float>& inv_freq, double attention_factor);
+
 // Causal attention as rill.h defines it: q [batch, queries, q_heads, head_dim],
 // k and v [batch, slots, kv_heads, head_dim]; query head h reads KV head
 // h / (q_heads / kv_heads); query t of sequence b sits at position

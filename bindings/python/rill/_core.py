@@ -410,6 +410,23 @@ class Context(Owned):
                               _finite(theta, "theta"), int(dim)))
         return x
 
+    def rope_freqs(self, x, positions, inv_freq, attention_factor=1.0, rotary_dim=None):
+        """rope with the inverse frequencies given (rotary_dim / 2 floats) and
+        cos and sin multiplied by attention_factor (rill_rope_freqs)."""
+        handle = self._arg(x, "x")
+        pos = int32_array(positions, "positions")
+        freqs = np.asarray(inv_freq)
+        if freqs.dtype.kind not in "iuf":
+            raise InvalidArgumentError("inv_freq: expected numbers, got an array of {}".format(freqs.dtype))
+        freqs = np.ascontiguousarray(freqs.ravel(), dtype=np.float32)
+        dim = x.shape[-1] if rotary_dim is None else rotary_dim
+        if isinstance(dim, bool) or not isinstance(dim, (int, np.integer)):
+            raise InvalidArgumentError("rotary_dim: expected an int or None, got {!r}".format(rotary_dim))
+        check(lib().rill_rope_freqs(self.handle, handle, pos.ctypes.data_as(ctypes.POINTER(ctypes.c_int32)),
+                                    pos.size, freqs.ctypes.data_as(ctypes.POINTER(ctypes.c_float)), freqs.size,
+                                    _finite(attention_factor, "attention_factor"), int(dim)))
+        return x
+
     def attention(self, q, k, v, kv_lengths=None, scale=None, out=None):
         """Causal attention: q [B, T, Hq, hd], k and v [B, S, Hkv, hd];
         kv_lengths: B ints or None; scale None = 1/sqrt(hd); out None: a new

@@ -27,6 +27,9 @@ c_void_pp = ctypes.POINTER(ctypes.c_void_p)
 LOG_FN = ctypes.CFUNCTYPE(None, ctypes.c_int, ctypes.c_char_p, ctypes.c_void_p)
 
 
+ROPE_MAX_FACTORS = 256  # RILL_ROPE_MAX_FACTORS
+
+
 class ModelDesc(ctypes.Structure):
     """rill_model_desc, field for field. Create it with rill.ModelDesc() (the
     defaults of rill_model_desc_init) or rill.ModelDesc.from_toml(text)."""
@@ -63,6 +66,19 @@ class ModelDesc(ctypes.Structure):
         ("max_window_layers", ctypes.c_int32),
         ("attn_logit_softcapping", ctypes.c_float),
         ("rope_local_base_freq", ctypes.c_float),
+        ("rope_type", ctypes.c_int),
+        ("rope_factor", ctypes.c_float),
+        ("max_position_embeddings", ctypes.c_int32),
+        ("rope_original_max_position_embeddings", ctypes.c_int32),
+        ("rope_low_freq_factor", ctypes.c_float),
+        ("rope_high_freq_factor", ctypes.c_float),
+        ("rope_beta_fast", ctypes.c_float),
+        ("rope_beta_slow", ctypes.c_float),
+        ("rope_attention_factor", ctypes.c_float),
+        ("rope_factor_count", ctypes.c_int32),
+        ("rope_short_factor", ctypes.c_float * ROPE_MAX_FACTORS),
+        ("rope_long_factor", ctypes.c_float * ROPE_MAX_FACTORS),
+        ("no_rope_layer_interval", ctypes.c_int32),
     ]
 
     def __init__(self, **fields):
@@ -147,6 +163,8 @@ _PROTOTYPES = {
     "rill_fused_add_layer_norm": (_st, [_vp, _vp, _vp, _vp, _vp, _vp, _f, _f, _f]),
     "rill_gemm": (_st, [_vp, _vp, _vp, _vp, _f, _f, _vp]),
     "rill_rope": (_st, [_vp, _vp, c_int32_p, ctypes.c_size_t, _f, ctypes.c_int32]),
+    "rill_rope_freqs": (_st, [_vp, _vp, c_int32_p, ctypes.c_size_t, ctypes.POINTER(_f), ctypes.c_size_t, _f,
+                              ctypes.c_int32]),
     "rill_attention": (_st, [_vp, _vp, _vp, _vp, c_int32_p, ctypes.c_size_t, _f, _vp]),
     "rill_attention_ex": (_st, [_vp, _vp, _vp, _vp, c_int32_p, ctypes.c_size_t, c_attention_params_p, _vp]),
     "rill_activation": (_st, [_vp, _st, _vp, _vp, _vp]),
