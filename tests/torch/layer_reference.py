@@ -141,6 +141,16 @@ SPLIT_CONTROLS = {"split": "a fused checkpoint tensor split the wrong way (GPT-N
                            "blocks; Phi-3's gate and up halves swapped)"}
 
 
+def weight_drawer(gen, dtype, weights):
+    """param(name, shape, scale, offset=0): a weight offset + scale * N(0, 1)
+    drawn from gen, rounded to dtype and recorded in weights under name."""
+    def param(name, shape, scale, offset=0.0):
+        weights[name] = rounded(offset + scale * torch.randn(shape, generator=gen, dtype=torch.float64), dtype)
+        return weights[name]
+
+    return param
+
+
 # DeepNet (Wang et al. 2022, "DeepNet: Scaling Transformers to 1,000 Layers"),
 # decoder-only models of N layers: each sublayer is x = LN(alpha * x + G(x)),
 # and the weights of the value and output projections and of the feed-forward
@@ -272,11 +282,7 @@ def decoder_case(gen, config, control=None):
     gated = c["activation"] in ("silu_glu", "gelu_glu")
     placement = c["norm_placement"]
     weights = {}
-
-    def param(name, shape, scale, offset=0.0):
-        value = rounded(offset + scale * torch.randn(shape, generator=gen, dtype=torch.float64), c["dtype"])
-        weights[name] = value
-        return value
+    param = weight_drawer(gen, c["dtype"], weights)
 
     def norm_params(prefix):
         w = param(prefix + ".weight", (d,), 0.3, 1.0)
@@ -415,10 +421,7 @@ def gemma2_case(gen, config, control=None):
                       query_pre_attn_scalar=hd, attn_logit_softcapping=None, attention_bias=False,
                       attn_implementation="eager")
     weights = {}
-
-    def param(name, shape, scale, offset=0.0):
-        weights[name] = rounded(offset + scale * torch.randn(shape, generator=gen, dtype=torch.float64), c["dtype"])
-        return weights[name]
+    param = weight_drawer(gen, c["dtype"], weights)
 
     layers = []
     for i in range(c["num_layers"]):
@@ -498,10 +501,7 @@ def granite_case(gen, config, control=None):
                        # head_dim); rill's attention scales by 1/sqrt(head_dim)
                        attention_multiplier=hd ** -0.5, attn_implementation="eager")
     weights = {}
-
-    def param(name, shape, scale, offset=0.0):
-        weights[name] = rounded(offset + scale * torch.randn(shape, generator=gen, dtype=torch.float64), c["dtype"])
-        return weights[name]
+    param = weight_drawer(gen, c["dtype"], weights)
 
     layers = []
     for i in range(c["num_layers"]):
@@ -578,10 +578,7 @@ def mimi_case(gen, config, control=None):
                     rope_theta=wrong_rope_theta(c["rope_theta"]) if control == "rope_theta" else c["rope_theta"],
                     attention_bias=c["qkv_bias"], attn_implementation="eager")
     weights = {}
-
-    def param(name, shape, scale, offset=0.0):
-        weights[name] = rounded(offset + scale * torch.randn(shape, generator=gen, dtype=torch.float64), c["dtype"])
-        return weights[name]
+    param = weight_drawer(gen, c["dtype"], weights)
 
     layers = []
     for i in range(c["num_layers"]):
@@ -993,10 +990,7 @@ def olmo2_case(gen, config, control=None):
                      attention_bias=c["qkv_bias"], attn_implementation="eager")
     eps = hf.rms_norm_eps
     weights = {}
-
-    def param(name, shape, scale, offset=0.0):
-        weights[name] = rounded(offset + scale * torch.randn(shape, generator=gen, dtype=torch.float64), c["dtype"])
-        return weights[name]
+    param = weight_drawer(gen, c["dtype"], weights)
 
     layers = []
     for i in range(c["num_layers"]):
@@ -1093,10 +1087,7 @@ def qwen3_case(gen, config, control=None):
                      rope_theta=wrong_rope_theta(c["rope_theta"]) if control == "rope_theta" else c["rope_theta"],
                      attn_implementation="eager")
     weights = {}
-
-    def param(name, shape, scale, offset=0.0):
-        weights[name] = rounded(offset + scale * torch.randn(shape, generator=gen, dtype=torch.float64), c["dtype"])
-        return weights[name]
+    param = weight_drawer(gen, c["dtype"], weights)
 
     layers = []
     for i in range(c["num_layers"]):
