@@ -62,7 +62,7 @@ window, a window one position wider, no soft-cap, the global RoPE theta on
 the sliding layers; rope_scaling left out, the wrong rope_type, LongRoPE's
 other factor list, RoPE on the NoPE layers; the top-1 expert instead of the
 top-k, the top-k weights renormalized or not the other way, the shared expert
-left out), so a tolerance
+left out, OLMoE's QK norm left out or per head), so a tolerance
 too loose to see those mistakes fails the test.
 
 Weight files are written with PyPI's safetensors package, or where it is
@@ -1490,6 +1490,13 @@ def moe_case(family, gen, config, control=None):
                 layer.mlp.shared_expert.down_proj.weight.zero_()
             if family == "mixtral" and control == "renorm":
                 layer.block_sparse_moe.forward = unnormalized_moe_forward(layer.block_sparse_moe)
+            if control == "no_qk_norm":
+                attn.q_norm, attn.k_norm = torch.nn.Identity(), torch.nn.Identity()
+            elif control == "qk_norm_form":  # per head, each head's hd values with its slice of the full weight
+                for proj, norm in (("q_proj", "q_norm"), ("k_proj", "k_norm")):
+                    setattr(attn, proj, HeadNorm(getattr(attn, proj), getattr(attn, norm).weight.detach(),
+                                                 hf.rms_norm_eps, hd))
+                    setattr(attn, norm, torch.nn.Identity())
     return weights, hf_reference(model)
 
 
@@ -1658,7 +1665,7 @@ FEATURE_CONTROLS = {"olmo2": {**QK_NORM_CONTROLS, **OUTPUT_CONTROLS}, "qwen3": Q
                     "gemma_window": {**GEMMA_CONTROLS, **WINDOW_CONTROLS},
                     "rope": {**ROPE_CONTROLS, **LONGROPE_CONTROLS, **NOPE_CONTROLS},
                     "mixtral": MOE_CONTROLS, "qwen2_moe": {**MOE_CONTROLS, **SHARED_EXPERT_CONTROLS},
-                    "olmoe": MOE_CONTROLS}
+                    "olmoe": {**MOE_CONTROLS, **QK_NORM_CONTROLS}}
 GROUPS = {
     "encoder": [n for n in CASES if n.startswith("encoder")],
     "llama": ["qwen2_f32", "qwen2_f16", "qwen2_bf16", "llama_mqa_partial_rope", "pre_no_final_norm_gelu_tanh"],
