@@ -805,6 +805,56 @@ TEST_CASE("mixture of experts: descriptor checks, TOML keys, weight names, Mixtr
   CHECK(y != x);
 }
 
+TEST_CASE("mixture of experts: equal router logits choose the lowest experts") {
+  // A zero router gives every expert the same logit. Experts whose down_proj
+  // is zero add nothing, so the output shows which two of four were chosen.
+  rill_model_desc moe = small_desc();
+  moe.num_experts = 4;
+  moe.num_experts_per_tok = 2;
+  auto run = [&](bool low_experts_live, bool high_experts_live) {
+    Fixture f(moe);
+    std::mt19937 same(7);  // the same weights in every model
+    std::normal_distribution<float> dist(0.0f, 0.25f);
+    auto set = [&](const std::string& name, std::vector<int64_t> shape, float offset, bool zero = false) {
+      size_t n = 1;
+      for (int64_t d : shape) n *= static_cast<size_t>(d);
+      std::vector<float> v(n);
+      for (float& x : v) {
+        x = offset + dist(same);  // drawn either way, so the later weights stay the same
+        if (zero) x = 0.0f;
+      }
+      REQUIRE_MESSAGE(rill_model_set_weight(f.model, name.c_str(), RILL_DTYPE_F32, static_cast<int32_t>(shape.size()),
+                                            shape.data(), v.data(), n * sizeof(float)) == RILL_OK,
+                      rill_last_error());
+    };
+    for (int layer = 0; layer < 2; ++layer) {
+      const std::string p = "model.layers." + std::to_string(layer) + ".";
+      set(p + "self_attn.q_proj.weight", {16, 16}, 0);
+      set(p + "self_attn.q_proj.bias", {16}, 0);
+      set(p + "self_attn.k_proj.weight", {8, 16}, 0);
+      set(p + "self_attn.k_proj.bias", {8}, 0);
+      set(p + "self_attn.v_proj.weight", {8, 16}, 0);
+      set(p + "self_attn.v_proj.bias", {8}, 0);
+      set(p + "self_attn.o_proj.weight", {16, 16}, 0);
+      set(p + "input_layernorm.weight", {16}, 1);
+      set(p + "post_attention_layernorm.weight", {16}, 1);
+      set(p + "mlp.gate.weight", {4, 16}, 0, /*zero=*/true);
+      for (int e = 0; e < 4; ++e) {
+        const std::string x = p + "mlp.experts." + std::to_string(e) + ".";
+        set(x + "gate_proj.weight", {24, 16}, 0);
+        set(x + "up_proj.weight", {24, 16}, 0);
+        set(x + "down_proj.weight", {16, 24}, 0, /*zero=*/!(e < 2 ? low_experts_live : high_experts_live));
+      }
+    }
+    set("model.norm.weight", {16}, 1);
+    return f.forward(nullptr, 1, 4, random_tokens(4, 13));
+  };
+  const std::vector<float> none = run(false, false);
+  CHECK(run(false, true) == none);  // experts 2 and 3 are never chosen
+  CHECK(run(true, false) != none);
+  CHECK(run(true, true) == run(true, false));
+}
+
 TEST_CASE("forward: argument and cache checks") {
   Fixture f(small_desc());
   f.set_all_weights();
