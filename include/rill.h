@@ -544,6 +544,17 @@ RILL_API rill_status rill_activation(rill_context* ctx, rill_act_fn fn, const ri
 /* MLP: gated                                                                */
 /* act(gate_proj(x)) * up_proj(x) -> down_proj, or plain act(up_proj(x)) ->  */
 /* down_proj.                                                                */
+/* Mixture of experts (num_experts E > 0; Mixtral, Qwen2-MoE, OLMoE): the    */
+/* router's logits x @ mlp.gate.weight^T [E]; p = softmax over all E in f32; */
+/* the k = num_experts_per_tok largest p (ties: the lowest expert first),    */
+/* renormalized to sum 1 with norm_topk_prob; out = sum of p_e expert_e(x),  */
+/* each expert a gated MLP of width moe_intermediate_size. With              */
+/* shared_expert_intermediate_size > 0, out += sigmoid(x @                   */
+/* mlp.shared_expert_gate.weight^T) shared_expert(x). pre placement only,    */
+/* not parallel. Kernels: the router GEMM, then a synchronizing read of the  */
+/* [rows, E] logits to the host, which chooses the experts; per expert with  */
+/* tokens, buffer copies gather its rows, its GEMMs and activation run on    */
+/* those rows only, and one residual_add per row adds p_e times its output.  */
 /* ------------------------------------------------------------------------- */
 
 /* How each norm normalizes: RMSNorm, or LayerNorm (weight and bias). */
@@ -676,6 +687,13 @@ typedef struct rill_model_desc {
   float rope_short_factor[RILL_ROPE_MAX_FACTORS]; /* longrope: the first rope_factor_count, finite, > 0 */
   float rope_long_factor[RILL_ROPE_MAX_FACTORS];  /* longrope: likewise */
   int32_t no_rope_layer_interval; /* >= 0; n > 0: layers l with (l + 1) % n == 0 have no RoPE (SmolLM3) */
+  /* Mixture of experts (see MLP above): every layer's MLP is num_experts
+     gated experts and a router; 0 experts = the dense MLP. */
+  int32_t num_experts;           /* E >= 0; 0 = dense MLP (Mixtral: num_local_experts) */
+  int32_t num_experts_per_tok;   /* k in [1, E] with experts, 0 without */
+  uint32_t norm_topk_prob;       /* nonzero: the k routing weights are renormalized to sum 1 (Mixtral) */
+  int32_t moe_intermediate_size; /* each expert's width: >= 0; 0 = intermediate_size */
+  int32_t shared_expert_intermediate_size; /* >= 0; > 0: a gated shared expert of this width (Qwen2-MoE) */
 } rill_model_desc;
 
 /* Fills desc with the defaults of the [model] TOML table: f32, rms, eps 1e-6,
@@ -685,7 +703,9 @@ typedef struct rill_model_desc {
    (sliding_window, sliding_window_pattern, max_window_layers 0), no
    soft-cap, rope_local_base_freq 0 (= rope_theta), rope_type default with
    rope_factor 1, rope_beta_fast 32, rope_beta_slow 1 and the other rope
-   scaling fields 0, no_rope_layer_interval 0, num_kv_heads, head_dim and
+   scaling fields 0, no_rope_layer_interval 0, no experts (num_experts,
+   num_experts_per_tok, norm_topk_prob, moe_intermediate_size,
+   shared_expert_intermediate_size 0), num_kv_heads, head_dim and
    query_pre_attn_scalar 0 (= derived), and the
    sizes num_layers, hidden_size, num_heads, intermediate_size 0 (to be set).
    NULL is a no-op. */
@@ -727,6 +747,11 @@ RILL_API void rill_model_desc_init(rill_model_desc* desc);
        rope_local_base_freq = 0.0    # RoPE theta of sliding layers; 0 = rope_theta
        max_position_embeddings = 0  # dynamic, yarn, longrope
        no_rope_layer_interval = 0   # n: layers l with (l + 1) % n == 0 skip RoPE
+       num_experts = 0           # experts per MoE MLP; 0 = dense (Mixtral: num_local_experts)
+       num_experts_per_tok = 0   # top-k experts per token, 1..num_experts with experts
+       norm_topk_prob = false    # renormalize the top-k weights (Mixtral: true)
+       moe_intermediate_size = 0 # each expert's width; 0 = intermediate_size
+       shared_expert_intermediate_size = 0  # Qwen2-MoE's shared expert; 0 = none
        [model.rope_scaling]      # Hugging Face's rope_scaling dict; absent = default
        rope_type = "llama3"      # "default" | "linear" | "dynamic" | "yarn" |
                                  # "longrope" | "llama3" ("type" is read too)
@@ -840,6 +865,8 @@ RILL_API rill_status rill_kv_cache_set_length(rill_kv_cache* cache, int32_t sequ
      grows by T. T = 1 is a decode step.
    positions: B*T int32 RoPE positions (token b*T + t), each >= 0, or NULL for
      length(b) + t (t without a cache). position_count: B*T, or 0 with NULL.
+   A mixture-of-experts model (num_experts > 0) waits once per layer for the
+   work queued so far, to read its router logits to the host.
    Errors: RILL_ERROR_NOT_FOUND naming a weight not set;
    RILL_ERROR_INVALID_ARGUMENT (NULL model or hidden, a cache of another model
    or batch, a negative position, a sequence

@@ -7,6 +7,7 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -623,6 +624,235 @@ TEST_CASE("fused checkpoint tensors: split into their weights, shapes checked, r
   expect_failure(rill_model_set_weight(g.model, (p + "mlp.gate_up_proj.weight").c_str(), RILL_DTYPE_F32, 2, wrong,
                                        gate_up.data(), 48 * 16 * 4),
                  RILL_ERROR_NOT_FOUND, {"model.layers.0.mlp.gate_up_proj.weight", "no gate", "RILL_MLP_GELU"});
+}
+
+TEST_CASE("mixture of experts: descriptor checks, TOML keys, weight names, Mixtral's names, thread counts") {
+  rill_context* ctx = nullptr;
+  REQUIRE(rill_context_create("[runtime]\nbackend = \"cpu\"\n", &ctx) == RILL_OK);
+  rill_model* model = nullptr;
+  struct Bad {
+    void (*edit)(rill_model_desc&);
+    const char* field;
+    const char* shown;
+  };
+  const Bad cases[] = {
+      {[](rill_model_desc& d) { d.num_experts = -1; }, "num_experts", "expected 0 (dense MLP) to 4096, got -1"},
+      {[](rill_model_desc& d) {
+         d.num_experts = 4;
+         d.num_experts_per_tok = 5;
+       },
+       "num_experts_per_tok", "expected 1 to num_experts = 4, got 5"},
+      {[](rill_model_desc& d) { d.num_experts = 4; }, "num_experts_per_tok", "got 0"},
+      {[](rill_model_desc& d) { d.num_experts_per_tok = 2; }, "num_experts_per_tok",
+       "applies only with num_experts > 0; expected 0 for a dense MLP, got 2"},
+      {[](rill_model_desc& d) { d.shared_expert_intermediate_size = 8; }, "shared_expert_intermediate_size",
+       "expected 0 for a dense MLP, got 8"},
+      {[](rill_model_desc& d) {
+         d.num_experts = 4;
+         d.num_experts_per_tok = 2;
+         d.moe_intermediate_size = -3;
+       },
+       "moe_intermediate_size", "got -3"},
+      {[](rill_model_desc& d) {
+         d.num_experts = 4;
+         d.num_experts_per_tok = 2;
+         d.activation = RILL_MLP_GELU;
+       },
+       "activation", "gated MLPs; expected silu_glu, gelu_glu or gelu_tanh_glu with num_experts > 0, got RILL_MLP_GELU"},
+      {[](rill_model_desc& d) {
+         d.num_experts = 4;
+         d.num_experts_per_tok = 2;
+         d.norm_placement = RILL_PLACEMENT_POST;
+       },
+       "norm_placement", "RILL_PLACEMENT_PRE and no parallel_residual, got RILL_PLACEMENT_POST"},
+      {[](rill_model_desc& d) {
+         d.num_experts = 4;
+         d.num_experts_per_tok = 2;
+         d.mlp_bias = 1;
+       },
+       "mlp_bias", "no bias; expected false with num_experts > 0, got true"},
+  };
+  for (const Bad& bad : cases) {
+    CAPTURE(bad.field);
+    rill_model_desc d = small_desc();
+    bad.edit(d);
+    expect_failure(rill_model_create(ctx, &d, &model), RILL_ERROR_INVALID_ARGUMENT, {bad.field, bad.shown});
+    CHECK(model == nullptr);
+  }
+  rill_context_destroy(ctx);
+
+  const std::string sizes = "[model]\nnum_layers = 2\nhidden_size = 16\nnum_heads = 4\nintermediate_size = 24\n";
+  rill_model_desc d;
+  REQUIRE_MESSAGE(rill_model_desc_from_toml((sizes + "num_experts = 4\nnum_experts_per_tok = 2\n"
+                                                     "norm_topk_prob = true\nmoe_intermediate_size = 12\n"
+                                                     "shared_expert_intermediate_size = 20\n")
+                                                .c_str(),
+                                            "m.toml", &d) == RILL_OK,
+                  rill_last_error());
+  CHECK(d.num_experts == 4);
+  CHECK(d.num_experts_per_tok == 2);
+  CHECK(d.norm_topk_prob == 1);
+  CHECK(d.moe_intermediate_size == 12);
+  CHECK(d.shared_expert_intermediate_size == 20);
+  expect_failure(rill_model_desc_from_toml((sizes + "num_experts = 2\nnum_experts_per_tok = 3\n").c_str(), "m.toml",
+                                           &d),
+                 RILL_ERROR_CONFIG, {"m.toml:7:", "model.num_experts_per_tok", "num_experts = 2, got 3"});
+
+  // Qwen2-MoE style: 4 experts of width 12 (moe_intermediate_size 0 = 24 for
+  // Mixtral's layout below), top-2, a shared expert of width 20.
+  rill_model_desc moe = small_desc();
+  moe.num_experts = 4;
+  moe.num_experts_per_tok = 2;
+  moe.moe_intermediate_size = 12;
+  moe.shared_expert_intermediate_size = 20;
+  std::mt19937 gen(5);
+  std::normal_distribution<float> dist(0.0f, 0.25f);
+  std::vector<std::pair<std::string, std::vector<int64_t>>> names;
+  for (int layer = 0; layer < 2; ++layer) {
+    const std::string p = "model.layers." + std::to_string(layer) + ".";
+    for (const auto& [name, shape] : std::vector<std::pair<std::string, std::vector<int64_t>>>{
+             {"self_attn.q_proj.weight", {16, 16}}, {"self_attn.q_proj.bias", {16}},
+             {"self_attn.k_proj.weight", {8, 16}}, {"self_attn.k_proj.bias", {8}},
+             {"self_attn.v_proj.weight", {8, 16}}, {"self_attn.v_proj.bias", {8}},
+             {"self_attn.o_proj.weight", {16, 16}}, {"input_layernorm.weight", {16}},
+             {"post_attention_layernorm.weight", {16}}, {"mlp.gate.weight", {4, 16}},
+             {"mlp.shared_expert.gate_proj.weight", {20, 16}}, {"mlp.shared_expert.up_proj.weight", {20, 16}},
+             {"mlp.shared_expert.down_proj.weight", {16, 20}}, {"mlp.shared_expert_gate.weight", {1, 16}}}) {
+      names.emplace_back(p + name, shape);
+    }
+    for (int e = 0; e < 4; ++e) {
+      const std::string x = p + "mlp.experts." + std::to_string(e) + ".";
+      names.emplace_back(x + "gate_proj.weight", std::vector<int64_t>{12, 16});
+      names.emplace_back(x + "up_proj.weight", std::vector<int64_t>{12, 16});
+      names.emplace_back(x + "down_proj.weight", std::vector<int64_t>{16, 12});
+    }
+  }
+  names.emplace_back("model.norm.weight", std::vector<int64_t>{16});
+  std::vector<std::vector<float>> values;
+  for (const auto& [name, shape] : names) {
+    size_t n = 1;
+    for (int64_t s : shape) n *= static_cast<size_t>(s);
+    std::vector<float> v(n);
+    const bool norm = name.find("norm") != std::string::npos;
+    for (float& x : v) x = (norm ? 1.0f : 0.0f) + dist(gen);
+    values.push_back(std::move(v));
+  }
+  auto set = [](rill_model* m, const std::string& name, const std::vector<int64_t>& shape, const float* data) {
+    size_t n = 1;
+    for (int64_t s : shape) n *= static_cast<size_t>(s);
+    return rill_model_set_weight(m, name.c_str(), RILL_DTYPE_F32, static_cast<int32_t>(shape.size()), shape.data(),
+                                 data, n * sizeof(float));
+  };
+  const std::vector<float> x = random_tokens(6, 9);
+  std::vector<float> outputs[2];
+  for (int threads : {1, 3}) {
+    const std::string config = "[runtime]\nbackend = \"cpu\"\n[backend.cpu]\nthreads = " + std::to_string(threads) +
+                               "\n";
+    Fixture f(moe, config.c_str());
+    for (size_t i = 0; i < names.size(); ++i) {
+      REQUIRE_MESSAGE(set(f.model, names[i].first, names[i].second, values[i].data()) == RILL_OK, rill_last_error());
+    }
+    outputs[threads == 3] = f.forward(nullptr, 2, 3, x);
+    if (threads == 3) continue;
+    const std::vector<float> wrong(3 * 16);
+    expect_failure(set(f.model, "model.layers.0.mlp.gate.weight", {3, 16}, wrong.data()), RILL_ERROR_SHAPE,
+                   {"model.layers.0.mlp.gate.weight", "[4, 16]", "[3, 16]"});
+    expect_failure(set(f.model, "model.layers.0.mlp.up_proj.weight", {24, 16}, wrong.data()), RILL_ERROR_NOT_FOUND,
+                   {"no weight 'model.layers.0.mlp.up_proj.weight'"});
+    expect_failure(set(f.model, "model.layers.0.mlp.gate_up_proj.weight", {48, 16}, wrong.data()),
+                   RILL_ERROR_NOT_FOUND, {"mixture of 4 experts"});
+  }
+  CHECK(outputs[0] == outputs[1]);  // bitwise, for any thread count
+  for (float v : outputs[0]) REQUIRE(std::isfinite(v));
+
+  // Mixtral's names (no shared expert) hold the same weights as the canonical ones.
+  moe.shared_expert_intermediate_size = 0;
+  moe.moe_intermediate_size = 0;  // = intermediate_size 24
+  Fixture canonical(moe), mixtral(moe);
+  std::vector<float> a(24 * 16), b(16 * 24), router(4 * 16);
+  for (auto* v : {&a, &b, &router}) {
+    for (float& e : *v) e = dist(gen);
+  }
+  for (size_t i = 0; i < names.size(); ++i) {
+    const std::string& name = names[i].first;
+    if (name.find("mlp.") != std::string::npos) continue;
+    REQUIRE(set(canonical.model, name, names[i].second, values[i].data()) == RILL_OK);
+    REQUIRE(set(mixtral.model, name, names[i].second, values[i].data()) == RILL_OK);
+  }
+  for (int layer = 0; layer < 2; ++layer) {
+    const std::string p = "model.layers." + std::to_string(layer) + ".";
+    REQUIRE(set(canonical.model, p + "mlp.gate.weight", {4, 16}, router.data()) == RILL_OK);
+    REQUIRE_MESSAGE(set(mixtral.model, p + "block_sparse_moe.gate.weight", {4, 16}, router.data()) == RILL_OK,
+                    rill_last_error());
+    for (int e = 0; e < 4; ++e) {
+      // Each expert's gate, up and down from shifted rows of a and b.
+      const std::string ours = p + "mlp.experts." + std::to_string(e) + ".";
+      const std::string theirs = p + "block_sparse_moe.experts." + std::to_string(e) + ".";
+      std::vector<float> gate(a), up(a), down(b);
+      std::rotate(gate.begin(), gate.begin() + 16 * (e + 1), gate.end());
+      std::rotate(up.begin(), up.begin() + 16 * (2 * e + 3), up.end());
+      std::rotate(down.begin(), down.begin() + 24 * (e + 5), down.end());
+      REQUIRE(set(canonical.model, ours + "gate_proj.weight", {24, 16}, gate.data()) == RILL_OK);
+      REQUIRE(set(canonical.model, ours + "up_proj.weight", {24, 16}, up.data()) == RILL_OK);
+      REQUIRE(set(canonical.model, ours + "down_proj.weight", {16, 24}, down.data()) == RILL_OK);
+      REQUIRE_MESSAGE(set(mixtral.model, theirs + "w1.weight", {24, 16}, gate.data()) == RILL_OK, rill_last_error());
+      REQUIRE(set(mixtral.model, theirs + "w3.weight", {24, 16}, up.data()) == RILL_OK);
+      REQUIRE(set(mixtral.model, theirs + "w2.weight", {16, 24}, down.data()) == RILL_OK);
+    }
+  }
+  const std::vector<float> y = canonical.forward(nullptr, 2, 3, x);
+  CHECK(mixtral.forward(nullptr, 2, 3, x) == y);
+  CHECK(y != x);
+}
+
+TEST_CASE("mixture of experts: equal router logits choose the lowest experts") {
+  // A zero router gives every expert the same logit. Experts whose down_proj
+  // is zero add nothing, so the output shows which two of four were chosen.
+  rill_model_desc moe = small_desc();
+  moe.num_experts = 4;
+  moe.num_experts_per_tok = 2;
+  auto run = [&](bool low_experts_live, bool high_experts_live) {
+    Fixture f(moe);
+    std::mt19937 same(7);  // the same weights in every model
+    std::normal_distribution<float> dist(0.0f, 0.25f);
+    auto set = [&](const std::string& name, std::vector<int64_t> shape, float offset, bool zero = false) {
+      size_t n = 1;
+      for (int64_t d : shape) n *= static_cast<size_t>(d);
+      std::vector<float> v(n);
+      for (float& x : v) {
+        x = offset + dist(same);  // drawn either way, so the later weights stay the same
+        if (zero) x = 0.0f;
+      }
+      REQUIRE_MESSAGE(rill_model_set_weight(f.model, name.c_str(), RILL_DTYPE_F32, static_cast<int32_t>(shape.size()),
+                                            shape.data(), v.data(), n * sizeof(float)) == RILL_OK,
+                      rill_last_error());
+    };
+    for (int layer = 0; layer < 2; ++layer) {
+      const std::string p = "model.layers." + std::to_string(layer) + ".";
+      set(p + "self_attn.q_proj.weight", {16, 16}, 0);
+      set(p + "self_attn.q_proj.bias", {16}, 0);
+      set(p + "self_attn.k_proj.weight", {8, 16}, 0);
+      set(p + "self_attn.k_proj.bias", {8}, 0);
+      set(p + "self_attn.v_proj.weight", {8, 16}, 0);
+      set(p + "self_attn.v_proj.bias", {8}, 0);
+      set(p + "self_attn.o_proj.weight", {16, 16}, 0);
+      set(p + "input_layernorm.weight", {16}, 1);
+      set(p + "post_attention_layernorm.weight", {16}, 1);
+      set(p + "mlp.gate.weight", {4, 16}, 0, /*zero=*/true);
+      for (int e = 0; e < 4; ++e) {
+        const std::string x = p + "mlp.experts." + std::to_string(e) + ".";
+        set(x + "gate_proj.weight", {24, 16}, 0);
+        set(x + "up_proj.weight", {24, 16}, 0);
+        set(x + "down_proj.weight", {16, 24}, 0, /*zero=*/!(e < 2 ? low_experts_live : high_experts_live));
+      }
+    }
+    set("model.norm.weight", {16}, 1);
+    return f.forward(nullptr, 1, 4, random_tokens(4, 13));
+  };
+  const std::vector<float> none = run(false, false);
+  CHECK(run(false, true) == none);  // experts 2 and 3 are never chosen
+  CHECK(run(true, false) != none);
+  CHECK(run(true, true) == run(true, false));
 }
 
 TEST_CASE("forward: argument and cache checks") {

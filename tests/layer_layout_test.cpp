@@ -53,7 +53,12 @@ static_assert(offsetof(rill_model_desc, rope_factor_count) == 160);
 static_assert(offsetof(rill_model_desc, rope_short_factor) == 164);
 static_assert(offsetof(rill_model_desc, rope_long_factor) == 1188);
 static_assert(offsetof(rill_model_desc, no_rope_layer_interval) == 2212);
-static_assert(sizeof(rill_model_desc) == 2216);
+static_assert(offsetof(rill_model_desc, num_experts) == 2216);
+static_assert(offsetof(rill_model_desc, num_experts_per_tok) == 2220);
+static_assert(offsetof(rill_model_desc, norm_topk_prob) == 2224);
+static_assert(offsetof(rill_model_desc, moe_intermediate_size) == 2228);
+static_assert(offsetof(rill_model_desc, shared_expert_intermediate_size) == 2232);
+static_assert(sizeof(rill_model_desc) == 2236);
 static_assert(RILL_ROPE_MAX_FACTORS == 256);
 
 static_assert(RILL_ACT_SILU == 0 && RILL_ACT_GELU == 1 && RILL_ACT_GELU_TANH == 2 && RILL_ACT_RELU == 3);

@@ -98,6 +98,11 @@ namespace Rill
         [MarshalAs(UnmanagedType.ByValArray, SizeConst = RopeMaxFactors)] public float[] RopeShortFactor;
         [MarshalAs(UnmanagedType.ByValArray, SizeConst = RopeMaxFactors)] public float[] RopeLongFactor;
         public int NoRopeLayerInterval;
+        public int NumExperts;
+        public int NumExpertsPerTok;
+        public uint NormTopkProb;
+        public int MoeIntermediateSize;
+        public int SharedExpertIntermediateSize;
 
         /// <summary>RILL_ROPE_MAX_FACTORS: the length of RopeShortFactor and RopeLongFactor.</summary>
         public const int RopeMaxFactors = 256;

@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "dtype_convert.h"
 #include "errors.h"
 #include "host_services.h"
 #include "model.h"
@@ -17,7 +18,12 @@ namespace rill::layer {
 namespace {
 
 // Scratch tensors, each [rows, cols] for the largest rows seen.
-enum Scratch { kStreamA, kStreamB, kQ, kK, kV, kAttn, kGate, kUp, kScratchCount };
+// The last four serve the mixture of experts only (absent for a dense MLP):
+// an expert's gathered input rows, its output rows, the router logits and
+// the shared expert's gate logit.
+enum Scratch {
+  kStreamA, kStreamB, kQ, kK, kV, kAttn, kGate, kUp, kMoeIn, kMoeOut, kRouter, kSharedGate, kScratchCount
+};
 
 rill_backend_tensor view_of(const rill_tensor* tensor, std::initializer_list<int64_t> shape) {
   rill_backend_tensor v{};
@@ -90,9 +96,18 @@ class Forward {
     if (model_.scratch_rows >= rows_) return RILL_OK;
     release_scratch(model_);
     const int64_t hidden = d_.hidden_size, q = int64_t{d_.num_heads} * d_.head_dim;
-    const int64_t kv = int64_t{d_.num_kv_heads} * d_.head_dim, inter = d_.intermediate_size;
-    const int64_t cols[kScratchCount] = {hidden, hidden, q, kv, kv, q, inter, inter};
+    const int64_t kv = int64_t{d_.num_kv_heads} * d_.head_dim;
+    const bool moe = d_.num_experts > 0;
+    const int64_t inter = moe ? std::max(d_.moe_intermediate_size, d_.shared_expert_intermediate_size)
+                              : d_.intermediate_size;
+    const int64_t moe_hidden = moe ? hidden : 0, shared = d_.shared_expert_intermediate_size > 0 ? 1 : 0;
+    const int64_t cols[kScratchCount] = {hidden, hidden, q,          kv,         kv,          q,
+                                         inter,  inter,  moe_hidden, moe_hidden, d_.num_experts, shared};
     for (int64_t c : cols) {
+      if (c == 0) {
+        model_.scratch.push_back(nullptr);
+        continue;
+      }
       const int64_t shape[2] = {rows_, c};
       rill_tensor* t = nullptr;
       const rill_status created =
@@ -218,13 +233,30 @@ class Forward {
                                   op_desc(RILL_BACKEND_OP_FUSED_ADD_RMS_NORM, hidden)}
                          : Needed{RILL_BACKEND_OP(b, fused_add_layer_norm) != nullptr,
                                   op_desc(RILL_BACKEND_OP_FUSED_ADD_LAYER_NORM, hidden)});
-    needed.push_back(gemm_desc(hidden, inter, w.up_b));
-    if (is_gated(d_.activation)) needed.push_back(gemm_desc(hidden, inter, w.gate_b));
-    rill_backend_op_desc activation = op_desc(RILL_BACKEND_OP_ACTIVATION, inter);
-    activation.act_fn = act_fn(d_.activation);
-    activation.gated = is_gated(d_.activation) ? 1u : 0u;
-    needed.push_back({RILL_BACKEND_OP(b, activation) != nullptr, activation});
-    needed.push_back(gemm_desc(inter, hidden, w.down_b));
+    auto mlp_ops = [&](int64_t width, int32_t up_b, int32_t gate_b, int32_t down_b) {
+      needed.push_back(gemm_desc(hidden, width, up_b));
+      if (is_gated(d_.activation)) needed.push_back(gemm_desc(hidden, width, gate_b));
+      rill_backend_op_desc activation = op_desc(RILL_BACKEND_OP_ACTIVATION, width);
+      activation.act_fn = act_fn(d_.activation);
+      activation.gated = is_gated(d_.activation) ? 1u : 0u;
+      needed.push_back({RILL_BACKEND_OP(b, activation) != nullptr, activation});
+      needed.push_back(gemm_desc(width, hidden, down_b));
+    };
+    if (d_.num_experts > 0) {
+      // The router, each expert (on up to every row), the shared expert and
+      // its gate, and the weighted adds of single rows.
+      needed.push_back(gemm_desc(hidden, d_.num_experts, kAbsent));
+      mlp_ops(d_.moe_intermediate_size, kAbsent, kAbsent, kAbsent);
+      if (d_.shared_expert_intermediate_size > 0) {
+        needed.push_back(gemm_desc(hidden, 1, kAbsent));
+        mlp_ops(d_.shared_expert_intermediate_size, kAbsent, kAbsent, kAbsent);
+      }
+      rill_backend_op_desc row_add = op_desc(RILL_BACKEND_OP_RESIDUAL_ADD, hidden);
+      row_add.rows = 1;
+      needed.push_back({RILL_BACKEND_OP(b, residual_add) != nullptr, row_add});
+    } else {
+      mlp_ops(inter, w.up_b, w.gate_b, w.down_b);
+    }
     needed.push_back({RILL_BACKEND_OP(b, residual_add) != nullptr, op_desc(RILL_BACKEND_OP_RESIDUAL_ADD, hidden)});
     return needed;
   }
@@ -436,20 +468,135 @@ class Forward {
 
   rill_status mlp(int32_t l, const rill_backend_tensor& in, const rill_backend_tensor& out) {
     const LayerWeights& w = model_.layers[l];
-    const int64_t inter = d_.intermediate_size;
-    const rill_backend_tensor up = rows_view(model_.scratch[kUp], inter);
+    if (d_.num_experts > 0) return experts(w, in, out);
+    return dense_mlp(in, w.gate_w, w.gate_b, w.up_w, w.up_b, w.down_w, w.down_b, d_.intermediate_size, out);
+  }
+
+  // The mixture of experts: out = sum over each row's chosen experts of its
+  // routing weight times the expert's output, plus the gated shared expert.
+  // in and out are distinct [rows, D] buffers.
+  rill_status experts(const LayerWeights& w, const rill_backend_tensor& in, const rill_backend_tensor& out) {
+    const int64_t hidden = d_.hidden_size, num = d_.num_experts, k = d_.num_experts_per_tok;
+    const rill_tensor* router = model_.scratch[kRouter];
+    RILL_CHECK(gemm(in, w.router_w, kAbsent, rows_view(router, num)));
+    // A synchronizing read: the host chooses the experts from the logits,
+    // so the queued work so far must finish first. A routing kernel on the
+    // backend could remove this wait.
+    const std::vector<float> logits = read_f32(router, rows_ * num);
+    std::vector<float> gates;
+    if (w.shared_expert_gate_w != kAbsent) {
+      RILL_CHECK(gemm(in, w.shared_expert_gate_w, kAbsent, rows_view(model_.scratch[kSharedGate], 1)));
+      gates = read_f32(model_.scratch[kSharedGate], rows_);
+    }
+    if (read_status_ != RILL_OK) return read_status_;
+    // Per expert, its rows and their weights, rows in increasing order.
+    std::vector<std::vector<std::pair<int64_t, float>>> chosen(static_cast<size_t>(num));
+    std::vector<float> p(static_cast<size_t>(num));
+    std::vector<int32_t> order(static_cast<size_t>(num));
+    for (int64_t r = 0; r < rows_; ++r) {
+      // softmax over all experts in f32, then the k largest (ties: lowest index).
+      const float* row = logits.data() + r * num;
+      const float top = *std::max_element(row, row + num);
+      float sum = 0.0f;
+      for (int64_t e = 0; e < num; ++e) sum += p[e] = std::exp(row[e] - top);
+      for (int64_t e = 0; e < num; ++e) {
+        p[e] /= sum;
+        order[e] = static_cast<int32_t>(e);
+      }
+      std::partial_sort(order.begin(), order.begin() + k, order.end(),
+                        [&](int32_t a, int32_t b) { return p[a] > p[b] || (p[a] == p[b] && a < b); });
+      float kept = 0.0f;
+      for (int64_t j = 0; j < k; ++j) kept += p[order[j]];
+      for (int64_t j = 0; j < k; ++j) {
+        const int32_t e = order[j];
+        chosen[e].emplace_back(r, d_.norm_topk_prob != 0 ? p[e] / kept : p[e]);
+      }
+    }
+    RILL_CHECK(zero(out));
+    const rill_tensor* gathered = model_.scratch[kMoeIn];
+    const rill_tensor* expert_out = model_.scratch[kMoeOut];
+    const uint64_t row_bytes = static_cast<uint64_t>(hidden) * rill_dtype_size(d_.dtype);
+    const int64_t inter = d_.moe_intermediate_size;
+    for (int64_t e = 0; e < num; ++e) {
+      const auto& rows = chosen[e];
+      if (rows.empty()) continue;
+      const auto n = static_cast<int64_t>(rows.size());
+      for (int64_t j = 0; j < n; ++j) {
+        RILL_CHECK(copy_bytes(in.buffer, in.offset + static_cast<uint64_t>(rows[j].first) * row_bytes,
+                              gathered->buffer, static_cast<uint64_t>(j) * row_bytes, row_bytes));
+      }
+      const auto first = static_cast<int32_t>(w.experts + 3 * e);
+      RILL_CHECK(dense_mlp(view_of(gathered, {n, hidden}), first, kAbsent, first + 1, kAbsent, first + 2, kAbsent,
+                           inter, view_of(expert_out, {n, hidden}), n));
+      for (int64_t j = 0; j < n; ++j) RILL_CHECK(add_row(out, rows[j].first, expert_out, j, rows[j].second));
+    }
+    if (w.shared_expert_gate_w == kAbsent) return RILL_OK;
+    RILL_CHECK(dense_mlp(in, w.shared_gate_w, kAbsent, w.shared_up_w, kAbsent, w.shared_down_w, kAbsent,
+                         d_.shared_expert_intermediate_size, rows_view(expert_out, hidden)));
+    for (int64_t r = 0; r < rows_; ++r) {
+      const float sigmoid = 1.0f / (1.0f + std::exp(-gates[r]));
+      RILL_CHECK(add_row(out, r, expert_out, r, sigmoid));
+    }
+    return RILL_OK;
+  }
+
+  // out row `row` += scale * src row `src_row` (residual_add on one-row views).
+  rill_status add_row(const rill_backend_tensor& out, int64_t row, const rill_tensor* src, int64_t src_row,
+                      float scale) {
+    const uint64_t row_bytes = static_cast<uint64_t>(d_.hidden_size) * rill_dtype_size(d_.dtype);
+    rill_backend_tensor dst = out;
+    dst.shape[0] = 1;
+    dst.offset = out.offset + static_cast<uint64_t>(row) * row_bytes;
+    rill_backend_tensor update = view_of(src, {1, d_.hidden_size});
+    update.offset = static_cast<uint64_t>(src_row) * row_bytes;
+    return residual_add(dst, update, kAbsent, 1.0f, scale);
+  }
+
+  // The first count values of a tensor in f32 on the host; a failed read is
+  // kept in read_status_ (and the values are then zero).
+  std::vector<float> read_f32(const rill_tensor* t, int64_t count) {
+    const size_t esize = rill_dtype_size(d_.dtype);
+    std::vector<unsigned char> raw(static_cast<size_t>(count) * esize);
+    std::vector<float> values(static_cast<size_t>(count), 0.0f);
+    if (read_status_ != RILL_OK) return values;
+    clear_backend_message();
+    const rill_status status = ctx_.backend->table->buffer_read(ctx_.impl, t->buffer, 0, raw.data(), raw.size());
+    if (status != RILL_OK) {
+      read_status_ = backend_failure(fn_, ctx_.backend->name, status);
+      return values;
+    }
+    convert_to_f32(d_.dtype, raw.data(), values.data(), static_cast<size_t>(count));
+    return values;
+  }
+
+  // Zeroes a [rows, D] buffer through a write from the host.
+  rill_status zero(const rill_backend_tensor& t) {
+    const std::vector<unsigned char> zeros(static_cast<size_t>(rows_ * d_.hidden_size) * rill_dtype_size(d_.dtype));
+    clear_backend_message();
+    const rill_status status =
+        ctx_.backend->table->buffer_write(ctx_.impl, t.buffer, t.offset, zeros.data(), zeros.size());
+    return status == RILL_OK ? RILL_OK : backend_failure(fn_, ctx_.backend->name, status);
+  }
+
+  // act(gate_proj in) * up_proj in -> down_proj (gate absent: act(up_proj in)),
+  // of width `inter`, on the first `rows` rows (default: every row).
+  rill_status dense_mlp(const rill_backend_tensor& in, int32_t gate_w, int32_t gate_b, int32_t up_w, int32_t up_b,
+                        int32_t down_w, int32_t down_b, int64_t inter, const rill_backend_tensor& out,
+                        int64_t rows = -1) {
+    if (rows < 0) rows = rows_;
+    const rill_backend_tensor up = view_of(model_.scratch[kUp], {rows, inter});
     const rill_act_fn act = act_fn(d_.activation);
     const auto activation = RILL_BACKEND_OP(*ctx_.backend, activation);
-    RILL_CHECK(gemm(in, w.up_w, w.up_b, up));
-    if (is_gated(d_.activation)) {
-      const rill_backend_tensor gate = rows_view(model_.scratch[kGate], inter);
-      RILL_CHECK(gemm(in, w.gate_w, w.gate_b, gate));
+    RILL_CHECK(gemm(in, up_w, up_b, up));
+    if (gate_w != kAbsent) {
+      const rill_backend_tensor gate = view_of(model_.scratch[kGate], {rows, inter});
+      RILL_CHECK(gemm(in, gate_w, gate_b, gate));
       RILL_CHECK(dispatch(fn_, ctx_, activation, "activation", act, &gate, &up, &gate));
-      return gemm(gate, w.down_w, w.down_b, out);
+      return gemm(gate, down_w, down_b, out);
     }
     RILL_CHECK(
         dispatch(fn_, ctx_, activation, "activation", act, &up, static_cast<const rill_backend_tensor*>(nullptr), &up));
-    return gemm(up, w.down_w, w.down_b, out);
+    return gemm(up, down_w, down_b, out);
   }
 
   rill_status gemm(const rill_backend_tensor& a, int32_t w, int32_t bias, const rill_backend_tensor& out) {
@@ -510,6 +657,7 @@ class Forward {
   const std::vector<int32_t>* positions_ = nullptr;
   RopeFrequencies rope_freqs_;
   std::vector<int32_t> kv_lengths_;
+  rill_status read_status_ = RILL_OK;
 };
 
 }  // namespace

@@ -67,6 +67,40 @@ void add_alias(rill_model& model, const std::string& other, const std::string& n
   if (found != model.weight_index.end()) add_fused(model, other, {found->second});
 }
 
+// Layer i's mixture of experts (Qwen2-MoE and OLMoE names): the router
+// mlp.gate [E, D], each expert's gated MLP, and the shared expert with its
+// gate when shared_expert_intermediate_size > 0; Mixtral's names
+// (block_sparse_moe.gate, experts.{e}.w1 gate, w3 up, w2 down) as aliases.
+void add_experts(rill_model& model, int32_t i, LayerWeights& w) {
+  const rill_model_desc& d = model.desc;
+  const int64_t hidden = d.hidden_size, inter = d.moe_intermediate_size, shared = d.shared_expert_intermediate_size;
+  const std::string p = "model.layers." + std::to_string(i) + ".";
+  int32_t no_bias = kAbsent;
+  w.gate_w = w.gate_b = w.up_w = w.up_b = w.down_w = w.down_b = kAbsent;
+  add_linear(model, p + "mlp.gate", d.num_experts, hidden, false, w.router_w, no_bias);
+  add_alias(model, p + "block_sparse_moe.gate.weight", p + "mlp.gate.weight");
+  w.experts = static_cast<int32_t>(model.weights.size());
+  int32_t unused = kAbsent;
+  for (int32_t e = 0; e < d.num_experts; ++e) {
+    const std::string ours = p + "mlp.experts." + std::to_string(e) + ".";
+    const std::string theirs = p + "block_sparse_moe.experts." + std::to_string(e) + ".";
+    add_linear(model, ours + "gate_proj", inter, hidden, false, unused, no_bias);
+    add_linear(model, ours + "up_proj", inter, hidden, false, unused, no_bias);
+    add_linear(model, ours + "down_proj", hidden, inter, false, unused, no_bias);
+    add_alias(model, theirs + "w1.weight", ours + "gate_proj.weight");
+    add_alias(model, theirs + "w3.weight", ours + "up_proj.weight");
+    add_alias(model, theirs + "w2.weight", ours + "down_proj.weight");
+  }
+  if (shared > 0) {
+    add_linear(model, p + "mlp.shared_expert.gate_proj", shared, hidden, false, w.shared_gate_w, no_bias);
+    add_linear(model, p + "mlp.shared_expert.up_proj", shared, hidden, false, w.shared_up_w, no_bias);
+    add_linear(model, p + "mlp.shared_expert.down_proj", hidden, shared, false, w.shared_down_w, no_bias);
+    add_linear(model, p + "mlp.shared_expert_gate", 1, hidden, false, w.shared_expert_gate_w, no_bias);
+  } else {
+    w.shared_gate_w = w.shared_up_w = w.shared_down_w = w.shared_expert_gate_w = kAbsent;
+  }
+}
+
 // The fused tensors of Phi-3 (qkv_proj: [q; k; v] rows, gate_up_proj:
 // [gate; up]) and GPT-NeoX's names for layer i (query_key_value: each head's
 // q, k and v rows in turn; attention.dense, mlp.dense_h_to_4h,
@@ -76,7 +110,11 @@ void add_checkpoint_names(rill_model& model, int32_t i, const LayerWeights& w) {
   const std::string p = "model.layers." + std::to_string(i) + ".";
   add_fused(model, p + "self_attn.qkv_proj.weight", {w.q_w, w.k_w, w.v_w});
   add_fused(model, p + "self_attn.qkv_proj.bias", {w.q_b, w.k_b, w.v_b});
-  if (is_gated(d.activation)) {
+  if (d.num_experts > 0) {
+    refuse_fused(model, p + "mlp.gate_up_proj.weight",
+                 "it holds a dense MLP's gate_proj and up_proj, but this model's MLP is a mixture of " +
+                     std::to_string(d.num_experts) + " experts");
+  } else if (is_gated(d.activation)) {
     add_fused(model, p + "mlp.gate_up_proj.weight", {w.gate_w, w.up_w});
     add_fused(model, p + "mlp.gate_up_proj.bias", {w.gate_b, w.up_b});
   } else {
@@ -181,13 +219,19 @@ void build_weight_table(rill_model& model) {
     } else {
       w.q_norm_w = w.k_norm_w = kAbsent;
     }
-    if (is_gated(d.activation)) {
-      add_linear(model, p + "mlp.gate_proj", inter, hidden, d.mlp_bias != 0, w.gate_w, w.gate_b);
+    if (d.num_experts > 0) {
+      add_experts(model, i, w);
     } else {
-      w.gate_w = w.gate_b = kAbsent;
+      if (is_gated(d.activation)) {
+        add_linear(model, p + "mlp.gate_proj", inter, hidden, d.mlp_bias != 0, w.gate_w, w.gate_b);
+      } else {
+        w.gate_w = w.gate_b = kAbsent;
+      }
+      add_linear(model, p + "mlp.up_proj", inter, hidden, d.mlp_bias != 0, w.up_w, w.up_b);
+      add_linear(model, p + "mlp.down_proj", hidden, inter, d.mlp_bias != 0, w.down_w, w.down_b);
+      w.router_w = w.experts = kAbsent;
+      w.shared_gate_w = w.shared_up_w = w.shared_down_w = w.shared_expert_gate_w = kAbsent;
     }
-    add_linear(model, p + "mlp.up_proj", inter, hidden, d.mlp_bias != 0, w.up_w, w.up_b);
-    add_linear(model, p + "mlp.down_proj", hidden, inter, d.mlp_bias != 0, w.down_w, w.down_b);
     if (output) {
       // OLMo 2 names: each norm sits on its sublayer's output; no input norm.
       w.attn_norm_w = w.attn_norm_b = w.mlp_norm_w = w.mlp_norm_b = kAbsent;

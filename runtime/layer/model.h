@@ -50,6 +50,11 @@ struct LayerWeights {
   int32_t attn_out_norm_w, attn_out_norm_b, mlp_out_norm_w, mlp_out_norm_b;
   int32_t attn_gain, mlp_gain;
   int32_t q_norm_w, k_norm_w;  // the QK norm's weights (qk_norm)
+  // Mixture of experts (num_experts > 0; the dense gate/up/down are absent):
+  // the router, expert e's gate_proj, up_proj and down_proj at experts + 3e,
+  // + 3e + 1 and + 3e + 2, and the shared expert with its gate.
+  int32_t router_w, experts;
+  int32_t shared_gate_w, shared_up_w, shared_down_w, shared_expert_gate_w;
 };
 
 struct Weight {

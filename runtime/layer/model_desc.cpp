@@ -18,6 +18,7 @@ namespace {
 // Sizes beyond this are refused so that products of sizes cannot overflow.
 constexpr int64_t kMaxSize = 1 << 20;
 constexpr int64_t kMaxLayers = 4096;
+constexpr int64_t kMaxExperts = 4096;
 
 std::string num(double v) {
   char buf[64];
@@ -140,6 +141,56 @@ DescProblem check_rope_scaling(const rill_model_desc& d) {
       }
     }
   }
+  return {};
+}
+
+// The mixture-of-experts fields; resolves moe_intermediate_size 0.
+DescProblem check_experts(rill_model_desc& d) {
+  if (d.num_experts < 0 || d.num_experts > kMaxExperts) {
+    return problem("num_experts", "num_experts: expected 0 (dense MLP) to " + std::to_string(kMaxExperts) + ", got " +
+                                      std::to_string(d.num_experts));
+  }
+  for (const auto& [field, value] :
+       {std::pair<const char*, int32_t>{"moe_intermediate_size", d.moe_intermediate_size},
+        {"shared_expert_intermediate_size", d.shared_expert_intermediate_size}}) {
+    if (value < 0 || value > kMaxSize) {
+      return problem(field, std::string(field) + ": expected 0 to " + std::to_string(kMaxSize) + ", got " +
+                                std::to_string(value));
+    }
+  }
+  if (d.num_experts == 0) {
+    for (const auto& [field, value] :
+         {std::pair<const char*, int64_t>{"num_experts_per_tok", d.num_experts_per_tok},
+          {"norm_topk_prob", d.norm_topk_prob},
+          {"moe_intermediate_size", d.moe_intermediate_size},
+          {"shared_expert_intermediate_size", d.shared_expert_intermediate_size}}) {
+      if (value != 0) {
+        return problem(field, std::string(field) + ": applies only with num_experts > 0; expected 0 for a dense "
+                                                   "MLP, got " + std::to_string(value));
+      }
+    }
+    return {};
+  }
+  if (d.num_experts_per_tok < 1 || d.num_experts_per_tok > d.num_experts) {
+    return problem("num_experts_per_tok", "num_experts_per_tok: expected 1 to num_experts = " +
+                                              std::to_string(d.num_experts) + ", got " +
+                                              std::to_string(d.num_experts_per_tok));
+  }
+  if (!is_gated(d.activation)) {
+    return problem("activation", "activation: the experts are gated MLPs; expected silu_glu, gelu_glu or "
+                                 "gelu_tanh_glu with num_experts > 0, got " + enum_name(d.activation));
+  }
+  if (d.mlp_bias != 0) {
+    return problem("mlp_bias", "mlp_bias: the experts and the router have no bias; expected false with "
+                               "num_experts > 0, got true");
+  }
+  if (d.norm_placement != RILL_PLACEMENT_PRE || d.parallel_residual != 0) {
+    return problem(d.parallel_residual != 0 ? "parallel_residual" : "norm_placement",
+                   std::string(d.parallel_residual != 0 ? "parallel_residual" : "norm_placement") +
+                       ": num_experts > 0 runs with norm_placement RILL_PLACEMENT_PRE and no parallel_residual, got " +
+                       enum_name(d.norm_placement) + (d.parallel_residual != 0 ? " with parallel_residual" : ""));
+  }
+  if (d.moe_intermediate_size == 0) d.moe_intermediate_size = d.intermediate_size;
   return {};
 }
 
@@ -286,6 +337,8 @@ DescProblem resolve_desc(const rill_model_desc& given, rill_model_desc& resolved
     return problem("no_rope_layer_interval", "no_rope_layer_interval: expected >= 0 (0 = RoPE on every layer), got " +
                                                  std::to_string(d.no_rope_layer_interval));
   }
+  DescProblem moe = check_experts(d);
+  if (!moe.field.empty()) return moe;
   resolved = d;
   return {};
 }
@@ -403,7 +456,8 @@ void read_model_table(const TomlChecker& check, const toml::table& table, rill_m
                    "layer_scale", "qk_norm", "norm_weight_offset", "query_pre_attn_scalar", "parallel_residual",
                    "parallel_norms", "sliding_window", "sliding_window_pattern", "max_window_layers",
                    "attn_logit_softcapping", "rope_local_base_freq", "max_position_embeddings",
-                   "no_rope_layer_interval", "rope_scaling"});
+                   "no_rope_layer_interval", "num_experts", "num_experts_per_tok", "norm_topk_prob",
+                   "moe_intermediate_size", "shared_expert_intermediate_size", "rope_scaling"});
   const ModelReader t(check, table);
   t.choice<rill_dtype>("dtype", {{"f32", RILL_DTYPE_F32}, {"f16", RILL_DTYPE_F16}, {"bf16", RILL_DTYPE_BF16}}, d.dtype);
   t.integer("num_layers", d.num_layers);
@@ -452,6 +506,11 @@ void read_model_table(const TomlChecker& check, const toml::table& table, rill_m
   t.real("rope_local_base_freq", d.rope_local_base_freq);
   t.integer("max_position_embeddings", d.max_position_embeddings);
   t.integer("no_rope_layer_interval", d.no_rope_layer_interval);
+  t.integer("num_experts", d.num_experts);
+  t.integer("num_experts_per_tok", d.num_experts_per_tok);
+  t.boolean("norm_topk_prob", d.norm_topk_prob);
+  t.integer("moe_intermediate_size", d.moe_intermediate_size);
+  t.integer("shared_expert_intermediate_size", d.shared_expert_intermediate_size);
   if (const toml::table* scaling = check.table_at(table, "rope_scaling", "model.rope_scaling")) {
     read_rope_scaling(check, *scaling, d);
   }

@@ -43,6 +43,11 @@ and inputs that rill gets:
     forward's positions, so their decode modes are compared with
     transformers run the same way: a prefill forward and one forward per
     decode step against its DynamicCache.
+  * (the moe group) mixtures of experts in whole models: MixtralModel (its
+    own tensor names), Qwen2MoeModel (a shared expert, unnormalized top-k
+    weights) and OlmoeModel (full-width QK norm). The low-precision cases'
+    seeds route every token to the same experts in rill as in the float64
+    reference; a flipped choice would fail them.
 Every case runs as one prefill, as a prefill followed by decode steps and as
 decode steps only (`--decode-from`), and each output must match the reference
 by the limits of tests/python/tolerance.py (NMSE, worst element, finiteness).
@@ -55,7 +60,9 @@ used as stored, the erf GELU, the head_dim attention scale; the sequential
 form of parallel layers, a fused tensor split the wrong way; no sliding
 window, a window one position wider, no soft-cap, the global RoPE theta on
 the sliding layers; rope_scaling left out, the wrong rope_type, LongRoPE's
-other factor list, RoPE on the NoPE layers), so a tolerance
+other factor list, RoPE on the NoPE layers; the top-1 expert instead of the
+top-k, the top-k weights renormalized or not the other way, the shared expert
+left out, OLMoE's QK norm left out or per head), so a tolerance
 too loose to see those mistakes fails the test.
 
 Weight files are written with PyPI's safetensors package, or where it is
@@ -1389,6 +1396,113 @@ def gemma_window_case(gen, config, control=None):
     return weights, reference
 
 
+MOE_CONTROLS = {
+    "top1": "the top-1 expert instead of the top-k",
+    "renorm": "the top-k routing weights renormalized where they are not, or left as they are where they are",
+}
+SHARED_EXPERT_CONTROLS = {"shared_off": "the shared expert left out"}
+
+
+def unnormalized_moe_forward(block):
+    """block's forward (MixtralSparseMoeBlock, which always renormalizes)
+    with the top-k softmax weights as they are."""
+
+    def forward(hidden_states):
+        b, t, d = hidden_states.shape
+        x = hidden_states.view(-1, d)
+        logits = block.gate(x)
+        weights, chosen = torch.topk(F.softmax(logits, dim=1, dtype=torch.float), block.top_k, dim=-1)
+        weights = weights.to(x.dtype)
+        out = torch.zeros_like(x)
+        for e, expert in enumerate(block.experts):
+            rows, slot = torch.where(chosen == e)
+            out.index_add_(0, rows, expert(x[rows]) * weights[rows, slot, None])
+        return out.view(b, t, d), logits
+
+    return forward
+
+
+def moe_case(family, gen, config, control=None):
+    """A whole mixture-of-experts model from transformers (eager attention):
+    MixtralModel (its own tensor names: block_sparse_moe, w1/w3/w2; always
+    renormalizes the top-k weights), Qwen2MoeModel (a shared expert with its
+    sigmoid gate, q/k/v biases, every layer sparse) or OlmoeModel (the QK norm
+    over the whole q and k projections, before RoPE)."""
+    try:
+        import transformers
+    except ImportError as missing:
+        raise Skip(f"the {family} reference needs transformers: {missing}")
+
+    c = config
+    hq, hkv, hd, d = c["num_heads"], c["num_kv_heads"], c["head_dim"], c["hidden_size"]
+    assert c["norm"] == "rms" and c["norm_placement"] == "pre" and c["activation"] == "silu_glu"
+    assert c["rope_dim"] == 0 and c["final_norm"] and hq * hd == d
+    if control == "scale" or (control == "gqa" and hkv == 1):
+        return None, None  # no branch scale or LayerScale
+    k = 1 if control == "top1" else c["num_experts_per_tok"]
+    norm_topk = c.get("norm_topk_prob", False) != (control == "renorm")
+    common = dict(vocab_size=8, hidden_size=d, num_hidden_layers=c["num_layers"], num_attention_heads=hq,
+                  num_key_value_heads=hkv, rms_norm_eps=wrong_eps(c["norm_eps"], c["dtype"]) if control == "eps"
+                  else c["norm_eps"], rope_theta=wrong_rope_theta(c["rope_theta"]) if control == "rope_theta"
+                  else c["rope_theta"], num_experts_per_tok=k, attn_implementation="eager")
+    if family == "mixtral":
+        assert c["norm_topk_prob"] and not c["qkv_bias"] and c.get("shared_expert_intermediate_size", 0) == 0
+        hf = transformers.MixtralConfig(**common, intermediate_size=c["moe_intermediate_size"],
+                                        num_local_experts=c["num_experts"])
+        model, prefix = transformers.MixtralModel(hf), "model."
+    elif family == "qwen2_moe":
+        assert c["qkv_bias"] and c["shared_expert_intermediate_size"] > 0
+        hf = transformers.Qwen2MoeConfig(**common, intermediate_size=c["intermediate_size"],
+                                         moe_intermediate_size=c["moe_intermediate_size"],
+                                         shared_expert_intermediate_size=c["shared_expert_intermediate_size"],
+                                         num_experts=c["num_experts"], norm_topk_prob=norm_topk,
+                                         decoder_sparse_step=1, mlp_only_layers=[])
+        model, prefix = transformers.Qwen2MoeModel(hf), "model."
+    else:
+        assert c["qk_norm"] == "full" and not c["qkv_bias"] and c.get("shared_expert_intermediate_size", 0) == 0
+        hf = transformers.OlmoeConfig(**common, intermediate_size=c["moe_intermediate_size"],
+                                      num_experts=c["num_experts"], norm_topk_prob=norm_topk)
+        model, prefix = transformers.OlmoeModel(hf), "model."
+    model = model.double().eval()
+    weights = {prefix + k: v for k, v in draw_hf_params(gen, model, c["dtype"]).items()}
+    with torch.no_grad():
+        for layer in model.layers:
+            attn = layer.self_attn
+            if control == "gqa":
+                for proj in (attn.k_proj, attn.v_proj):
+                    proj.weight.copy_(roll_kv_heads(proj.weight.clone(), hkv))
+                    if proj.bias is not None:
+                        proj.bias.copy_(roll_kv_heads(proj.bias.clone(), hkv))
+                if family == "olmoe":
+                    attn.k_norm.weight.copy_(roll_kv_heads(attn.k_norm.weight.clone(), hkv))
+            elif control == "transpose":
+                attn.o_proj.weight.copy_(attn.o_proj.weight.t().clone())
+            elif control == "shared_off":
+                layer.mlp.shared_expert.down_proj.weight.zero_()
+            if family == "mixtral" and control == "renorm":
+                layer.block_sparse_moe.forward = unnormalized_moe_forward(layer.block_sparse_moe)
+            if control == "no_qk_norm":
+                attn.q_norm, attn.k_norm = torch.nn.Identity(), torch.nn.Identity()
+            elif control == "qk_norm_form":  # per head, each head's hd values with its slice of the full weight
+                for proj, norm in (("q_proj", "q_norm"), ("k_proj", "k_norm")):
+                    setattr(attn, proj, HeadNorm(getattr(attn, proj), getattr(attn, norm).weight.detach(),
+                                                 hf.rms_norm_eps, hd))
+                    setattr(attn, norm, torch.nn.Identity())
+    return weights, hf_reference(model)
+
+
+def mixtral_case(gen, config, control=None):
+    return moe_case("mixtral", gen, config, control)
+
+
+def qwen2_moe_case(gen, config, control=None):
+    return moe_case("qwen2_moe", gen, config, control)
+
+
+def olmoe_case(gen, config, control=None):
+    return moe_case("olmoe", gen, config, control)
+
+
 # ---------------------------------------------------------------------------
 
 GEMMA = dict(activation="gelu_tanh_glu", norm_weight_offset=1.0)
@@ -1399,6 +1513,14 @@ GEMMA2_WINDOW = dict(GEMMA, norm_placement="sandwich", head_dim=32, query_pre_at
 GEMMA3_WINDOW = dict(GEMMA, norm_placement="sandwich", head_dim=32, query_pre_attn_scalar=24.0, qk_norm="head",
                      num_layers=4, rope_theta=1e6, rope_local_base_freq=10000.0, sliding_window=4,
                      sliding_window_pattern=3)
+
+# Mixtures of experts: 8 experts of width 48 (Mixtral renormalizes the top-2 weights); Qwen2-MoE with 6 of
+# width 32, unnormalized, and a shared expert of width 80; OLMoE with 4 of width 40 and the full QK norm.
+MIXTRAL = dict(num_experts=8, num_experts_per_tok=2, norm_topk_prob=True, moe_intermediate_size=48,
+               rope_theta=1e6, norm_eps=1e-5)
+QWEN2_MOE = dict(num_experts=6, num_experts_per_tok=2, moe_intermediate_size=32,
+                 shared_expert_intermediate_size=80, qkv_bias=True, rope_theta=1e6)
+OLMOE = dict(num_experts=4, num_experts_per_tok=2, moe_intermediate_size=40, qk_norm="full", norm_eps=1e-5)
 
 # LongRoPE's per-frequency factors for head_dim 16, shaped like Phi-3's: near 1
 # for the high frequencies, growing toward the low ones.
@@ -1508,35 +1630,45 @@ CASES = {
     "smollm3_nope_yarn_bf16": ("rope", base_config(num_layers=4, no_rope_layer_interval=4, dtype="bf16",
                                                    max_position_embeddings=32,
                                                    rope_scaling=dict(rope_type="yarn", factor=2.0))),
+    # mixtures of experts, top-2 (transformers' Mixtral, Qwen2-MoE, OLMoE)
+    "mixtral_moe": ("mixtral", base_config(**MIXTRAL)),
+    "mixtral_moe_bf16": ("mixtral", base_config(**MIXTRAL, dtype="bf16")),
+    "qwen2_moe_shared": ("qwen2_moe", base_config(**QWEN2_MOE)),
+    "qwen2_moe_shared_f16": ("qwen2_moe", base_config(**QWEN2_MOE, dtype="f16")),
+    "olmoe": ("olmoe", base_config(**OLMOE)),
 }
 BUILDERS = {"encoder": encoder_case, "decoder": decoder_case, "gemma2": gemma2_case, "granite": granite_case,
             "mimi": mimi_case, "olmo2": olmo2_case, "qwen3": qwen3_case, "gemma": gemma_case, "neox": neox_case,
             "phi": phi_case, "phi3": phi3_case, "mistral": mistral_case, "gemma_window": gemma_window_case,
-            "rope": rope_case}
+            "rope": rope_case, "mixtral": mixtral_case, "qwen2_moe": qwen2_moe_case, "olmoe": olmoe_case}
 TRANSFORMERS = ("gemma2", "granite", "mimi")  # the builders that need transformers (--venv)
 QK_NORM = ("olmo2", "qwen3")  # the qknorm group's builders, which need transformers too
 GEMMA_FAMILY = ("gemma",)  # the gemma group's builder, which needs transformers too
 PARALLEL = ("neox", "phi", "phi3")  # the parallel group's builders, which need transformers too
 WINDOW = ("mistral", "gemma_window")  # the window group's builders, which need transformers too
 ROPE = ("rope",)  # the rope group's builder, which needs transformers too
+MOE = ("mixtral", "qwen2_moe", "olmoe")  # the moe group's builders, which need transformers too
 CASE_TOKENS = {"rope": 16}  # tokens per sequence where a builder needs more than 9
 # The controls of a builder's features, beside CONTROLS.
 FEATURE_CONTROLS = {"olmo2": {**QK_NORM_CONTROLS, **OUTPUT_CONTROLS}, "qwen3": QK_NORM_CONTROLS,
                     "gemma": GEMMA_CONTROLS, "neox": {**SEQUENTIAL_CONTROLS, **SPLIT_CONTROLS},
                     "phi": SEQUENTIAL_CONTROLS, "phi3": SPLIT_CONTROLS, "mistral": WINDOW_CONTROLS,
                     "gemma_window": {**GEMMA_CONTROLS, **WINDOW_CONTROLS},
-                    "rope": {**ROPE_CONTROLS, **LONGROPE_CONTROLS, **NOPE_CONTROLS}}
+                    "rope": {**ROPE_CONTROLS, **LONGROPE_CONTROLS, **NOPE_CONTROLS},
+                    "mixtral": MOE_CONTROLS, "qwen2_moe": {**MOE_CONTROLS, **SHARED_EXPERT_CONTROLS},
+                    "olmoe": {**MOE_CONTROLS, **QK_NORM_CONTROLS}}
 GROUPS = {
     "encoder": [n for n in CASES if n.startswith("encoder")],
     "llama": ["qwen2_f32", "qwen2_f16", "qwen2_bf16", "llama_mqa_partial_rope", "pre_no_final_norm_gelu_tanh"],
     "placements": [n for n in CASES if not n.startswith(("encoder", "qwen2", "llama", "pre_no"))
-                   and CASES[n][0] not in TRANSFORMERS + QK_NORM + GEMMA_FAMILY + PARALLEL + WINDOW + ROPE],
+                   and CASES[n][0] not in TRANSFORMERS + QK_NORM + GEMMA_FAMILY + PARALLEL + WINDOW + ROPE + MOE],
     "transformers": [n for n in CASES if CASES[n][0] in TRANSFORMERS],
     "qknorm": [n for n in CASES if CASES[n][0] in QK_NORM],
     "gemma": [n for n in CASES if CASES[n][0] in GEMMA_FAMILY],
     "parallel": [n for n in CASES if CASES[n][0] in PARALLEL],
     "window": [n for n in CASES if CASES[n][0] in WINDOW],
     "rope": [n for n in CASES if CASES[n][0] in ROPE],
+    "moe": [n for n in CASES if CASES[n][0] in MOE],
 }
 
 

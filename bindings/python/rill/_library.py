@@ -79,6 +79,11 @@ class ModelDesc(ctypes.Structure):
         ("rope_short_factor", ctypes.c_float * ROPE_MAX_FACTORS),
         ("rope_long_factor", ctypes.c_float * ROPE_MAX_FACTORS),
         ("no_rope_layer_interval", ctypes.c_int32),
+        ("num_experts", ctypes.c_int32),
+        ("num_experts_per_tok", ctypes.c_int32),
+        ("norm_topk_prob", ctypes.c_uint32),
+        ("moe_intermediate_size", ctypes.c_int32),
+        ("shared_expert_intermediate_size", ctypes.c_int32),
     ]
 
     def __init__(self, **fields):
