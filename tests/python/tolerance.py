@@ -20,7 +20,7 @@ Limit = collections.namedtuple("Limit", "nmse worst")
 
 PROFILES = {
     # Decoder stacks: rill run against the float64 PyTorch references
-    # (tests/torch/layer_reference.py), worst of 53 cases x 3 modes x 2 backends;
+    # (tests/torch/layer_reference.py), worst of 58 cases x 3 modes x 2 backends;
     # also the binding's small model (tests/python/test_model.py, f32 measured
     # NMSE 6.8e-14, worst 6.3e-7). The f32 NMSE limit stays under 4.6e-12, what
     # the reference with eps 10x too large gives in deepnorm_layer, the case
