@@ -877,6 +877,74 @@ RILL_API rill_status rill_kv_cache_set_length(rill_kv_cache* cache, int32_t sequ
 RILL_API rill_status rill_model_forward(rill_model* model, rill_kv_cache* cache, rill_tensor* hidden,
                                         const int32_t* positions, size_t position_count);
 
+/* ------------------------------------------------------------------------- */
+/* Sampling                                                                  */
+/* ------------------------------------------------------------------------- */
+/* A sampler turns one row of logits, and the tokens seen so far, into the    */
+/* probability distribution the next token is drawn from, in transformers'    */
+/* order: repetition penalty, presence and frequency penalties, temperature,  */
+/* top-k, top-p, min-p, softmax (docs/GENERATION.md defines each step).       */
+/* Pure host code: the arithmetic is double, the same on every backend.       */
+
+/* Sampling settings. Fill with rill_sampler_params_init, then change fields.
+   Fields are only ever appended; struct_size = sizeof(rill_sampler_params). */
+typedef struct rill_sampler_params {
+  uint32_t struct_size;
+  float temperature;        /* 0 = greedy (the first largest logit after penalties); default 1 */
+  int32_t top_k;            /* keep the k largest (ties with the k-th kept); 0 = off (default) */
+  float top_p;              /* keep the smallest top set with mass >= top_p; 1 = off (default); (0, 1] */
+  float min_p;              /* drop tokens less likely than min_p * the largest probability; 0 = off; [0, 1] */
+  float repetition_penalty; /* seen tokens: positive logits divided, negative multiplied by it; 1 = off; > 0 */
+  float presence_penalty;   /* subtracted once from each seen token's logit; 0 = off */
+  float frequency_penalty;  /* subtracted once per occurrence of a seen token; 0 = off */
+  uint64_t seed;            /* the generator's seed: the same seed draws the same tokens everywhere */
+} rill_sampler_params;
+
+/* Fills params with the defaults above: plain sampling at temperature 1, every
+   filter and penalty off, seed 0; struct_size = sizeof(rill_sampler_params).
+   NULL is a no-op. Thread-safe. */
+RILL_API void rill_sampler_params_init(rill_sampler_params* params);
+
+/* The distribution a token would be drawn from, for hosts and tests to see.
+   params: settings (struct_size read as above; the seed is not used).
+   logits: vocab_size f32 values, each finite or -inf (a token ruled out), at
+     least one finite.
+   history: the tokens seen so far (prompt and generated), history_count ids in
+     [0, vocab_size); the penalties count them. NULL only with history_count 0.
+   out_probabilities: probability_count floats, probability_count == vocab_size;
+     receives the distribution (0 for removed tokens; sums to 1).
+   Errors: RILL_ERROR_INVALID_ARGUMENT for a NULL pointer, a vocab_size of 0, a
+   probability_count other than vocab_size, a NaN or +inf logit (its index named),
+   a history id out of range, or a params field out of its range (named).
+   Thread-safe. */
+RILL_API rill_status rill_sampler_probabilities(const rill_sampler_params* params, const float* logits,
+                                                size_t vocab_size, const int32_t* history, size_t history_count,
+                                                float* out_probabilities, size_t probability_count);
+
+/* A sampler: params and the state of its random generator (xoshiro256**
+   seeded with splitmix64, a fixed algorithm, so the same seed and the same
+   logits give the same tokens on every platform). */
+typedef struct rill_sampler rill_sampler;
+
+/* Creates a sampler with a copy of params, its generator seeded with
+   params->seed.
+   Errors: RILL_ERROR_INVALID_ARGUMENT for NULL or a params field out of range
+   (named); RILL_ERROR_OUT_OF_MEMORY. */
+RILL_API rill_status rill_sampler_create(const rill_sampler_params* params, rill_sampler** out_sampler);
+
+/* Releases a sampler. NULL is a no-op. */
+RILL_API void rill_sampler_destroy(rill_sampler* sampler);
+
+/* Draws one token from the distribution rill_sampler_probabilities gives for
+   these arguments and advances the generator (greedy draws advance it too, so
+   switching temperature keeps later draws reproducible). The draw is the first
+   token whose running probability sum exceeds a uniform number in [0, 1).
+   out_token: receives the token id.
+   Errors: as rill_sampler_probabilities. A sampler is used by one thread at a
+   time. */
+RILL_API rill_status rill_sampler_sample(rill_sampler* sampler, const float* logits, size_t vocab_size,
+                                         const int32_t* history, size_t history_count, int32_t* out_token);
+
 #ifdef __cplusplus
 }
 #endif

@@ -146,6 +146,29 @@ namespace Rill
         }
     }
 
+    /// <summary>rill_sampler_params, field for field. SamplerParams.Defaults() holds
+    /// rill_sampler_params_init's values.</summary>
+    [StructLayout(LayoutKind.Sequential)]
+    public struct SamplerParams
+    {
+        public uint StructSize;
+        public float Temperature;       // 0 = greedy
+        public int TopK;                // 0 = off
+        public float TopP;              // 1 = off
+        public float MinP;              // 0 = off
+        public float RepetitionPenalty; // 1 = off
+        public float PresencePenalty;   // 0 = off
+        public float FrequencyPenalty;  // 0 = off
+        public ulong Seed;
+
+        public static SamplerParams Defaults()
+        {
+            var p = new SamplerParams();
+            Native.rill_sampler_params_init(ref p);
+            return p;
+        }
+    }
+
     /// <summary>void (*rill_log_fn)(rill_log_level, const char*, void*).</summary>
     [UnmanagedFunctionPointer(CallingConvention.Cdecl)]
     public delegate void NativeLogFn(LogLevel level, IntPtr message, IntPtr userData);
@@ -263,6 +286,17 @@ namespace Rill
         [DllImport(Library, CallingConvention = Cdecl)]
         public static extern Status rill_model_forward(ModelHandle model, IntPtr cache, TensorHandle hidden, int[] positions,
                                                        UIntPtr positionCount);
+
+        [DllImport(Library, CallingConvention = Cdecl)] public static extern void rill_sampler_params_init(ref SamplerParams p);
+        [DllImport(Library, CallingConvention = Cdecl)]
+        public static extern Status rill_sampler_probabilities(ref SamplerParams p, float[] logits, UIntPtr vocabSize, int[] history,
+                                                               UIntPtr historyCount, float[] probabilities, UIntPtr probabilityCount);
+        [DllImport(Library, CallingConvention = Cdecl)]
+        public static extern Status rill_sampler_create(ref SamplerParams p, out IntPtr sampler);
+        [DllImport(Library, CallingConvention = Cdecl)] public static extern void rill_sampler_destroy(IntPtr sampler);
+        [DllImport(Library, CallingConvention = Cdecl)]
+        public static extern Status rill_sampler_sample(IntPtr sampler, float[] logits, UIntPtr vocabSize, int[] history,
+                                                        UIntPtr historyCount, out int token);
     }
 
     /// <summary>UTF-8 strings across the boundary.</summary>

@@ -125,6 +125,9 @@ static class RillTests
         { "rill_kv_cache**", new[] { typeof(KvCacheHandle).MakeByRefType() } },
         { "rill_model_desc*", new[] { typeof(ModelDesc).MakeByRefType() } },
         { "rill_attention_params*", new[] { typeof(AttentionParams).MakeByRefType() } },
+        { "rill_sampler_params*", new[] { typeof(SamplerParams).MakeByRefType() } },
+        { "rill_sampler*", new[] { typeof(IntPtr) } },
+        { "rill_sampler**", new[] { typeof(IntPtr).MakeByRefType() } },
     };
 
     // "const int64_t* shape" -> "int64_t*"; "const char*" -> "char*".
@@ -169,6 +172,7 @@ static class RillTests
         foreach (var m in imported) Assert(declared.Contains(m.Name), m.Name + " is in rill.h");
         Assert(Marshal.SizeOf(typeof(ModelDesc)) == 2236, "ModelDesc has rill_model_desc's size");
         Assert(Marshal.SizeOf(typeof(AttentionParams)) == 16, "AttentionParams has rill_attention_params's size");
+        Assert(Marshal.SizeOf(typeof(SamplerParams)) == 40, "SamplerParams has rill_sampler_params's size");
     }
 
     static void TestVersionAndNames()

@@ -38,6 +38,7 @@ def c_to_ctypes():
         "rill_context*": handle, "rill_tensor*": handle, "rill_model*": handle, "rill_kv_cache*": handle,
         "rill_context**": handle_out, "rill_tensor**": handle_out, "rill_model**": handle_out,
         "rill_kv_cache**": handle_out,
+        "rill_sampler_params*": _library.c_sampler_params_p, "rill_sampler*": handle, "rill_sampler**": handle_out,
     }
 
 

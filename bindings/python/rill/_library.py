@@ -129,6 +129,31 @@ class AttentionParams(ctypes.Structure):
 
 
 c_attention_params_p = ctypes.POINTER(AttentionParams)
+
+
+class SamplerParams(ctypes.Structure):
+    """rill_sampler_params, field for field; SamplerParams() holds rill_sampler_params_init's defaults."""
+    _fields_ = [
+        ("struct_size", ctypes.c_uint32),
+        ("temperature", ctypes.c_float),
+        ("top_k", ctypes.c_int32),
+        ("top_p", ctypes.c_float),
+        ("min_p", ctypes.c_float),
+        ("repetition_penalty", ctypes.c_float),
+        ("presence_penalty", ctypes.c_float),
+        ("frequency_penalty", ctypes.c_float),
+        ("seed", ctypes.c_uint64),
+    ]
+
+    def __init__(self, **fields):
+        super().__init__(ctypes.sizeof(SamplerParams), 1.0, 0, 1.0, 0.0, 1.0, 0.0, 0.0, 0)
+        for name, value in fields.items():
+            if name not in dict(self._fields_) or name == "struct_size":
+                raise TypeError("SamplerParams: no field {!r}".format(name))
+            setattr(self, name, value)
+
+
+c_sampler_params_p = ctypes.POINTER(SamplerParams)
 _vp = ctypes.c_void_p
 _st = ctypes.c_int  # rill_status, rill_dtype and rill_log_level are 32-bit enums
 _f = ctypes.c_float
@@ -186,6 +211,12 @@ _PROTOTYPES = {
     "rill_kv_cache_get_length": (_st, [_vp, ctypes.c_int32, c_int32_p]),
     "rill_kv_cache_set_length": (_st, [_vp, ctypes.c_int32, ctypes.c_int32]),
     "rill_model_forward": (_st, [_vp, _vp, _vp, c_int32_p, ctypes.c_size_t]),
+    "rill_sampler_params_init": (None, [c_sampler_params_p]),
+    "rill_sampler_probabilities": (_st, [c_sampler_params_p, c_float_p, ctypes.c_size_t, c_int32_p, ctypes.c_size_t,
+                                         c_float_p, ctypes.c_size_t]),
+    "rill_sampler_create": (_st, [c_sampler_params_p, c_void_pp]),
+    "rill_sampler_destroy": (None, [_vp]),
+    "rill_sampler_sample": (_st, [_vp, c_float_p, ctypes.c_size_t, c_int32_p, ctypes.c_size_t, c_int32_p]),
 }
 
 _lock = threading.Lock()
