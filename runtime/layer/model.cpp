@@ -61,12 +61,6 @@ void refuse_fused(rill_model& model, const std::string& name, std::string why) {
   model.fused.push_back(FusedWeight{name, {}, 1, {}, std::move(why)});
 }
 
-// Adds `other` as another name of the weight `name`, where the model has it.
-void add_alias(rill_model& model, const std::string& other, const std::string& name) {
-  const auto found = model.weight_index.find(name);
-  if (found != model.weight_index.end()) add_fused(model, other, {found->second});
-}
-
 // Layer i's mixture of experts (Qwen2-MoE and OLMoE names): the router
 // mlp.gate [E, D], each expert's gated MLP, and the shared expert with its
 // gate when shared_expert_intermediate_size > 0; Mixtral's names
@@ -192,6 +186,11 @@ rill_status store_fused(const char* function, rill_model& model, const FusedWeig
 }
 
 }  // namespace
+
+void add_alias(rill_model& model, const std::string& other, const std::string& name) {
+  const auto found = model.weight_index.find(name);
+  if (found != model.weight_index.end()) add_fused(model, other, {found->second});
+}
 
 rill_status load_safetensors(const char* fn, rill_model& model, const io::SafetensorsFile& file) {
   const std::string f(fn);

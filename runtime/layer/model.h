@@ -122,6 +122,10 @@ void build_weight_table(rill_model& model);
 // The first weight the model uses that has not been set, or nullptr.
 const Weight* first_missing_weight(const rill_model& model);
 
+// Adds `other` as another name of the weight `name` (a checkpoint's name
+// for it), where the model has that weight; nothing otherwise.
+void add_alias(rill_model& model, const std::string& other, const std::string& name);
+
 // Stores every weight of model that the safetensors file holds (under its own
 // name, a fused one or an alias); every tensor used is checked before any is
 // stored. fn prefixes the messages. Tensors the model does not use are skipped.
