@@ -173,27 +173,29 @@ void rope_scaling(Keys& k, Mapping& m) {
       k.error(RILL_ERROR_CONFIG, "rope_scaling", "'" + key + "': unexpected value " + value_text(value));
     }
   }
-  m.model.insert("rope_scaling", std::move(table));
+  m.model.insert_or_assign("rope_scaling", std::move(table));
 }
 
 void copy_integer(Keys& k, Mapping& m, const char* key, const char* field) {
-  if (k.get(key) != nullptr) m.model.insert(field, k.integer(key, 0, 0, INT32_MAX));
+  if (k.get(key) != nullptr) m.model.insert_or_assign(field, k.integer(key, 0, 0, INT32_MAX));
 }
 
-// The sizes every family names alike, rope_theta and rope_scaling.
-void sizes(Keys& k, Mapping& m, double eps_fallback, const char* eps_key = "rms_norm_eps") {
+// The sizes every family names alike, the norm's eps (eps_key, or the
+// fallback with eps_key NULL), rope_theta and rope_scaling.
+// kv_heads false: a multi-head-attention family without num_key_value_heads.
+void sizes(Keys& k, Mapping& m, double eps_fallback, const char* eps_key = "rms_norm_eps", bool kv_heads = true) {
   m.config.vocab_size = static_cast<int32_t>(k.required_integer("vocab_size"));
-  m.model.insert("num_layers", k.required_integer("num_hidden_layers"));
-  m.model.insert("hidden_size", k.required_integer("hidden_size"));
-  m.model.insert("num_heads", k.required_integer("num_attention_heads"));
-  m.model.insert("intermediate_size", k.required_integer("intermediate_size"));
-  copy_integer(k, m, "num_key_value_heads", "num_kv_heads");
-  copy_integer(k, m, "head_dim", "head_dim");
-  m.model.insert("norm_eps", k.number(eps_key, eps_fallback));
-  m.model.insert("rope_theta", k.number("rope_theta", 10000.0));
+  m.model.insert_or_assign("num_layers", k.required_integer("num_hidden_layers"));
+  m.model.insert_or_assign("hidden_size", k.required_integer("hidden_size"));
+  m.model.insert_or_assign("num_heads", k.required_integer("num_attention_heads"));
+  m.model.insert_or_assign("intermediate_size", k.required_integer("intermediate_size"));
+  if (kv_heads) copy_integer(k, m, "num_key_value_heads", "num_kv_heads");
+  if (kv_heads) copy_integer(k, m, "head_dim", "head_dim");
+  m.model.insert_or_assign("norm_eps", eps_key != nullptr ? k.number(eps_key, eps_fallback) : eps_fallback);
+  m.model.insert_or_assign("rope_theta", k.number("rope_theta", 10000.0));
   m.config.max_position_embeddings = static_cast<int32_t>(k.integer("max_position_embeddings", 0));
   if (m.config.max_position_embeddings > 0) {
-    m.model.insert("max_position_embeddings", int64_t{m.config.max_position_embeddings});
+    m.model.insert_or_assign("max_position_embeddings", int64_t{m.config.max_position_embeddings});
   }
   rope_scaling(k, m);
 }
@@ -211,55 +213,380 @@ void gated_activation(Keys& k, Mapping& m, const std::string& fallback, const ch
     k.error(RILL_ERROR_UNSUPPORTED, key,
             "expected silu, swish, gelu, gelu_pytorch_tanh or gelu_new, got \"" + act + "\"");
   }
-  m.model.insert("activation", found->second);
+  m.model.insert_or_assign("activation", found->second);
 }
 
 // Mistral's and Qwen2's sliding_window: an integer, or null for none.
 void sliding_window(Keys& k, Mapping& m, int64_t fallback) {
   const int64_t window = k.integer("sliding_window", fallback, 0, INT32_MAX);
-  if (window > 0) m.model.insert("sliding_window", window);
+  if (window > 0) m.model.insert_or_assign("sliding_window", window);
+}
+
+// head_dim as the [model] table has it so far: its head_dim, else
+// hidden_size / num_heads (0 when that does not divide; the descriptor check
+// then names the problem).
+int64_t head_dim_of(const Mapping& m) {
+  if (const auto* given = m.model.get_as<int64_t>("head_dim")) return given->get();
+  const int64_t hidden = m.model.get_as<int64_t>("hidden_size")->get();
+  const int64_t heads = m.model.get_as<int64_t>("num_heads")->get();
+  return hidden % heads == 0 ? hidden / heads : 0;
+}
+
+// partial_rotary_factor (or GPT-NeoX's rotary_pct) -> rope_dim, truncated as
+// transformers computes int(head_dim * factor).
+void partial_rotary(Keys& k, Mapping& m, const char* key) {
+  const double factor = k.number(key, 1.0);
+  if (!(factor > 0 && factor <= 1)) k.error(RILL_ERROR_CONFIG, key, "expected a fraction in (0, 1], got " + std::to_string(factor));
+  if (factor < 1) m.model.insert_or_assign("rope_dim", static_cast<int64_t>(static_cast<double>(head_dim_of(m)) * factor));
+}
+
+// The key must hold the same value as the one rill reads in its place.
+void same_as(Keys& k, const char* key, double value, const char* read) {
+  const double given = k.number(key, value);
+  if (given != value) {
+    k.error(RILL_ERROR_CONFIG, key, std::string("expected the value of '") + read + "' (" + std::to_string(value) +
+                                        "), got " + std::to_string(given));
+  }
+}
+
+void biases(Keys& k, Mapping& m, const char* key, bool fallback) {
+  const bool bias = k.boolean(key, fallback);
+  m.model.insert_or_assign("qkv_bias", bias);
+  m.model.insert_or_assign("o_bias", bias);
+}
+
+void tie(Keys& k, Mapping& m, bool fallback) { m.config.tie_word_embeddings = k.boolean("tie_word_embeddings", fallback); }
+
+// Newer configs list each layer's attention kind; rill takes it from the
+// window keys, so the list must say what they say.
+void layer_types(Keys& k, Mapping& m) {
+  const json* v = k.get("layer_types");
+  if (v == nullptr) return;
+  const bool sliding = m.model.contains("sliding_window");
+  for (const json& type : *v) {
+    if (!(type == "full_attention" || (sliding && type == "sliding_attention"))) {
+      k.error(RILL_ERROR_UNSUPPORTED, "layer_types",
+              "rill derives each layer's attention from sliding_window and its pattern; expected only "
+              "\"full_attention\" entries here, got " + value_text(*v));
+    }
+  }
 }
 
 void llama(Keys& k, Mapping& m) {
   sizes(k, m, 1e-6);
   gated_activation(k, m, "silu");
-  const bool attention_bias = k.boolean("attention_bias", false);
-  m.model.insert("qkv_bias", attention_bias);
-  m.model.insert("o_bias", attention_bias);
-  m.model.insert("mlp_bias", k.boolean("mlp_bias", false));
+  biases(k, m, "attention_bias", false);
+  m.model.insert_or_assign("mlp_bias", k.boolean("mlp_bias", false));
   k.harmless({"pretraining_tp"});  // splits the projections' GEMMs; the sum is the same
-  m.config.tie_word_embeddings = k.boolean("tie_word_embeddings", false);
+  tie(k, m, false);
 }
 
-void mistral(Keys& k, Mapping& m) {
+// Mistral; window_fallback is the class default when sliding_window is absent.
+void mistral_like(Keys& k, Mapping& m, int64_t window_fallback) {
   sizes(k, m, 1e-6);
   gated_activation(k, m, "silu");
-  sliding_window(k, m, 4096);
-  m.config.tie_word_embeddings = k.boolean("tie_word_embeddings", false);
+  sliding_window(k, m, window_fallback);
+  tie(k, m, false);
 }
 
-void qwen2(Keys& k, Mapping& m) {
-  sizes(k, m, 1e-6);
-  gated_activation(k, m, "silu");
-  m.model.insert("qkv_bias", true);
-  const bool sliding = k.boolean("use_sliding_window", false);
-  if (sliding) {
+void mistral(Keys& k, Mapping& m) { mistral_like(k, m, 4096); }
+
+// Qwen2's window: only with use_sliding_window, on layers >= max_window_layers.
+void qwen_window(Keys& k, Mapping& m) {
+  if (k.boolean("use_sliding_window", false)) {
     sliding_window(k, m, 4096);
     copy_integer(k, m, "max_window_layers", "max_window_layers");
   } else {
     k.harmless({"sliding_window", "max_window_layers"});  // read only with use_sliding_window
   }
-  m.config.tie_word_embeddings = k.boolean("tie_word_embeddings", false);
+}
+
+void qwen2(Keys& k, Mapping& m) {
+  sizes(k, m, 1e-6);
+  gated_activation(k, m, "silu");
+  m.model.insert_or_assign("qkv_bias", true);
+  qwen_window(k, m);
+  tie(k, m, false);
+}
+
+// Qwen3 (after its published modelling code; transformers 4.47.1 has none):
+// Qwen2 with a per-head RMSNorm on q and k, and attention_bias for the bias.
+void qwen3(Keys& k, Mapping& m) {
+  sizes(k, m, 1e-6);
+  gated_activation(k, m, "silu");
+  biases(k, m, "attention_bias", false);
+  m.model.insert_or_assign("qk_norm", "head");
+  qwen_window(k, m);
+  layer_types(k, m);
+  tie(k, m, false);
+}
+
+// Gemma: 1 + w norms, the tanh GELU (hidden_activation; transformers ignores
+// hidden_act for Gemma), embeddings scaled by sqrt(hidden_size).
+void gemma_common(Keys& k, Mapping& m) {
+  sizes(k, m, 1e-6);
+  gated_activation(k, m, "gelu_pytorch_tanh", "hidden_activation");
+  k.harmless({"hidden_act"});
+  biases(k, m, "attention_bias", false);
+  m.model.insert_or_assign("norm_weight_offset", 1.0);
+  m.config.scale_embedding = true;
+  tie(k, m, true);
+}
+
+void softcaps(Keys& k, Mapping& m, double attention_fallback, double final_fallback) {
+  const double attention = k.number("attn_logit_softcapping", attention_fallback);
+  if (attention > 0) m.model.insert_or_assign("attn_logit_softcapping", attention);
+  const double final = k.number("final_logit_softcapping", final_fallback);
+  if (!(final >= 0)) k.error(RILL_ERROR_CONFIG, "final_logit_softcapping", "expected a value >= 0 or null");
+  m.config.final_logit_softcapping = static_cast<float>(final);
+}
+
+void gemma(Keys& k, Mapping& m) { gemma_common(k, m); }
+
+void gemma2(Keys& k, Mapping& m) {
+  gemma_common(k, m);
+  m.model.insert_or_assign("norm_placement", "sandwich");
+  m.model.insert_or_assign("query_pre_attn_scalar", k.number("query_pre_attn_scalar", 224));
+  softcaps(k, m, 50.0, 30.0);
+  const int64_t window = k.integer("sliding_window", 4096, 0, INT32_MAX);
+  if (window > 0) {
+    m.model.insert_or_assign("sliding_window", window);
+    m.model.insert_or_assign("sliding_window_pattern", int64_t{2});  // even layers slide
+  }
+  k.harmless({"cache_implementation"});
+}
+
+// Gemma 3's text model (after its published modelling code; transformers
+// 4.47.1 has none): Gemma 2 with a per-head QK norm, every
+// sliding_window_pattern-th layer global and its own theta on the others.
+void gemma3_text(Keys& k, Mapping& m) {
+  gemma_common(k, m);
+  m.model.insert_or_assign("norm_placement", "sandwich");
+  m.model.insert_or_assign("qk_norm", "head");
+  m.model.insert_or_assign("query_pre_attn_scalar", k.number("query_pre_attn_scalar", 256));
+  softcaps(k, m, 0.0, 0.0);
+  const int64_t window = k.integer("sliding_window", 4096, 0, INT32_MAX);
+  if (window > 0) {
+    m.model.insert_or_assign("sliding_window", window);
+    m.model.insert_or_assign("sliding_window_pattern", k.integer("sliding_window_pattern", 6, 0, INT32_MAX));
+    m.model.insert_or_assign("rope_local_base_freq", k.number("rope_local_base_freq", 10000.0));
+  }
+  layer_types(k, m);
+  k.harmless({"cache_implementation"});
+}
+
+// Phi-3: fused qkv_proj and gate_up_proj (split on load), LongRoPE with
+// original_max_position_embeddings beside rope_scaling.
+void phi3(Keys& k, Mapping& m) {
+  sizes(k, m, 1e-5);
+  gated_activation(k, m, "silu");
+  sliding_window(k, m, 0);
+  partial_rotary(k, m, "partial_rotary_factor");
+  const int64_t original = k.integer("original_max_position_embeddings", 0);
+  if (auto* scaling = m.model.get_as<toml::table>("rope_scaling"); scaling != nullptr && original > 0) {
+    if (!scaling->contains("original_max_position_embeddings")) {
+      scaling->insert("original_max_position_embeddings", original);
+    }
+  }
+  k.harmless({"resid_pdrop", "embd_pdrop"});
+  tie(k, m, false);
+}
+
+void layer_norm(Mapping& m) { m.model.insert_or_assign("norm", "layer"); }
+
+// A plain (ungated) MLP: act(up_proj x) then down_proj.
+void plain_activation(Keys& k, Mapping& m, const std::string& fallback) {
+  const std::string act = k.string("hidden_act", fallback);
+  static const std::map<std::string, std::string> kPlain = {
+      {"gelu", "gelu"}, {"gelu_pytorch_tanh", "gelu_tanh"}, {"gelu_new", "gelu_tanh"}, {"relu", "relu"}};
+  const auto found = kPlain.find(act);
+  if (found == kPlain.end()) {
+    k.error(RILL_ERROR_UNSUPPORTED, "hidden_act",
+            "expected gelu, gelu_pytorch_tanh, gelu_new or relu, got \"" + act + "\"");
+  }
+  m.model.insert_or_assign("activation", found->second);
+}
+
+void refuse_true(Keys& k, const char* key, const std::string& why) { k.neutral(key, false, why); }
+
+void stablelm(Keys& k, Mapping& m) {
+  sizes(k, m, 1e-5, "layer_norm_eps");
+  layer_norm(m);
+  gated_activation(k, m, "silu");
+  m.model.insert_or_assign("qkv_bias", k.boolean("use_qkv_bias", false));
+  refuse_true(k, "qk_layernorm", "StableLM 2 12B's per-head LayerNorm on q and k is not expressible");
+  if (k.boolean("use_parallel_residual", false)) {
+    m.model.insert_or_assign("parallel_residual", true);
+    m.model.insert_or_assign("parallel_norms", int64_t{1});
+  }
+  partial_rotary(k, m, "partial_rotary_factor");
+  k.harmless({"hidden_dropout"});
+  tie(k, m, false);
+}
+
+void starcoder2(Keys& k, Mapping& m) {
+  sizes(k, m, 1e-5, "norm_epsilon");
+  layer_norm(m);
+  plain_activation(k, m, "gelu_pytorch_tanh");
+  const bool bias = k.boolean("use_bias", true);
+  m.model.insert_or_assign("qkv_bias", bias);
+  m.model.insert_or_assign("o_bias", bias);
+  m.model.insert_or_assign("mlp_bias", bias);
+  sliding_window(k, m, 0);
+  k.harmless({"residual_dropout", "embedding_dropout"});
+  m.config.layer_names = {{"mlp.c_fc.weight", "mlp.up_proj.weight"}, {"mlp.c_fc.bias", "mlp.up_proj.bias"},
+                          {"mlp.c_proj.weight", "mlp.down_proj.weight"}, {"mlp.c_proj.bias", "mlp.down_proj.bias"}};
+  tie(k, m, true);
+}
+
+// GPT-NeoX / Pythia: its own tensor names (the decoder's load as stored),
+// fused query_key_value (multi-head attention only).
+void gpt_neox(Keys& k, Mapping& m) {
+  sizes(k, m, 1e-5, "layer_norm_eps", false);
+  layer_norm(m);
+  plain_activation(k, m, "gelu");
+  const double base = k.number("rotary_emb_base", 10000.0);
+  m.model.insert_or_assign("rope_theta", base);
+  same_as(k, "rope_theta", base, "rotary_emb_base");
+  const double pct = k.number("rotary_pct", 0.25);
+  same_as(k, "partial_rotary_factor", pct, "rotary_pct");
+  if (!(pct > 0 && pct <= 1)) k.error(RILL_ERROR_CONFIG, "rotary_pct", "expected a fraction in (0, 1]");
+  if (pct < 1) m.model.insert_or_assign("rope_dim", static_cast<int64_t>(static_cast<double>(head_dim_of(m)) * pct));
+  biases(k, m, "attention_bias", true);
+  m.model.insert_or_assign("mlp_bias", true);
+  if (k.boolean("use_parallel_residual", true)) {
+    m.model.insert_or_assign("parallel_residual", true);
+    m.model.insert_or_assign("parallel_norms", int64_t{2});
+  }
+  k.harmless({"hidden_dropout", "classifier_dropout"});
+  m.config.embedding_name = "gpt_neox.embed_in.weight";
+  m.config.head_name = "embed_out.weight";
+  tie(k, m, false);
+}
+
+// OLMo (1): LayerNorms without parameters, eps 1e-5 fixed.
+void olmo(Keys& k, Mapping& m) {
+  sizes(k, m, 1e-5, nullptr);  // OlmoLayerNorm's eps is fixed
+  layer_norm(m);
+  gated_activation(k, m, "silu");
+  biases(k, m, "attention_bias", false);
+  k.neutral("clip_qkv", nullptr, "clamping q, k and v is not expressible");
+  m.config.unit_norms = true;
+  tie(k, m, false);
+}
+
+void olmo2(Keys& k, Mapping& m) {
+  sizes(k, m, 1e-5);
+  gated_activation(k, m, "silu");
+  biases(k, m, "attention_bias", false);
+  m.model.insert_or_assign("norm_placement", "output");
+  m.model.insert_or_assign("qk_norm", "full");
+  tie(k, m, false);
+}
+
+// Phi-2: parallel attention and MLP on one shared LayerNorm, partial rotary,
+// every bias, the LM head's too; its own names for o_proj, the MLP and the
+// final norm.
+void phi(Keys& k, Mapping& m) {
+  sizes(k, m, 1e-5, "layer_norm_eps");
+  layer_norm(m);
+  plain_activation(k, m, "gelu_new");
+  m.model.insert_or_assign("qkv_bias", true);
+  m.model.insert_or_assign("o_bias", true);
+  m.model.insert_or_assign("mlp_bias", true);
+  m.model.insert_or_assign("parallel_residual", true);
+  m.model.insert_or_assign("parallel_norms", int64_t{1});
+  partial_rotary(k, m, "partial_rotary_factor");
+  refuse_true(k, "qk_layernorm", "a LayerNorm on q and k is not expressible");
+  k.harmless({"resid_pdrop", "embd_pdrop"});
+  m.config.layer_names = {{"self_attn.dense.weight", "self_attn.o_proj.weight"},
+                          {"self_attn.dense.bias", "self_attn.o_proj.bias"},
+                          {"mlp.fc1.weight", "mlp.up_proj.weight"}, {"mlp.fc1.bias", "mlp.up_proj.bias"},
+                          {"mlp.fc2.weight", "mlp.down_proj.weight"}, {"mlp.fc2.bias", "mlp.down_proj.bias"}};
+  m.config.global_names = {{"model.final_layernorm.weight", "model.norm.weight"},
+                           {"model.final_layernorm.bias", "model.norm.bias"}};
+  m.config.head_bias_name = "lm_head.bias";
+  tie(k, m, false);
+}
+
+// The routing keys every MoE family shares (training-only ones ignored).
+void experts(Keys& k, Mapping& m, const char* count_key) {
+  m.model.insert_or_assign("num_experts", k.required_integer(count_key));
+  m.model.insert_or_assign("num_experts_per_tok", k.required_integer("num_experts_per_tok"));
+  k.harmless({"output_router_logits", "router_aux_loss_coef", "router_jitter_noise"});  // training only
+}
+
+void mixtral(Keys& k, Mapping& m) {
+  mistral_like(k, m, 0);
+  experts(k, m, "num_local_experts");
+  m.model.insert_or_assign("norm_topk_prob", true);
+}
+
+void qwen2_moe(Keys& k, Mapping& m) {
+  qwen2(k, m);
+  experts(k, m, "num_experts");
+  m.model.insert_or_assign("norm_topk_prob", k.boolean("norm_topk_prob", false));
+  copy_integer(k, m, "moe_intermediate_size", "moe_intermediate_size");
+  copy_integer(k, m, "shared_expert_intermediate_size", "shared_expert_intermediate_size");
+  k.neutral("decoder_sparse_step", 1, "every layer sparse");
+  k.neutral("mlp_only_layers", json::array(), "every layer sparse");
+}
+
+void olmoe(Keys& k, Mapping& m) {
+  sizes(k, m, 1e-5);
+  gated_activation(k, m, "silu");
+  biases(k, m, "attention_bias", false);
+  m.model.insert_or_assign("qk_norm", "full");
+  k.neutral("clip_qkv", nullptr, "clamping q, k and v is not expressible");
+  experts(k, m, "num_experts");
+  m.model.insert_or_assign("norm_topk_prob", k.boolean("norm_topk_prob", false));
+  tie(k, m, false);
+}
+
+// SmolLM3 (after its published modelling code; transformers 4.47.1 has
+// none): Llama with RoPE left out of every no_rope_layer_interval-th layer.
+void smollm3(Keys& k, Mapping& m) {
+  llama(k, m);
+  const int64_t interval = k.integer("no_rope_layer_interval", 4, 0, INT32_MAX);
+  m.model.insert_or_assign("no_rope_layer_interval", interval);
+  if (const json* flags = k.get("no_rope_layers")) {  // 1: the layer uses RoPE
+    const int64_t layers = m.model.get_as<int64_t>("num_layers")->get();
+    json expected = json::array();
+    for (int64_t l = 0; l < layers; ++l) expected.push_back(interval > 0 && (l + 1) % interval == 0 ? 0 : 1);
+    if (*flags != expected) {
+      k.error(RILL_ERROR_UNSUPPORTED, "no_rope_layers",
+              "rill leaves RoPE out of every no_rope_layer_interval-th layer; expected " + value_text(expected) +
+                  ", got " + value_text(*flags));
+    }
+  }
+  qwen_window(k, m);
+  layer_types(k, m);
 }
 
 using Family = void (*)(Keys&, Mapping&);
 const std::map<std::string, Family>& families() {
   static const std::map<std::string, Family> kFamilies = {
-      {"llama", llama},
-      {"mistral", mistral},
-      {"qwen2", qwen2},
+      {"gemma", gemma},       {"gemma2", gemma2},       {"gemma3_text", gemma3_text}, {"gpt_neox", gpt_neox},
+      {"llama", llama},       {"mistral", mistral},     {"mixtral", mixtral},         {"olmo", olmo},
+      {"olmo2", olmo2},       {"olmoe", olmoe},         {"phi", phi},                 {"phi3", phi3},
+      {"qwen2", qwen2},       {"qwen2_moe", qwen2_moe}, {"qwen3", qwen3},             {"smollm3", smollm3},
+      {"stablelm", stablelm}, {"starcoder2", starcoder2},
   };
   return kFamilies;
+}
+
+// Families rill knows it cannot run, with why.
+const std::map<std::string, std::string>& refused_families() {
+  static const std::map<std::string, std::string> kRefused = {
+      {"opt", "its learned position embeddings are not expressible"},
+      {"gpt2", "its learned position embeddings and Conv1D weights are not expressible"},
+      {"gptj", "its interleaved (GPT-J style) rotary embedding is not expressible"},
+      {"cohere", "its interleaved (GPT-J style) rotary embedding is not expressible"},
+      {"falcon", "its query_key_value grouped by KV head is not split by the loader"},
+      {"bloom", "ALiBi attention is not expressible"},
+      {"gemma3", "a multimodal Gemma 3 folder; the text-only model_type gemma3_text is supported"},
+  };
+  return kRefused;
 }
 
 json read_json(const std::string& path, bool& exists) {
@@ -349,6 +676,10 @@ rill_status read_hf_config(const char* function, const std::string& folder, HfCo
     Keys k(object, path);
     config.model_type = k.string("model_type", "");
     const auto family = families().find(config.model_type);
+    if (const auto refused = refused_families().find(config.model_type); refused != refused_families().end()) {
+      return fail(RILL_ERROR_UNSUPPORTED, f + ": " + path + ": model_type \"" + config.model_type +
+                                              "\" is not supported: " + refused->second);
+    }
     if (family == families().end()) {
       return fail(RILL_ERROR_UNSUPPORTED, f + ": " + path + ": model_type \"" + config.model_type +
                                               "\" is not supported; supported: " + supported_model_types());

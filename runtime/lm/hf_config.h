@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "rill.h"
@@ -20,6 +21,15 @@ struct HfConfig {
   bool tie_word_embeddings = false;
   bool scale_embedding = false;          // Gemma: embeddings times sqrt(hidden_size) in the model dtype
   float final_logit_softcapping = 0.0f;  // Gemma 2: logits c tanh(l / c); 0 = off
+  // Checkpoint tensor names: the embedding, the LM head and its bias ("" =
+  // none), and names the family gives decoder weights where rill's differ
+  // (its name, rill's), per layer (after "model.layers.{i}.") and global.
+  std::string embedding_name = "model.embed_tokens.weight";
+  std::string head_name = "lm_head.weight";
+  std::string head_bias_name;
+  std::vector<std::pair<std::string, std::string>> layer_names;
+  std::vector<std::pair<std::string, std::string>> global_names;
+  bool unit_norms = false;  // OLMo: LayerNorms without parameters (weight 1, bias 0)
   bool has_torch_dtype = false;
   rill_dtype torch_dtype = RILL_DTYPE_F32;
   // generation_config.json's values where it has them, else config.json's.

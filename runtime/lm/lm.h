@@ -14,6 +14,7 @@ struct rill_lm {
   rill_model* model = nullptr;          // the decoder stack, final norm included
   rill_tensor* embedding = nullptr;     // [vocab, hidden] in the model dtype
   rill_tensor* lm_head = nullptr;       // [vocab, hidden]; the embedding itself when tied
+  rill_tensor* head_bias = nullptr;     // [vocab] (Phi-2), or NULL
   rill::lm::HfConfig config;
   rill_dtype dtype = RILL_DTYPE_F32;
 };

@@ -27,8 +27,6 @@
 namespace rill::lm {
 namespace {
 
-constexpr const char* kEmbedding = "model.embed_tokens.weight";
-constexpr const char* kLmHead = "lm_head.weight";
 // A buffer older checkpoints saved; rill computes RoPE from the config.
 constexpr std::string_view kRotaryBuffer = "rotary_emb.inv_freq";
 
@@ -127,7 +125,8 @@ rill_status check_all_used(const std::string& f, const rill_model& model, const 
         return fail(RILL_ERROR_IO, f + ": " + shard->path() + ": tensor '" + t.name + "' is in two shards");
       }
       const bool used = model.weight_index.count(t.name) != 0 || model.fused_index.count(t.name) != 0 ||
-                        t.name == kEmbedding || t.name == kLmHead ||
+                        t.name == config.embedding_name || t.name == config.head_name ||
+                        (!config.head_bias_name.empty() && t.name == config.head_bias_name) ||
                         ends_with(t.name, kRotaryBuffer);
       if (!used) {
         return fail(RILL_ERROR_IO, f + ": " + shard->path() + ": tensor '" + t.name + "' is not a weight of this " +
@@ -140,9 +139,11 @@ rill_status check_all_used(const std::string& f, const rill_model& model, const 
   return RILL_OK;
 }
 
-// A [vocab, hidden] table the checkpoint must hold (embedding or LM head).
-rill_status find_table(const std::string& f, const Shards& shards, const HfConfig& config, const char* name,
-                       const char* why, const io::SafetensorsTensor*& out, rill_dtype& dtype) {
+// A tensor above the decoder the checkpoint must hold: the embedding or the
+// LM head ([vocab, hidden]) or the head's bias ([vocab]).
+rill_status find_table(const std::string& f, const Shards& shards, const std::vector<int64_t>& expected,
+                       const std::string& name, const char* why, const io::SafetensorsTensor*& out,
+                       rill_dtype& dtype) {
   const io::SafetensorsFile* file = nullptr;
   out = find_tensor(shards, name, &file);
   if (out == nullptr) return fail(RILL_ERROR_IO, f + ": the checkpoint lacks tensor '" + name + "' (" + why + ")");
@@ -150,42 +151,66 @@ rill_status find_table(const std::string& f, const Shards& shards, const HfConfi
   if (!io::safetensors_dtype_to_rill(out->dtype, dtype)) {
     return fail(RILL_ERROR_IO, where + "dtype " + out->dtype + " is not supported; expected F32, F16 or BF16");
   }
-  const std::vector<int64_t> expected = {config.vocab_size, config.desc.hidden_size};
   if (out->shape != expected) {
     return fail(RILL_ERROR_SHAPE, where + "expected shape " + layer::dims_text(expected) +
-                                      " (vocab_size, hidden_size), got " + layer::dims_text(out->shape));
+                                      " (from vocab_size and hidden_size), got " + layer::dims_text(out->shape));
   }
   return RILL_OK;
 }
 
-// Creates a tensor of the table in dtype and fills it from the mapped file,
-// converting a bounded number of rows at a time (never a second full copy).
+// Creates a tensor of the source's shape in dtype and fills it from the
+// mapped file, converting a bounded number of elements at a time (never a
+// second full copy of an embedding table).
 rill_status store_table(const std::string& where, rill_context& ctx, rill_dtype dtype,
                         const io::SafetensorsTensor& source, rill_dtype source_dtype, rill_tensor*& out) {
   rill_tensor* tensor = nullptr;
-  RILL_CHECK(tensor_create(where, ctx, dtype, 2, source.shape.data(), tensor));
+  RILL_CHECK(tensor_create(where, ctx, dtype, static_cast<int32_t>(source.shape.size()), source.shape.data(), tensor));
   out = tensor;
   if (source_dtype == dtype) return tensor_write(where, *tensor, source.data, source.bytes);
-  const auto row = static_cast<size_t>(source.shape[1]);
-  const size_t rows = static_cast<size_t>(source.shape[0]);
-  const size_t chunk_rows = std::max<size_t>(1, (size_t{1} << 20) / row);
-  std::vector<float> f32(chunk_rows * row);
-  std::vector<unsigned char> converted(chunk_rows * row * rill_dtype_size(dtype));
+  const size_t total = source.bytes / rill_dtype_size(source_dtype);
+  const size_t chunk = std::min<size_t>(total, size_t{1} << 20);
+  std::vector<float> f32(chunk);
+  std::vector<unsigned char> converted(chunk * rill_dtype_size(dtype));
   const auto* src = static_cast<const unsigned char*>(source.data);
-  for (size_t first = 0; first < rows; first += chunk_rows) {
-    const size_t count = std::min(chunk_rows, rows - first) * row;
-    convert_to_f32(source_dtype, src + first * row * rill_dtype_size(source_dtype), f32.data(), count);
+  for (size_t first = 0; first < total; first += chunk) {
+    const size_t count = std::min(chunk, total - first);
+    convert_to_f32(source_dtype, src + first * rill_dtype_size(source_dtype), f32.data(), count);
     convert_from_f32(dtype, f32.data(), converted.data(), count);
     clear_backend_message();
-    const rill_status status = ctx.backend->table->buffer_write(
-        ctx.impl, tensor->buffer, first * row * rill_dtype_size(dtype), converted.data(), count * rill_dtype_size(dtype));
+    const rill_status status = ctx.backend->table->buffer_write(ctx.impl, tensor->buffer, first * rill_dtype_size(dtype),
+                                                                converted.data(), count * rill_dtype_size(dtype));
     if (status != RILL_OK) return backend_failure(where.c_str(), ctx.backend->name, status);
+  }
+  return RILL_OK;
+}
+
+// The family's names for decoder weights, as aliases of rill's.
+void add_family_names(rill_model& model, const HfConfig& config) {
+  for (int32_t i = 0; i < config.desc.num_layers; ++i) {
+    const std::string prefix = "model.layers." + std::to_string(i) + ".";
+    for (const auto& [theirs, ours] : config.layer_names) layer::add_alias(model, prefix + theirs, prefix + ours);
+  }
+  for (const auto& [theirs, ours] : config.global_names) layer::add_alias(model, theirs, ours);
+}
+
+// OLMo's LayerNorms have no parameters: every norm weight 1, every bias 0.
+rill_status set_unit_norms(const std::string& f, rill_model& model) {
+  for (const layer::Weight& w : model.weights) {
+    const bool bias = w.name.size() > 5 && w.name.compare(w.name.size() - 5, 5, ".bias") == 0 &&
+                      (w.name.find("layernorm") != std::string::npos || w.name == "model.norm.bias");
+    if (!w.norm_weight && !bias) continue;
+    const std::vector<float> values(static_cast<size_t>(w.shape[0]), bias ? 0.0f : 1.0f);
+    if (rill_model_set_weight(&model, w.name.c_str(), RILL_DTYPE_F32, 1, w.shape.data(), values.data(),
+                              values.size() * sizeof(float)) != RILL_OK) {
+      return fail(RILL_ERROR_INTERNAL, f + ": setting the parameterless norm '" + w.name + "': " + rill_last_error());
+    }
   }
   return RILL_OK;
 }
 
 void destroy_lm(rill_lm* lm) {
   if (lm == nullptr) return;
+  tensor_destroy(lm->head_bias);
   if (lm->lm_head != lm->embedding) tensor_destroy(lm->lm_head);
   tensor_destroy(lm->embedding);
   rill_model_destroy(lm->model);
@@ -206,12 +231,17 @@ rill_status load(const char* fn, rill_context& ctx, const std::string& folder, c
                                                   : RILL_DTYPE_F32;
   Shards shards;
   RILL_CHECK(open_checkpoint(f, folder, shards));
-  const io::SafetensorsTensor *embedding = nullptr, *head = nullptr;
-  rill_dtype embedding_dtype = RILL_DTYPE_F32, head_dtype = RILL_DTYPE_F32;
-  RILL_CHECK(find_table(f, shards, config, kEmbedding, "the token embedding", embedding, embedding_dtype));
+  const io::SafetensorsTensor *embedding = nullptr, *head = nullptr, *head_bias = nullptr;
+  rill_dtype embedding_dtype = RILL_DTYPE_F32, head_dtype = RILL_DTYPE_F32, head_bias_dtype = RILL_DTYPE_F32;
+  const std::vector<int64_t> table = {config.vocab_size, config.desc.hidden_size};
+  RILL_CHECK(find_table(f, shards, table, config.embedding_name, "the token embedding", embedding, embedding_dtype));
   if (!config.tie_word_embeddings) {
-    RILL_CHECK(find_table(f, shards, config, kLmHead, "the LM head; config.json's tie_word_embeddings is false",
-                          head, head_dtype));
+    RILL_CHECK(find_table(f, shards, table, config.head_name,
+                          "the LM head; config.json's tie_word_embeddings is false", head, head_dtype));
+  }
+  if (!config.head_bias_name.empty()) {
+    RILL_CHECK(find_table(f, shards, {config.vocab_size}, config.head_bias_name, "the LM head's bias", head_bias,
+                          head_bias_dtype));
   }
 
   std::unique_ptr<rill_lm, LmDeleter> lm(new rill_lm());
@@ -219,17 +249,24 @@ rill_status load(const char* fn, rill_context& ctx, const std::string& folder, c
   lm->dtype = config.desc.dtype;
   const rill_status created = rill_model_create(&ctx, &config.desc, &lm->model);
   if (created != RILL_OK) return fail(created, f + ": " + folder + "/config.json: " + rill_last_error());
+  add_family_names(*lm->model, config);
   RILL_CHECK(check_all_used(f, *lm->model, config, shards));
   for (const auto& shard : shards) RILL_CHECK(layer::load_safetensors(fn, *lm->model, *shard));
+  if (config.unit_norms) RILL_CHECK(set_unit_norms(f, *lm->model));
   if (const layer::Weight* missing = layer::first_missing_weight(*lm->model)) {
     return fail(RILL_ERROR_IO, f + ": the checkpoint lacks tensor '" + missing->name + "' (shape " +
                                    layer::dims_text(missing->shape) + ")");
   }
-  RILL_CHECK(store_table(f + ": " + kEmbedding, ctx, lm->dtype, *embedding, embedding_dtype, lm->embedding));
+  RILL_CHECK(store_table(f + ": " + config.embedding_name, ctx, lm->dtype, *embedding, embedding_dtype,
+                         lm->embedding));
   if (head != nullptr) {
-    RILL_CHECK(store_table(f + ": " + kLmHead, ctx, lm->dtype, *head, head_dtype, lm->lm_head));
+    RILL_CHECK(store_table(f + ": " + config.head_name, ctx, lm->dtype, *head, head_dtype, lm->lm_head));
   } else {
     lm->lm_head = lm->embedding;
+  }
+  if (head_bias != nullptr) {
+    RILL_CHECK(store_table(f + ": " + config.head_bias_name, ctx, lm->dtype, *head_bias, head_bias_dtype,
+                           lm->head_bias));
   }
   lm->config = std::move(config);
   out = lm.release();

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "dtype_convert.h"
 #include "errors.h"
 #include "host_services.h"
 #include "lm.h"
@@ -38,6 +39,38 @@ rill_status copy_row(const char* fn, rill_context& ctx, const rill_tensor& src, 
   return status == RILL_OK ? RILL_OK : backend_failure(fn, ctx.backend->name, status);
 }
 
+// Gemma: x = embedding rows times sqrt(hidden_size), the factor rounded to
+// the model dtype first and the product once, as transformers multiplies
+// by torch.tensor(hidden_size ** 0.5, dtype=hidden_states.dtype). The rows
+// are gathered into a scratch tensor and added, so scaled, to a zeroed x.
+rill_status scaled_embedding(const char* fn, rill_lm& lm, const int32_t* ids, int64_t rows, rill_tensor& x,
+                             Temporaries& temp) {
+  rill_context& ctx = *lm.context;
+  const rill_dtype dtype = lm.model->desc.dtype;
+  const int64_t hidden = lm.model->desc.hidden_size;
+  const uint64_t row_bytes = static_cast<uint64_t>(hidden) * rill_dtype_size(dtype);
+  rill_tensor* rows_tensor = nullptr;
+  RILL_CHECK(temp.create(std::string(fn) + ": embedding rows", ctx, dtype, {rows, hidden}, rows_tensor));
+  for (int64_t r = 0; r < rows; ++r) RILL_CHECK(copy_row(fn, ctx, *lm.embedding, ids[r], *rows_tensor, r, row_bytes));
+  const std::vector<unsigned char> zeros(static_cast<size_t>(rows) * row_bytes);
+  clear_backend_message();
+  const rill_status zeroed = ctx.backend->table->buffer_write(ctx.impl, x.buffer, 0, zeros.data(), zeros.size());
+  if (zeroed != RILL_OK) return backend_failure(fn, ctx.backend->name, zeroed);
+  const float exact = static_cast<float>(std::sqrt(static_cast<double>(hidden)));
+  unsigned char stored[4];
+  float scale = 0;
+  convert_from_f32(dtype, &exact, stored, 1);
+  convert_to_f32(dtype, stored, &scale, 1);
+  rill_backend_tensor xv = backend_view(x), ev = backend_view(*rows_tensor);
+  xv.ndim = 2;
+  xv.shape[0] = rows;
+  xv.shape[1] = hidden;
+  xv.shape[2] = 1;
+  return dispatch(fn, ctx, RILL_BACKEND_OP(*ctx.backend, residual_add), "residual_add",
+                  static_cast<const rill_backend_tensor*>(&xv), static_cast<const rill_backend_tensor*>(&ev),
+                  static_cast<const rill_backend_tensor*>(nullptr), 1.0f, scale);
+}
+
 rill_status logits(const char* fn, rill_lm& lm, rill_kv_cache* cache, int64_t batch, int64_t tokens,
                    const int32_t* ids, bool last_only, float* out, size_t out_count) {
   const std::string f(fn);
@@ -48,7 +81,11 @@ rill_status logits(const char* fn, rill_lm& lm, rill_kv_cache* cache, int64_t ba
   Temporaries temp;
   rill_tensor* x = nullptr;
   RILL_CHECK(temp.create(f + ": hidden states", ctx, d.dtype, {batch, tokens, hidden}, x));
-  for (int64_t r = 0; r < rows; ++r) RILL_CHECK(copy_row(fn, ctx, *lm.embedding, ids[r], *x, r, row_bytes));
+  if (lm.config.scale_embedding) {
+    RILL_CHECK(scaled_embedding(fn, lm, ids, rows, *x, temp));
+  } else {
+    for (int64_t r = 0; r < rows; ++r) RILL_CHECK(copy_row(fn, ctx, *lm.embedding, ids[r], *x, r, row_bytes));
+  }
   RILL_CHECK(rill_model_forward(lm.model, cache, x, nullptr, 0));
 
   rill_tensor* head_in = x;
@@ -61,13 +98,15 @@ rill_status logits(const char* fn, rill_lm& lm, rill_kv_cache* cache, int64_t ba
   const int64_t head_rows = last_only ? batch : rows;
   rill_tensor* y = nullptr;
   RILL_CHECK(temp.create(f + ": logits", ctx, d.dtype, {head_rows, vocab}, y));
-  rill_backend_tensor a = backend_view(*head_in), w = backend_view(*lm.lm_head), o = backend_view(*y);
+  rill_backend_tensor a = backend_view(*head_in), w = backend_view(*lm.lm_head), o = backend_view(*y), bias{};
+  if (lm.head_bias != nullptr) bias = backend_view(*lm.head_bias);
   a.ndim = 2;
   a.shape[0] = head_rows;
   a.shape[1] = hidden;
   a.shape[2] = 1;
   RILL_CHECK(dispatch(fn, ctx, RILL_BACKEND_OP(*ctx.backend, gemm), "gemm", static_cast<const rill_backend_tensor*>(&a),
-                      static_cast<const rill_backend_tensor*>(&w), static_cast<const rill_backend_tensor*>(nullptr),
+                      static_cast<const rill_backend_tensor*>(&w),
+                      static_cast<const rill_backend_tensor*>(lm.head_bias != nullptr ? &bias : nullptr),
                       1.0f, 0.0f, static_cast<const rill_backend_tensor*>(&o)));
   RILL_CHECK(tensor_read_f32(f + ": logits", *y, out, out_count));
   if (const float cap = lm.config.final_logit_softcapping; cap > 0) {
