@@ -44,12 +44,16 @@ from tolerance import compare  # noqa: E402  (the Python tests' one tolerance mo
 
 TORCH_DTYPES = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
 SIZES = dict(vocab_size=96, hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
-             num_key_value_heads=2, max_position_embeddings=64)
+             num_key_value_heads=2, max_position_embeddings=64, pad_token_id=0, bos_token_id=1, eos_token_id=2)
+MOE = dict(num_experts_per_tok=2)
 TOKENS = 12
 
 # name: (config class, config keys beyond SIZES, how it is saved)
 #   shard: max_shard_size for save_pretrained (None: one file)
 #   storage: the dtype the checkpoint stores (its torch_dtype); rill runs it without --dtype
+#   dtypes: the compute dtypes checked (default all three; the mixtures of experts
+#     only f32, where no rounding can flip a routing choice)
+#   drop: SIZES keys the config class does not take
 CASES = {
     "llama": ("LlamaConfig", dict(rope_theta=500000.0, rms_norm_eps=1e-5), dict()),
     "llama_sharded": ("LlamaConfig", dict(attention_bias=True, mlp_bias=True), dict(shard="20KB")),
@@ -61,11 +65,34 @@ CASES = {
     "mistral_window": ("MistralConfig", dict(sliding_window=4), dict(shard="30KB")),
     "qwen2": ("Qwen2Config", dict(), dict()),
     "qwen2_tied": ("Qwen2Config", dict(tie_word_embeddings=True, rope_theta=1e6), dict(shard="20KB")),
+    "gemma": ("GemmaConfig", dict(head_dim=12, num_key_value_heads=1), dict()),
+    "gemma2": ("Gemma2Config", dict(head_dim=8, query_pre_attn_scalar=12, sliding_window=4,
+                                    attn_logit_softcapping=2.0, final_logit_softcapping=3.0), dict(shard="30KB")),
+    "phi3": ("Phi3Config", dict(), dict()),
+    "phi3_longrope": ("Phi3Config", dict(original_max_position_embeddings=32,
+                                         rope_scaling=dict(type="longrope", short_factor=[1.0, 1.5, 2.0, 3.0],
+                                                           long_factor=[2.0, 3.0, 4.0, 6.0])), dict()),
+    "stablelm": ("StableLmConfig", dict(use_qkv_bias=True, partial_rotary_factor=0.5), dict()),
+    "stablelm_parallel": ("StableLmConfig", dict(use_parallel_residual=True), dict()),
+    "starcoder2": ("Starcoder2Config", dict(sliding_window=5), dict()),
+    "gpt_neox": ("GPTNeoXConfig", dict(rotary_pct=0.5, rotary_emb_base=20000), dict(drop=["num_key_value_heads"])),
+    "gpt_neox_sequential": ("GPTNeoXConfig", dict(use_parallel_residual=False, tie_word_embeddings=True),
+                            dict(drop=["num_key_value_heads"])),
+    "olmo": ("OlmoConfig", dict(attention_bias=True), dict()),
+    "olmo2": ("Olmo2Config", dict(), dict()),
+    "phi": ("PhiConfig", dict(partial_rotary_factor=0.5), dict()),
+    "mixtral": ("MixtralConfig", dict(num_local_experts=4, **MOE), dict(dtypes=["f32"])),
+    "qwen2_moe": ("Qwen2MoeConfig", dict(num_experts=4, moe_intermediate_size=16, shared_expert_intermediate_size=24,
+                                         **MOE), dict(dtypes=["f32"])),
+    "olmoe": ("OlmoeConfig", dict(num_experts=4, norm_topk_prob=True, **MOE), dict(dtypes=["f32"])),
 }
 
 FEATURE_CONTROLS = {
     "qkv_bias": "the q, k and v biases left out",
     "window": "no sliding window",
+    "embed_scale": "the embedding not scaled by sqrt(hidden_size)",
+    "final_softcap": "no final logit soft-cap",
+    "head_bias": "the LM head's bias left out",
 }
 
 
@@ -94,31 +121,54 @@ def rounded_copy(model, *dtypes):
 def reference_logits(model, ids, control=None):
     """The model's logits in float64, or those of the model with one mistake (control)."""
     m = copy.deepcopy(model).to(torch.float64)
+    base = m.base_model
+    head, embedding = m.get_output_embeddings(), m.get_input_embeddings()
+    inputs = dict(input_ids=torch.tensor([ids]))
     with torch.no_grad():
         if control == "final_norm":
-            m.model.norm = torch.nn.Identity()
+            for name in ("norm", "final_layer_norm", "final_layernorm"):
+                if hasattr(base, name):
+                    setattr(base, name, torch.nn.Identity())
         elif control == "tie":
             if m.config.tie_word_embeddings:  # a head of its own instead of the tied table
-                m.lm_head.weight = torch.nn.Parameter(torch.randn_like(m.lm_head.weight) * 0.15)
+                head.weight = torch.nn.Parameter(torch.randn_like(head.weight) * 0.15)
             else:
-                m.lm_head.weight = torch.nn.Parameter(m.model.embed_tokens.weight.clone())
+                head.weight = torch.nn.Parameter(embedding.weight.clone())
         elif control == "qkv_bias":
-            for layer in m.model.layers:
+            for layer in base.layers:
                 for proj in (layer.self_attn.q_proj, layer.self_attn.k_proj, layer.self_attn.v_proj):
                     proj.bias.zero_()
         elif control == "window":
             m.config.sliding_window = None
-            for layer in m.model.layers:
+            for layer in base.layers:
                 layer.self_attn.config.sliding_window = None
-        return m(torch.tensor([ids]), use_cache=False).logits[0].numpy()
+                if hasattr(layer.self_attn, "sliding_window"):
+                    layer.self_attn.sliding_window = None
+                if hasattr(layer, "is_sliding"):  # Gemma 2 masks in its decoder layer
+                    layer.is_sliding = False
+        elif control == "embed_scale":  # the model's own scale cancelled
+            inputs = dict(inputs_embeds=embedding(inputs["input_ids"]) / m.config.hidden_size ** 0.5)
+        elif control == "final_softcap":
+            m.config.final_logit_softcapping = None
+        elif control == "head_bias":
+            head.bias.zero_()
+        return m(**inputs, use_cache=False).logits[0].numpy()
 
 
 def case_controls(name, config):
     controls = {"final_norm": "the final norm dropped", "tie": "the wrong embedding tie"}
-    if getattr(config, "attention_bias", False) or config.model_type == "qwen2":
+    kind = config.model_type
+    if (getattr(config, "attention_bias", False) and kind != "gpt_neox" or getattr(config, "use_qkv_bias", False)
+            or kind in ("qwen2", "qwen2_moe", "phi") or kind == "starcoder2" and config.use_bias):
         controls["qkv_bias"] = FEATURE_CONTROLS["qkv_bias"]
-    if config.model_type == "mistral" and config.sliding_window:
+    if kind in ("mistral", "gemma2", "starcoder2") and config.sliding_window:
         controls["window"] = FEATURE_CONTROLS["window"]
+    if kind.startswith("gemma"):
+        controls["embed_scale"] = FEATURE_CONTROLS["embed_scale"]
+    if getattr(config, "final_logit_softcapping", None):
+        controls["final_softcap"] = FEATURE_CONTROLS["final_softcap"]
+    if kind == "phi":
+        controls["head_bias"] = FEATURE_CONTROLS["head_bias"]
     return controls
 
 
@@ -152,8 +202,10 @@ def corrupt_folders(workdir, transformers):
         os.truncate(path, os.path.getsize(path) - 8)
 
     return [
-        ("unknown model_type", variant("type", edit_config(model_type="opt")),
-         ["RILL_ERROR_UNSUPPORTED", '"opt"', "llama"]),
+        ("unknown model_type", variant("type", edit_config(model_type="mamba")),
+         ["RILL_ERROR_UNSUPPORTED", '"mamba"', "llama", "qwen2_moe"]),
+        ("refused model_type", variant("opt", edit_config(model_type="opt")),
+         ["RILL_ERROR_UNSUPPORTED", '"opt"', "learned position embeddings"]),
         ("unknown key changing the math", variant("key", edit_config(rope_interleaved=True)),
          ["RILL_ERROR_UNSUPPORTED", "rope_interleaved", "true"]),
         ("unsupported activation", variant("act", edit_config(hidden_act="relu2")),
@@ -200,7 +252,8 @@ def run_logits(rill, folder, ids, out, backend, dtype, decode_from):
 
 def check_case(name, rill, backend, workdir, seed, transformers):
     class_name, keys, save = CASES[name]
-    config = getattr(transformers, class_name)(**SIZES, **keys)
+    sizes = {k: v for k, v in SIZES.items() if k not in save.get("drop", [])}
+    config = getattr(transformers, class_name)(**{**sizes, **keys})
     config._attn_implementation = "eager"
     gen = torch.Generator().manual_seed(seed)
     torch.manual_seed(seed)
@@ -220,7 +273,7 @@ def check_case(name, rill, backend, workdir, seed, transformers):
     controls = case_controls(name, config)
     failures = []
     # The storage dtype with no --dtype, then the other compute dtypes as overrides.
-    runs = [(storage, None)] + [(d, d) for d in ("f32", "f16", "bf16") if d != storage]
+    runs = [(storage, None)] + [(d, d) for d in save.get("dtypes", ("f32", "f16", "bf16")) if d != storage]
     for dtype, override in runs:
         rounded = rounded_copy(model, storage, dtype)
         expected = reference_logits(rounded, ids)
