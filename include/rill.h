@@ -906,13 +906,14 @@ RILL_API void rill_lm_load_options_init(rill_lm_load_options* options);
      model.safetensors, or model.safetensors.index.json and every shard its
                              weight_map names: the decoder weights,
                              model.embed_tokens.weight, model.norm and
-                             lm_head.weight (absent with tie_word_embeddings);
+                             lm_head.weight (absent with tie_word_embeddings),
+                             or the family's own names for them;
      generation_config.json  optional: EOS and BOS ids, sampling defaults.
    Weights are memory-mapped and converted once to the compute dtype.
-   All-or-nothing: every shard is opened and validated, and every tensor
-   checked against the model, before the model is made; every tensor of the
-   checkpoint must be one the model uses. On any failure nothing stays
-   allocated.
+   All-or-nothing: every shard is opened and validated (and checked against
+   the index) before the model is made, each shard's tensors are checked
+   before any of its weights is stored, and every tensor of the checkpoint
+   must be one the model uses. On any failure nothing stays allocated.
    options: NULL for the defaults.
    out: receives the model; the caller owns it and destroys it with
      rill_lm_destroy before destroying ctx.
