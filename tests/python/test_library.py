@@ -38,6 +38,8 @@ def c_to_ctypes():
         "rill_context*": handle, "rill_tensor*": handle, "rill_model*": handle, "rill_kv_cache*": handle,
         "rill_context**": handle_out, "rill_tensor**": handle_out, "rill_model**": handle_out,
         "rill_kv_cache**": handle_out,
+        "rill_tokenizer*": handle, "rill_detokenizer*": handle, "rill_tokenizer**": handle_out,
+        "rill_detokenizer**": handle_out,
     }
 
 
