@@ -1,8 +1,9 @@
-// The tokenizer's C API on bad input: files that cannot be read or are not
-// JSON, fields of the wrong type, unsupported components, ids out of range,
-// buffers too small. Every failure is a status with a message naming the file
-// and JSON path or the argument, never a crash. The encodings themselves are
-// checked against PyPI tokenizers in tokenizer_reference.py.
+// The tokenizer's C API and its rill.hpp wrappers, above all on bad input:
+// files that cannot be read or are not JSON, fields of the wrong type,
+// unsupported components, ids out of range, buffers too small. Every failure
+// is a status with a message naming the file and JSON path or the argument,
+// never a crash. The encodings themselves are checked against PyPI tokenizers
+// in tokenizer_reference.py.
 #include <doctest/doctest.h>
 
 #include <cstdio>
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "rill.h"
+#include "rill.hpp"
 #include "test_helpers.h"
 
 using rill_test::expect_failure;
@@ -226,4 +228,26 @@ TEST_CASE("detokenizer: bytes of one character wait for the rest; a failed push 
   rill_detokenizer_destroy(detok);
   rill_detokenizer_destroy(nullptr);
   rill_tokenizer_destroy(tok);
+}
+
+TEST_CASE("rill.hpp: Tokenizer and Detokenizer own their handles and throw rill::Error") {
+  const std::string path = write_file("hpp.json", tokenizer_json());
+  rill::Tokenizer tok(path);
+  CHECK(tok.vocab_size() == 7);
+  CHECK(tok.encode("ab") == std::vector<int32_t>{3, 2});
+  CHECK(tok.decode({3, 2, 4, 5}, true) == "ab\xC3\xA9");
+  CHECK(tok.token_to_id("ab") == 2);
+  rill::Detokenizer detok(tok, true);
+  std::string streamed;
+  for (const int32_t id : {3, 0, 4, 5, 1}) streamed += detok.push(id);
+  CHECK(streamed == "a\xC3\xA9" "b");
+  CHECK(detok.flush().empty());
+  try {
+    tok.decode({-2});
+    FAIL("decode of -2 did not throw");
+  } catch (const rill::Error& e) {
+    CHECK(e.status() == RILL_ERROR_INVALID_ARGUMENT);
+    CHECK(std::string(e.what()).find("-2") != std::string::npos);
+  }
+  CHECK_THROWS_AS(rill::Tokenizer(temp_path("nothing.json")), rill::Error);
 }
