@@ -9,7 +9,9 @@ and unusual code points:
     skip_special_tokens;
   * streaming decode: the pieces, joined, equal the reference's decode.
 Every difference is a failure; the first one of each check is printed with
-both id lists. Negative controls then break one thing in the file rill reads
+both id lists. A folder whose tokenizer_config.json sets add_bos_token,
+add_eos_token and an extra added token is compared with transformers'
+LlamaTokenizerFast. Negative controls then break one thing in the file rill reads
 (NFC dropped, merge priorities reversed, ByteLevel's add_prefix_space
 flipped) and
 require the comparison to find differences. Last, encode throughput of both on
@@ -306,6 +308,48 @@ def check_tool(tk, tool, folder, name):
     return differences
 
 
+def check_tokenizer_config(rill, kinds, folder):
+    """A Llama 2 folder whose tokenizer.json has no post-processor: rill reads
+    add_bos_token / add_eos_token and an extra added token from
+    tokenizer_config.json as transformers' LlamaTokenizerFast does (the
+    reference). Returns the number of differences, or None without transformers."""
+    try:
+        import transformers
+    except ImportError:
+        print("tokenizer_config.json: not checked (transformers is not importable)")
+        return None
+    data = copy.deepcopy(kinds["llama2"])
+    data["post_processor"] = None
+    extra_id = max(max(data["model"]["vocab"].values()), max(t["id"] for t in data["added_tokens"])) + 1
+    model_folder = os.path.join(folder, "llama2_config_model")
+    os.makedirs(model_folder, exist_ok=True)
+    with open(os.path.join(model_folder, "tokenizer.json"), "w", encoding="utf-8") as f:
+        json.dump(data, f, ensure_ascii=False)
+    added = {str(t["id"]): {k: t[k] for k in ("content", "lstrip", "normalized", "rstrip", "single_word", "special")}
+             for t in data["added_tokens"]}
+    added[str(extra_id)] = {"content": "<extra_tok>", "lstrip": False, "normalized": False, "rstrip": False,
+                            "single_word": False, "special": True}
+    config = {"tokenizer_class": "LlamaTokenizerFast", "add_bos_token": True, "add_eos_token": True,
+              "bos_token": "<s>", "eos_token": "</s>", "unk_token": "<unk>", "added_tokens_decoder": added,
+              "model_max_length": 1000000}
+    with open(os.path.join(model_folder, "tokenizer_config.json"), "w", encoding="utf-8") as f:
+        json.dump(config, f, ensure_ascii=False)
+    ref = transformers.AutoTokenizer.from_pretrained(model_folder)
+    mine = rill.Tokenizer(model_folder)
+    differences = 0
+    for text in CORPUS + ["a<extra_tok>b", "<extra_tok>"]:
+        for special in (True, False):
+            expected = ref(text, add_special_tokens=special)["input_ids"]
+            got = mine.encode(text, add_special_tokens=special)
+            if got != expected:
+                differences += 1
+                if differences == 1:
+                    print("  tokenizer_config.json: first difference on {!r}\n    transformers: {}\n    rill:         {}"
+                          .format(text, expected, got))
+    mine.close()
+    return differences
+
+
 def throughput(tk, rill, folder, name):
     path = os.path.join(folder, name + ".json")
     ref = tk.Tokenizer.from_file(path)
@@ -366,6 +410,11 @@ def main():
                 differences = check_tool(tk, args.tool, folder, name)
                 print("rill tokenize, {}: {} differences".format(name, differences))
                 total += differences
+        differences = check_tokenizer_config(rill, kinds, folder)
+        if differences is not None:
+            print("tokenizer_config.json (add_bos_token, add_eos_token, added_tokens_decoder) against transformers "
+                  "{}: {} differences".format(__import__("transformers").__version__, differences))
+            total += differences
         not_failing = negative_controls(tk, rill, kinds, folder)
         for name in ("gpt2", "llama3", "llama2"):
             ref_rate, rill_rate = throughput(tk, rill, folder, name)
@@ -375,7 +424,7 @@ def main():
         print("FAILED: negative controls that found no difference: {}".format(", ".join(not_failing)))
         return 1
     if total:
-        print("FAILED: {} differences from tokenizers".format(total))
+        print("FAILED: {} differences from the references".format(total))
         return 1
     print("passed: rill matches tokenizers on every check")
     return 0
