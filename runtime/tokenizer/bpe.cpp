@@ -13,23 +13,16 @@ Bpe::Bpe(const Json& model, const JsonAt& at) {
   }
   const JsonAt vocab_at = at / "vocab";
   const Json& vocab = expect_object(required(model, at, "vocab"), vocab_at);
-  int32_t max_id = -1;
   for (const auto& [token, id_value] : vocab.items()) {
     const JsonAt token_at = vocab_at / token;
     const auto id = static_cast<int32_t>(expect_int(id_value, token_at, 0, INT32_MAX - 1));
     if (find_invalid_utf8(token) != token.size()) token_at.fail("the token is not valid UTF-8");
-    vocab_.emplace(token, id);
-    if (id > max_id) max_id = id;
-  }
-  id_to_token_.resize(static_cast<size_t>(max_id + 1));
-  has_id_.assign(static_cast<size_t>(max_id + 1), false);
-  for (const auto& [token, id] : vocab_) {
-    if (has_id_[static_cast<size_t>(id)]) {
-      vocab_at.fail("id " + std::to_string(id) + " is given to both '" + id_to_token_[static_cast<size_t>(id)] +
-                    "' and '" + token + "'");
+    const auto [it, inserted] = id_to_token_.emplace(id, token);
+    if (!inserted) {
+      vocab_at.fail("id " + std::to_string(id) + " is given to both '" + it->second + "' and '" + token + "'");
     }
-    id_to_token_[static_cast<size_t>(id)] = token;
-    has_id_[static_cast<size_t>(id)] = true;
+    vocab_.emplace(token, id);
+    if (id + 1 > size_) size_ = id + 1;
   }
 
   const JsonAt merges_at = at / "merges";
@@ -77,8 +70,8 @@ Bpe::Bpe(const Json& model, const JsonAt& at) {
 }
 
 const std::string* Bpe::id_to_token(int32_t id) const {
-  if (id < 0 || id >= size() || !has_id_[static_cast<size_t>(id)]) return nullptr;
-  return &id_to_token_[static_cast<size_t>(id)];
+  const auto it = id_to_token_.find(id);
+  return it == id_to_token_.end() ? nullptr : &it->second;
 }
 
 int32_t Bpe::token_to_id(std::string_view token) const {

@@ -26,7 +26,7 @@ class Bpe {
   // The id of token, or -1.
   int32_t token_to_id(std::string_view token) const;
   // The largest id + 1.
-  int32_t size() const { return static_cast<int32_t>(id_to_token_.size()); }
+  int32_t size() const { return size_; }
 
  private:
   struct Merge {
@@ -40,8 +40,9 @@ class Bpe {
   void merge_all(std::vector<int32_t>& symbols) const;
 
   std::unordered_map<std::string, int32_t> vocab_;
-  std::vector<std::string> id_to_token_;
-  std::vector<bool> has_id_;
+  // A map, not a vector: a hostile file may give a token an id near INT32_MAX.
+  std::unordered_map<int32_t, std::string> id_to_token_;
+  int32_t size_ = 0;
   std::unordered_map<uint64_t, Merge> merges_;
   int32_t unk_id_ = -1;
   std::string continuing_subword_prefix_;

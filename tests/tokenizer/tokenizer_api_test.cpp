@@ -8,6 +8,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -250,4 +251,61 @@ TEST_CASE("rill.hpp: Tokenizer and Detokenizer own their handles and throw rill:
     CHECK(std::string(e.what()).find("-2") != std::string::npos);
   }
   CHECK_THROWS_AS(rill::Tokenizer(temp_path("nothing.json")), rill::Error);
+}
+
+TEST_CASE("mutated files and hostile ids give a status, never a crash") {
+  // Byte flips, deletions and truncations of a valid file; what loads is used.
+  const std::string original = tokenizer_json("", R"json({"type": "Sequence", "pretokenizers": [
+      {"type": "Split", "pattern": {"Regex": "\\p{L}+|\\s+(?!\\S)"}, "behavior": "Isolated", "invert": false},
+      {"type": "Metaspace", "replacement": "_", "prepend_scheme": "first", "split": true}]})json");
+  std::mt19937 rng(1234);
+  int loaded = 0;
+  for (int round = 0; round < 1500; ++round) {
+    std::string text = original;
+    const int edits = 1 + static_cast<int>(rng() % 4);
+    for (int e = 0; e < edits; ++e) {
+      const size_t at = rng() % text.size();
+      switch (rng() % 3) {
+        case 0: text[at] = static_cast<char>(rng() % 256); break;
+        case 1: text.erase(at, 1 + rng() % 8); break;
+        default: text.resize(at); break;
+      }
+      if (text.empty()) text = "{";
+    }
+    rill_tokenizer* tok = nullptr;
+    const rill_status status = rill_tokenizer_load(write_file("mutated.json", text).c_str(), &tok);
+    CHECK_MESSAGE((status == RILL_OK || status == RILL_ERROR_IO || status == RILL_ERROR_CONFIG),
+                  rill_status_string(status), ": ", rill_last_error());
+    if (status != RILL_OK) continue;
+    ++loaded;
+    int32_t vocab = 0;
+    REQUIRE(rill_tokenizer_vocab_size(tok, &vocab) == RILL_OK);
+    const std::string sample = "ab <s>a\xC3\xA9 b  \n";
+    size_t count = 0;
+    std::vector<int32_t> ids(64);
+    CHECK(rill_tokenizer_encode(tok, sample.data(), sample.size(), 1, ids.data(), ids.size(), &count) == RILL_OK);
+    for (int32_t& id : ids) id = static_cast<int32_t>(rng() % static_cast<uint32_t>(vocab + 2)) - 1;
+    char buf[256];
+    size_t required = 0;
+    const rill_status decoded = rill_tokenizer_decode(tok, ids.data(), 8, 0, buf, sizeof(buf), &required);
+    CHECK((decoded == RILL_OK || decoded == RILL_ERROR_INVALID_ARGUMENT));
+    rill_tokenizer_destroy(tok);
+  }
+  CHECK(loaded > 0);
+  MESSAGE(loaded, " of 1500 mutated files loaded");
+
+  // An id near INT32_MAX allocates nothing in proportion to it.
+  rill_tokenizer* tok = nullptr;
+  REQUIRE_MESSAGE(rill_tokenizer_load(write_file("big_id.json", tokenizer_json(
+                      R"({"type": "BPE", "vocab": {"a": 2147483646, "b": 0}, "merges": []})")).c_str(), &tok) == RILL_OK,
+                  rill_last_error());
+  int32_t vocab = 0;
+  CHECK(rill_tokenizer_vocab_size(tok, &vocab) == RILL_OK);
+  CHECK(vocab == 2147483647);
+  const int32_t ids[] = {2147483646, 5, 0};
+  char buf[8];
+  size_t required = 0;
+  REQUIRE(rill_tokenizer_decode(tok, ids, 3, 0, buf, sizeof(buf), &required) == RILL_OK);
+  CHECK(std::string(buf) == "ab");  // id 5 has no token: nothing, as in tokenizers
+  rill_tokenizer_destroy(tok);
 }
