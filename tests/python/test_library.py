@@ -40,6 +40,8 @@ def c_to_ctypes():
         "rill_kv_cache**": handle_out, "rill_lm*": handle, "rill_lm**": handle_out,
         "rill_lm_load_options*": ctypes.POINTER(_library.LmLoadOptions),
         "rill_lm_info*": ctypes.POINTER(_library.LmInfo),
+        "rill_tokenizer*": handle, "rill_detokenizer*": handle, "rill_tokenizer**": handle_out,
+        "rill_detokenizer**": handle_out,
     }
 
 

@@ -222,6 +222,19 @@ _PROTOTYPES = {
     "rill_lm_model": (_vp, [_vp]),
     "rill_lm_logits": (_st, [_vp, _vp, ctypes.c_int32, ctypes.c_int32, c_int32_p, ctypes.c_uint32, c_float_p,
                              ctypes.c_size_t]),
+    # tokenizer
+    "rill_tokenizer_load": (_st, [ctypes.c_char_p, c_void_pp]),
+    "rill_tokenizer_destroy": (None, [_vp]),
+    "rill_tokenizer_vocab_size": (_st, [_vp, c_int32_p]),
+    "rill_tokenizer_encode": (_st, [_vp, ctypes.c_char_p, ctypes.c_size_t, ctypes.c_uint32, c_int32_p,
+                                    ctypes.c_size_t, c_size_p]),
+    "rill_tokenizer_decode": (_st, [_vp, c_int32_p, ctypes.c_size_t, ctypes.c_uint32, ctypes.c_char_p,
+                                    ctypes.c_size_t, c_size_p]),
+    "rill_tokenizer_token_to_id": (_st, [_vp, ctypes.c_char_p, c_int32_p]),
+    "rill_detokenizer_create": (_st, [_vp, ctypes.c_uint32, c_void_pp]),
+    "rill_detokenizer_push": (_st, [_vp, ctypes.c_int32, ctypes.c_char_p, ctypes.c_size_t, c_size_p]),
+    "rill_detokenizer_flush": (_st, [_vp, ctypes.c_char_p, ctypes.c_size_t, c_size_p]),
+    "rill_detokenizer_destroy": (None, [_vp]),
 }
 
 _lock = threading.Lock()
