@@ -239,6 +239,91 @@ inline void forward(Model& model, KvCache* cache, Tensor& hidden, const std::vec
                            positions.empty() ? nullptr : positions.data(), positions.size()));
 }
 
+/* Owns a rill_tokenizer: a tokenizer.json file, or a folder holding one.
+   Move-only. Its methods are const and may be called from several threads. */
+class Tokenizer {
+ public:
+  explicit Tokenizer(const std::string& path) {
+    rill_tokenizer* raw_tokenizer = nullptr;
+    check(rill_tokenizer_load(path.c_str(), &raw_tokenizer));
+    handle_.reset(raw_tokenizer);
+  }
+
+  rill_tokenizer* get() const noexcept { return handle_.get(); }
+
+  int32_t vocab_size() const {
+    int32_t size = 0;
+    check(rill_tokenizer_vocab_size(get(), &size));
+    return size;
+  }
+  /* The ids of text (UTF-8), with the post-processor's special tokens when add_special_tokens. */
+  std::vector<int32_t> encode(const std::string& text, bool add_special_tokens = true) const {
+    size_t count = 0;
+    check(rill_tokenizer_encode(get(), text.data(), text.size(), add_special_tokens, nullptr, 0, &count));
+    std::vector<int32_t> ids(count);
+    check(rill_tokenizer_encode(get(), text.data(), text.size(), add_special_tokens, ids.data(), ids.size(), &count));
+    return ids;
+  }
+  std::string decode(const std::vector<int32_t>& ids, bool skip_special_tokens = false) const {
+    size_t required = 0;
+    check(rill_tokenizer_decode(get(), ids.data(), ids.size(), skip_special_tokens, nullptr, 0, &required));
+    std::string text(required, '\0');
+    check(rill_tokenizer_decode(get(), ids.data(), ids.size(), skip_special_tokens, &text[0], text.size(), &required));
+    text.resize(required - 1);
+    return text;
+  }
+  /* Throws rill::Error with RILL_ERROR_NOT_FOUND when no token is spelled so. */
+  int32_t token_to_id(const std::string& token) const {
+    int32_t id = -1;
+    check(rill_tokenizer_token_to_id(get(), token.c_str(), &id));
+    return id;
+  }
+
+ private:
+  struct Destroy {
+    void operator()(rill_tokenizer* t) const noexcept { rill_tokenizer_destroy(t); }
+  };
+  std::unique_ptr<rill_tokenizer, Destroy> handle_;
+};
+
+/* Owns a rill_detokenizer: decodes one id at a time, never half a character.
+   Move-only; destroy it before its Tokenizer. */
+class Detokenizer {
+ public:
+  explicit Detokenizer(const Tokenizer& tokenizer, bool skip_special_tokens = false) {
+    rill_detokenizer* raw_detokenizer = nullptr;
+    check(rill_detokenizer_create(tokenizer.get(), skip_special_tokens, &raw_detokenizer));
+    handle_.reset(raw_detokenizer);
+  }
+
+  rill_detokenizer* get() const noexcept { return handle_.get(); }
+
+  /* The text that id completes (possibly empty). */
+  std::string push(int32_t id) {
+    return take([&](char* buf, size_t size, size_t* len) { return rill_detokenizer_push(get(), id, buf, size, len); });
+  }
+  /* The end of the stream: what is still held back. */
+  std::string flush() {
+    return take([&](char* buf, size_t size, size_t* len) { return rill_detokenizer_flush(get(), buf, size, len); });
+  }
+
+ private:
+  /* Sizes the text with a first call (which consumes nothing), then takes it. */
+  template <class Call>
+  static std::string take(Call call) {
+    size_t len = 0;
+    check(call(nullptr, 0, &len));
+    std::string text(len + 1, '\0');
+    check(call(&text[0], text.size(), &len));
+    text.resize(len);
+    return text;
+  }
+  struct Destroy {
+    void operator()(rill_detokenizer* d) const noexcept { rill_detokenizer_destroy(d); }
+  };
+  std::unique_ptr<rill_detokenizer, Destroy> handle_;
+};
+
 }  // namespace rill
 
 #endif /* RILL_HPP */

@@ -1,0 +1,185 @@
+#include "tokenizer/bpe.h"
+
+#include <cstdio>
+#include <queue>
+
+#include "tokenizer/utf8.h"
+
+namespace rill::tok {
+
+Bpe::Bpe(const Json& model, const JsonAt& at) {
+  if (const Json* dropout = optional(model, "dropout")) {
+    (at / "dropout").fail("only null is supported (BPE dropout makes encoding random), got " + dropout->dump());
+  }
+  const JsonAt vocab_at = at / "vocab";
+  const Json& vocab = expect_object(required(model, at, "vocab"), vocab_at);
+  for (const auto& [token, id_value] : vocab.items()) {
+    const JsonAt token_at = vocab_at / token;
+    const auto id = static_cast<int32_t>(expect_int(id_value, token_at, 0, INT32_MAX - 1));
+    if (find_invalid_utf8(token) != token.size()) token_at.fail("the token is not valid UTF-8");
+    const auto [it, inserted] = id_to_token_.emplace(id, token);
+    if (!inserted) {
+      vocab_at.fail("id " + std::to_string(id) + " is given to both '" + it->second + "' and '" + token + "'");
+    }
+    vocab_.emplace(token, id);
+    if (id + 1 > size_) size_ = id + 1;
+  }
+
+  const JsonAt merges_at = at / "merges";
+  const Json* merges = optional(model, "merges");
+  if (merges != nullptr) expect_array(*merges, merges_at);
+  for (size_t rank = 0; merges != nullptr && rank < merges->size(); ++rank) {
+    const Json& merge = (*merges)[rank];
+    const JsonAt merge_at = merges_at[rank];
+    std::string left, right;
+    if (merge.is_string()) {
+      const std::string text = expect_string(merge, merge_at);
+      const size_t space = text.find(' ');
+      if (space == std::string::npos) merge_at.fail("expected \"left right\", got '" + text + "'");
+      left = text.substr(0, space);
+      right = text.substr(space + 1);
+    } else if (merge.is_array() && merge.size() == 2) {
+      left = expect_string(merge[0], merge_at[0]);
+      right = expect_string(merge[1], merge_at[1]);
+    } else {
+      merge_at.fail(std::string("expected \"left right\" or [left, right], got ") + merge.dump());
+    }
+    const int32_t a = token_to_id(left), b = token_to_id(right), merged = token_to_id(left + right);
+    if (a < 0 || b < 0 || merged < 0) {
+      merge_at.fail("'" + (a < 0 ? left : b < 0 ? right : left + right) + "' is not in the vocabulary");
+    }
+    // A pair listed twice keeps its first (highest-priority) rank.
+    merges_.emplace(pair_key(a, b), Merge{static_cast<int32_t>(rank), merged});
+  }
+
+  if (const Json* unk = optional(model, "unk_token")) {
+    const std::string token = expect_string(*unk, at / "unk_token");
+    unk_id_ = token_to_id(token);
+    if (unk_id_ < 0) (at / "unk_token").fail("'" + token + "' is not in the vocabulary");
+  }
+  continuing_subword_prefix_ = string_or(model, at, "continuing_subword_prefix", "");
+  end_of_word_suffix_ = string_or(model, at, "end_of_word_suffix", "");
+  fuse_unk_ = bool_or(model, at, "fuse_unk", false);
+  byte_fallback_ = bool_or(model, at, "byte_fallback", false);
+  ignore_merges_ = bool_or(model, at, "ignore_merges", false);
+  for (int b = 0; b < 256; ++b) {
+    char name[8];
+    std::snprintf(name, sizeof(name), "<0x%02X>", b);
+    byte_ids_[b] = token_to_id(name);
+  }
+}
+
+const std::string* Bpe::id_to_token(int32_t id) const {
+  const auto it = id_to_token_.find(id);
+  return it == id_to_token_.end() ? nullptr : &it->second;
+}
+
+int32_t Bpe::token_to_id(std::string_view token) const {
+  const auto it = vocab_.find(std::string(token));
+  return it == vocab_.end() ? -1 : it->second;
+}
+
+const Bpe::Merge* Bpe::find_merge(int32_t a, int32_t b) const {
+  const auto it = merges_.find(pair_key(a, b));
+  return it == merges_.end() ? nullptr : &it->second;
+}
+
+void Bpe::encode(const std::string& piece, std::vector<int32_t>& ids) const {
+  if (piece.empty()) return;
+  if (ignore_merges_) {
+    const int32_t whole = token_to_id(piece);
+    if (whole >= 0) {
+      ids.push_back(whole);
+      return;
+    }
+  }
+  // The piece's characters as initial symbols, as tokenizers' BPE::merge_word:
+  // an unknown character becomes its <0xNN> byte tokens (byte_fallback) or
+  // the unknown token (consecutive ones fused with fuse_unk).
+  std::vector<int32_t> symbols;
+  int32_t pending_unk = -1;
+  for (size_t i = 0; i < piece.size();) {
+    const size_t begin = i;
+    next_code_point(piece, i);
+    std::string ch = piece.substr(begin, i - begin);
+    if (begin > 0) ch.insert(0, continuing_subword_prefix_);
+    if (i == piece.size()) ch += end_of_word_suffix_;
+    const int32_t id = token_to_id(ch);
+    if (id >= 0) {
+      if (pending_unk >= 0) symbols.push_back(pending_unk);
+      pending_unk = -1;
+      symbols.push_back(id);
+      continue;
+    }
+    if (byte_fallback_) {
+      bool all_bytes = true;
+      for (const char c : ch) all_bytes = all_bytes && byte_ids_[static_cast<uint8_t>(c)] >= 0;
+      if (all_bytes) {
+        // tokenizers adds these before a pending unknown token.
+        for (const char c : ch) symbols.push_back(byte_ids_[static_cast<uint8_t>(c)]);
+        continue;
+      }
+    }
+    if (unk_id_ >= 0) {
+      if (pending_unk >= 0 && !fuse_unk_) symbols.push_back(pending_unk);
+      pending_unk = unk_id_;
+    }
+  }
+  if (pending_unk >= 0) symbols.push_back(pending_unk);
+  merge_all(symbols);
+  ids.insert(ids.end(), symbols.begin(), symbols.end());
+}
+
+// Applies merges lowest rank first, leftmost first among equal ranks, as
+// tokenizers' Word::merge_all: a queue of candidate pairs, stale entries skipped.
+void Bpe::merge_all(std::vector<int32_t>& symbols) const {
+  const int n = static_cast<int>(symbols.size());
+  if (n < 2) return;
+  std::vector<int> prev(static_cast<size_t>(n)), next(static_cast<size_t>(n));
+  std::vector<bool> removed(static_cast<size_t>(n), false);
+  for (int i = 0; i < n; ++i) {
+    prev[static_cast<size_t>(i)] = i - 1;
+    next[static_cast<size_t>(i)] = i + 1 < n ? i + 1 : -1;
+  }
+  struct Candidate {
+    int32_t rank;
+    int pos;
+    int32_t new_id;
+    bool operator>(const Candidate& o) const { return rank != o.rank ? rank > o.rank : pos > o.pos; }
+  };
+  std::priority_queue<Candidate, std::vector<Candidate>, std::greater<Candidate>> queue;
+  for (int i = 0; i + 1 < n; ++i) {
+    if (const Merge* m = find_merge(symbols[static_cast<size_t>(i)], symbols[static_cast<size_t>(i + 1)])) {
+      queue.push({m->rank, i, m->new_id});
+    }
+  }
+  while (!queue.empty()) {
+    const Candidate top = queue.top();
+    queue.pop();
+    const auto pos = static_cast<size_t>(top.pos);
+    if (removed[pos] || next[pos] < 0) continue;
+    const auto right = static_cast<size_t>(next[pos]);
+    const Merge* current = find_merge(symbols[pos], symbols[right]);
+    if (current == nullptr || current->new_id != top.new_id) continue;
+    symbols[pos] = top.new_id;
+    removed[right] = true;
+    next[pos] = next[right];
+    if (next[right] >= 0) prev[static_cast<size_t>(next[right])] = top.pos;
+    if (prev[pos] >= 0) {
+      const auto left = static_cast<size_t>(prev[pos]);
+      if (const Merge* m = find_merge(symbols[left], symbols[pos])) queue.push({m->rank, prev[pos], m->new_id});
+    }
+    if (next[pos] >= 0) {
+      if (const Merge* m = find_merge(symbols[pos], symbols[static_cast<size_t>(next[pos])])) {
+        queue.push({m->rank, top.pos, m->new_id});
+      }
+    }
+  }
+  size_t kept = 0;
+  for (size_t i = 0; i < symbols.size(); ++i) {
+    if (!removed[i]) symbols[kept++] = symbols[i];
+  }
+  symbols.resize(kept);
+}
+
+}  // namespace rill::tok
