@@ -35,7 +35,7 @@ SKIP = 77
 
 CORPUS = [
     "Hello, world! This is a simple test of the tokenizer.",
-    "The quick brown fox jumps over the lazy dog. THE QUICK BROWN FOX!",
+    "The quick brown fox jumps over the lazy dog. THE QUICK BROWN FOX! A well-known, state-of-the-art e-mail; x-y.",
     "Ça va? Déjà vu — naïve café, Ångström, Œuvre, straße, İstanbul, ΣΊΣΥΦΟΣ, Łódź, Dvořák.",
     "Привет, как дела? Съешь же ещё этих мягких французских булок, да выпей чаю.",
     "Ελληνικά: Καλημέρα κόσμε, ωραία μέρα σήμερα.",
@@ -191,6 +191,30 @@ def build_tokenizers(tk):
 
     def misc_edit(data):
         data["model"].update(unk_token="<unk>", fuse_unk=False)
+
+    def splits(t):
+        t.normalizer = norm.Sequence([norm.NFKC(), norm.Replace("``", '"'), norm.Strip(left=True, right=False)])
+        t.pre_tokenizer = pre.Sequence([
+            pre.Split("-", behavior="merged_with_previous"),
+            pre.Split(tk.Regex(r"[.,;]"), behavior="merged_with_next"),
+            pre.Split(tk.Regex(r"\p{Lu}"), behavior="contiguous", invert=True),
+            pre.Split(tk.Regex(r"[!?]+"), behavior="removed"),
+            pre.Digits(individual_digits=False),
+            pre.WhitespaceSplit(),
+        ])
+        t.decoder = dec.Sequence([dec.Replace("_", " "), dec.Strip(" ", 0, 1)])
+        t.post_processor = proc.RobertaProcessing(sep=("</s>", 2), cls=("<s>", 1))
+
+    kinds["splits"] = train(tk, models.BPE(unk_token="<unk>"), dict(vocab_size=500, special_tokens=sp_specials,
+                                                                    limit_alphabet=150), splits, misc_edit)
+
+    def whitespace(t):
+        t.normalizer = norm.NFD()
+        t.pre_tokenizer = pre.Whitespace()
+        t.post_processor = proc.BertProcessing(sep=("</s>", 2), cls=("<s>", 1))
+
+    kinds["whitespace"] = train(tk, models.BPE(unk_token="<unk>"), dict(vocab_size=500, special_tokens=sp_specials,
+                                                                        limit_alphabet=150), whitespace, misc_edit)
 
     kinds["misc"] = train(tk, models.BPE(unk_token="<unk>"), dict(vocab_size=400, special_tokens=sp_specials,
                                                                   limit_alphabet=100), misc, misc_edit)
