@@ -263,6 +263,33 @@ namespace Rill
         [DllImport(Library, CallingConvention = Cdecl)]
         public static extern Status rill_model_forward(ModelHandle model, IntPtr cache, TensorHandle hidden, int[] positions,
                                                        UIntPtr positionCount);
+
+        // Tokenizer
+        [DllImport(Library, CallingConvention = Cdecl)]
+        public static extern Status rill_tokenizer_load(byte[] path, out TokenizerHandle tokenizer);
+        [DllImport(Library, CallingConvention = Cdecl)] public static extern void rill_tokenizer_destroy(IntPtr tokenizer);
+        [DllImport(Library, CallingConvention = Cdecl)]
+        public static extern Status rill_tokenizer_vocab_size(TokenizerHandle tokenizer, out int size);
+        [DllImport(Library, CallingConvention = Cdecl)]
+        public static extern Status rill_tokenizer_encode(TokenizerHandle tokenizer, byte[] text, UIntPtr textBytes,
+                                                          uint addSpecialTokens, int[] ids, UIntPtr capacity,
+                                                          out UIntPtr count);
+        [DllImport(Library, CallingConvention = Cdecl)]
+        public static extern Status rill_tokenizer_decode(TokenizerHandle tokenizer, int[] ids, UIntPtr count,
+                                                          uint skipSpecialTokens, byte[] buf, UIntPtr bufSize,
+                                                          out UIntPtr required);
+        [DllImport(Library, CallingConvention = Cdecl)]
+        public static extern Status rill_tokenizer_token_to_id(TokenizerHandle tokenizer, byte[] token, out int id);
+        [DllImport(Library, CallingConvention = Cdecl)]
+        public static extern Status rill_detokenizer_create(TokenizerHandle tokenizer, uint skipSpecialTokens,
+                                                            out DetokenizerHandle detokenizer);
+        [DllImport(Library, CallingConvention = Cdecl)]
+        public static extern Status rill_detokenizer_push(DetokenizerHandle detokenizer, int id, byte[] buf, UIntPtr bufSize,
+                                                          out UIntPtr length);
+        [DllImport(Library, CallingConvention = Cdecl)]
+        public static extern Status rill_detokenizer_flush(DetokenizerHandle detokenizer, byte[] buf, UIntPtr bufSize,
+                                                           out UIntPtr length);
+        [DllImport(Library, CallingConvention = Cdecl)] public static extern void rill_detokenizer_destroy(IntPtr detokenizer);
     }
 
     /// <summary>UTF-8 strings across the boundary.</summary>
