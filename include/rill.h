@@ -878,6 +878,112 @@ RILL_API rill_status rill_model_forward(rill_model* model, rill_kv_cache* cache,
                                         const int32_t* positions, size_t position_count);
 
 /* ------------------------------------------------------------------------- */
+/* Language models                                                           */
+/*                                                                           */
+/* A decoder stack with its token embedding, final norm and LM head, loaded  */
+/* from a Hugging Face model folder (docs/MODELS.md lists the model_types).  */
+/* ------------------------------------------------------------------------- */
+
+/* A language model: a rill_model (the decoder stack) plus the embedding table
+   and the LM head, on one context. */
+typedef struct rill_lm rill_lm;
+
+/* Options of rill_lm_load. Fill with rill_lm_load_options_init first. */
+typedef struct rill_lm_load_options {
+  uint32_t struct_size;    /* sizeof(rill_lm_load_options) */
+  uint32_t override_dtype; /* nonzero: compute in dtype; 0: the checkpoint's torch_dtype (f32 when absent) */
+  rill_dtype dtype;        /* read only with override_dtype */
+} rill_lm_load_options;
+
+/* Sets struct_size and the defaults: no override (the checkpoint's dtype).
+   NULL is a no-op. */
+RILL_API void rill_lm_load_options_init(rill_lm_load_options* options);
+
+/* Loads the Hugging Face model folder at path onto ctx:
+     config.json             model_type and sizes, mapped to a rill_model_desc
+                             (docs/MODELS.md: the model_types, the keys read
+                             and the keys refused);
+     model.safetensors, or model.safetensors.index.json and every shard its
+                             weight_map names: the decoder weights,
+                             model.embed_tokens.weight, model.norm and
+                             lm_head.weight (absent with tie_word_embeddings),
+                             or the family's own names for them;
+     generation_config.json  optional: EOS and BOS ids, sampling defaults.
+   Weights are memory-mapped and converted once to the compute dtype.
+   All-or-nothing: every shard is opened and validated (and checked against
+   the index) before the model is made, each shard's tensors are checked
+   before any of its weights is stored, and every tensor of the checkpoint
+   must be one the model uses. On any failure nothing stays allocated.
+   options: NULL for the defaults.
+   out: receives the model; the caller owns it and destroys it with
+     rill_lm_destroy before destroying ctx.
+   Errors: RILL_ERROR_INVALID_ARGUMENT (NULL ctx, path or out; a bad options
+   struct_size or dtype); RILL_ERROR_IO (a file missing, unreadable or
+   corrupt, a tensor missing from its shard or unused by the model, each
+   named); RILL_ERROR_CONFIG (config.json not JSON, a key of the wrong type or
+   value, sizes the descriptor refuses); RILL_ERROR_UNSUPPORTED (a model_type
+   rill does not run, named with the supported ones; a config key that
+   changes the computation in a way rill cannot, named with its value);
+   RILL_ERROR_SHAPE (a tensor of the wrong shape); RILL_ERROR_OUT_OF_MEMORY. */
+RILL_API rill_status rill_lm_load(rill_context* ctx, const char* path, const rill_lm_load_options* options,
+                                  rill_lm** out);
+
+/* Releases the model, its decoder stack and its tensors. Its KV caches may be
+   destroyed before or after. Call it before destroying the context. NULL is a
+   no-op. */
+RILL_API void rill_lm_destroy(rill_lm* lm);
+
+/* What rill_lm_get_info reports. */
+typedef struct rill_lm_info {
+  uint32_t struct_size; /* set by the caller: sizeof(rill_lm_info) */
+  int32_t vocab_size;   /* rows of the embedding table and of the logits */
+  int32_t hidden_size;
+  int32_t num_layers;
+  int32_t max_position_embeddings; /* from config.json; 0 when absent */
+  rill_dtype dtype;                /* the compute dtype */
+  int32_t bos_token_id;            /* -1: none */
+  int32_t eos_token_count;         /* 0 to 8 */
+  int32_t eos_token_ids[8];        /* generation_config.json's eos_token_id, else config.json's */
+  /* generation_config.json's sampling defaults; absent keys read as neutral: */
+  uint32_t do_sample;       /* 0 */
+  float temperature;        /* 1 */
+  int32_t top_k;            /* 0 = off */
+  float top_p;              /* 1 = off */
+  float min_p;              /* 0 = off */
+  float repetition_penalty; /* 1 = off */
+  char model_type[64];      /* config.json's model_type, NUL-terminated */
+} rill_lm_info;
+
+/* Fills out (the fields inside out->struct_size) with the model's sizes,
+   special ids and sampling defaults.
+   Errors: RILL_ERROR_INVALID_ARGUMENT for NULL lm or out, or a struct_size
+   smaller than the first two fields. Thread-safe with other readers. */
+RILL_API rill_status rill_lm_get_info(const rill_lm* lm, rill_lm_info* out);
+
+/* The decoder stack, for rill_kv_cache_create. Owned by lm: do not destroy
+   it. NULL for NULL. */
+RILL_API rill_model* rill_lm_model(rill_lm* lm);
+
+/* Computes f32 logits for token ids: embeds them (Gemma: times
+   sqrt(hidden_size) in the model dtype), runs the decoder stack through
+   rill_model_forward, its final norm, then lm_head (or the tied embedding
+   table), and (Gemma 2) the final logit soft-cap. The logits come out of the
+   LM head in the model dtype and are converted to f32.
+   cache: NULL to run the tokens as one causal prefill without memory; or a
+     KV cache of rill_lm_model(lm) with this batch: token t of sequence b sits
+     at position length(b) + t and the lengths grow by tokens.
+   batch, tokens: >= 1 each. ids: batch*tokens ids, each in [0, vocab_size).
+   last_only: nonzero to compute only each sequence's last token's logits.
+   logits, logits_count: room for exactly batch*tokens*vocab_size floats
+     (batch*vocab_size with last_only), row-major [batch, tokens, vocab].
+   On failure the cache lengths are unchanged and logits may hold anything.
+   Errors: RILL_ERROR_INVALID_ARGUMENT naming the argument (NULL, a count or
+   id out of range, a cache of another model or batch, a position past the
+   cache's capacity); the errors of rill_model_forward. */
+RILL_API rill_status rill_lm_logits(rill_lm* lm, rill_kv_cache* cache, int32_t batch, int32_t tokens,
+                                    const int32_t* ids, uint32_t last_only, float* logits, size_t logits_count);
+
+/* ------------------------------------------------------------------------- */
 /* Tokenizer                                                                 */
 /* ------------------------------------------------------------------------- */
 

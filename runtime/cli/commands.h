@@ -9,6 +9,7 @@ int bench_main(int argc, char** argv);  // rill bench
 int demo_main(int argc, char** argv);   // rill demo: the README's main job
 int run_main(int argc, char** argv);    // rill run: a decoder stack over .npy hidden states
 int model_demo_main(int argc, char** argv);  // rill demo: a decoder stack; --ops runs demo_main
+int logits_main(int argc, char** argv);      // rill logits: a Hugging Face folder's logits for token ids
 int tokenize_main(int argc, char** argv);  // rill tokenize: the ids of a text under a tokenizer.json
 
 }  // namespace rill_cli

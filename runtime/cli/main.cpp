@@ -18,6 +18,7 @@ const Command kCommands[] = {
     {"bench", "time every op on a backend beside the machine's bandwidth", rill_cli::bench_main},
     {"demo", "the main job: a decoder stack's prefill and decode on the default backend, checked against the CPU", rill_cli::model_demo_main},
     {"run", "run hidden states (.npy) through a decoder stack (TOML + safetensors)", rill_cli::run_main},
+    {"logits", "the logits (.npy) of token ids from a Hugging Face model folder", rill_cli::logits_main},
     {"tokenize", "the token ids of a text under a Hugging Face tokenizer (tokenizer.json)", rill_cli::tokenize_main},
 };
 

@@ -61,12 +61,6 @@ void refuse_fused(rill_model& model, const std::string& name, std::string why) {
   model.fused.push_back(FusedWeight{name, {}, 1, {}, std::move(why)});
 }
 
-// Adds `other` as another name of the weight `name`, where the model has it.
-void add_alias(rill_model& model, const std::string& other, const std::string& name) {
-  const auto found = model.weight_index.find(name);
-  if (found != model.weight_index.end()) add_fused(model, other, {found->second});
-}
-
 // Layer i's mixture of experts (Qwen2-MoE and OLMoE names): the router
 // mlp.gate [E, D], each expert's gated MLP, and the shared expert with its
 // gate when shared_expert_intermediate_size > 0; Mixtral's names
@@ -192,6 +186,70 @@ rill_status store_fused(const char* function, rill_model& model, const FusedWeig
 }
 
 }  // namespace
+
+void add_alias(rill_model& model, const std::string& other, const std::string& name) {
+  const auto found = model.weight_index.find(name);
+  if (found != model.weight_index.end()) add_fused(model, other, {found->second});
+}
+
+rill_status load_safetensors(const char* fn, rill_model& model, const io::SafetensorsFile& file) {
+  const std::string f(fn);
+  // Every tensor of the file that gives this model weights, under its own
+  // name or a fused one, is checked before any is stored.
+  struct Source {
+    const io::SafetensorsTensor* tensor;
+    rill_dtype dtype;
+    int32_t weight;            // a weight index, or
+    const FusedWeight* fused;  // a fused tensor
+  };
+  std::vector<Source> sources;
+  std::vector<const std::string*> given_by(model.weights.size(), nullptr);
+  auto take = [&](const io::SafetensorsTensor& t, const std::vector<int64_t>& expected,
+                  const std::vector<int32_t>& weights, Source source) -> rill_status {
+    const std::string where = f + ": " + file.path() + ": tensor '" + t.name + "': ";
+    if (!io::safetensors_dtype_to_rill(t.dtype, source.dtype)) {
+      return fail(RILL_ERROR_IO, where + "dtype " + t.dtype + " is not supported; expected F32, F16 or BF16");
+    }
+    if (t.shape != expected) {
+      return fail(RILL_ERROR_SHAPE, where + "expected shape " + dims_text(expected) + ", got " +
+                                              dims_text(t.shape));
+    }
+    for (int32_t w : weights) {
+      const std::string*& by = given_by[static_cast<size_t>(w)];
+      if (by != nullptr) {
+        return fail(RILL_ERROR_INVALID_ARGUMENT,
+                          f + ": " + file.path() + ": tensors '" + *by + "' and '" + t.name + "' both hold weight '" +
+                              model.weights[static_cast<size_t>(w)].name + "'; a checkpoint holds one of them");
+      }
+      by = &t.name;
+    }
+    sources.push_back(source);
+    return RILL_OK;
+  };
+  for (size_t i = 0; i < model.weights.size(); ++i) {
+    const Weight& weight = model.weights[i];
+    if (const io::SafetensorsTensor* t = file.find(weight.name)) {
+      const auto index = static_cast<int32_t>(i);
+      RILL_CHECK(take(*t, weight.shape, {index}, Source{t, RILL_DTYPE_F32, index, nullptr}));
+    }
+  }
+  for (const FusedWeight& fused : model.fused) {
+    const io::SafetensorsTensor* t = file.find(fused.name);
+    if (t == nullptr) continue;
+    if (!fused.refusal.empty()) {
+      return fail(RILL_ERROR_INVALID_ARGUMENT,
+                        f + ": " + file.path() + ": tensor '" + fused.name + "': this model cannot use it: " + fused.refusal);
+    }
+    RILL_CHECK(take(*t, fused.shape, fused.parts, Source{t, RILL_DTYPE_F32, kAbsent, &fused}));
+  }
+  for (const Source& s : sources) {
+    RILL_CHECK(s.fused != nullptr
+                   ? store_fused(fn, model, *s.fused, s.dtype, s.tensor->data)
+                   : store_weight(fn, model, model.weights[static_cast<size_t>(s.weight)], s.dtype,
+                                               s.tensor->data, s.tensor->bytes / rill_dtype_size(s.dtype)));
+  }
+  return RILL_OK;
+}
 
 std::string dims_text(const std::vector<int64_t>& shape) {
   std::string s = "[";
@@ -375,61 +433,7 @@ RILL_API rill_status rill_model_load_safetensors(rill_model* model, const char* 
     std::unique_ptr<rill::io::SafetensorsFile> file;
     const rill_status opened = rill::io::SafetensorsFile::open(path, fn, file);
     if (opened != RILL_OK) return opened;
-    // Every tensor of the file that gives this model weights, under its own
-    // name or a fused one, is checked before any is stored.
-    struct Source {
-      const rill::io::SafetensorsTensor* tensor;
-      rill_dtype dtype;
-      int32_t weight;                         // a weight index, or
-      const rill::layer::FusedWeight* fused;  // a fused tensor
-    };
-    std::vector<Source> sources;
-    std::vector<const std::string*> given_by(model->weights.size(), nullptr);
-    auto take = [&](const rill::io::SafetensorsTensor& t, const std::vector<int64_t>& expected,
-                    const std::vector<int32_t>& weights, Source source) -> rill_status {
-      const std::string where = f + ": " + path + ": tensor '" + t.name + "': ";
-      if (!rill::io::safetensors_dtype_to_rill(t.dtype, source.dtype)) {
-        return rill::fail(RILL_ERROR_IO, where + "dtype " + t.dtype + " is not supported; expected F32, F16 or BF16");
-      }
-      if (t.shape != expected) {
-        return rill::fail(RILL_ERROR_SHAPE, where + "expected shape " + rill::layer::dims_text(expected) + ", got " +
-                                                rill::layer::dims_text(t.shape));
-      }
-      for (int32_t w : weights) {
-        const std::string*& by = given_by[static_cast<size_t>(w)];
-        if (by != nullptr) {
-          return rill::fail(RILL_ERROR_INVALID_ARGUMENT,
-                            f + ": " + path + ": tensors '" + *by + "' and '" + t.name + "' both hold weight '" +
-                                model->weights[static_cast<size_t>(w)].name + "'; a checkpoint holds one of them");
-        }
-        by = &t.name;
-      }
-      sources.push_back(source);
-      return RILL_OK;
-    };
-    for (size_t i = 0; i < model->weights.size(); ++i) {
-      const rill::layer::Weight& weight = model->weights[i];
-      if (const rill::io::SafetensorsTensor* t = file->find(weight.name)) {
-        const auto index = static_cast<int32_t>(i);
-        RILL_CHECK(take(*t, weight.shape, {index}, Source{t, RILL_DTYPE_F32, index, nullptr}));
-      }
-    }
-    for (const rill::layer::FusedWeight& fused : model->fused) {
-      const rill::io::SafetensorsTensor* t = file->find(fused.name);
-      if (t == nullptr) continue;
-      if (!fused.refusal.empty()) {
-        return rill::fail(RILL_ERROR_INVALID_ARGUMENT,
-                          f + ": " + path + ": tensor '" + fused.name + "': this model cannot use it: " + fused.refusal);
-      }
-      RILL_CHECK(take(*t, fused.shape, fused.parts, Source{t, RILL_DTYPE_F32, rill::layer::kAbsent, &fused}));
-    }
-    for (const Source& s : sources) {
-      RILL_CHECK(s.fused != nullptr
-                     ? rill::layer::store_fused(fn, *model, *s.fused, s.dtype, s.tensor->data)
-                     : rill::layer::store_weight(fn, *model, model->weights[static_cast<size_t>(s.weight)], s.dtype,
-                                                 s.tensor->data, s.tensor->bytes / rill_dtype_size(s.dtype)));
-    }
-    return RILL_OK;
+    return rill::layer::load_safetensors(fn, *model, *file);
   });
 }
 

@@ -7,6 +7,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "io/safetensors.h"
 #include "objects.h"
 
 namespace rill::layer {
@@ -120,6 +121,15 @@ void build_weight_table(rill_model& model);
 
 // The first weight the model uses that has not been set, or nullptr.
 const Weight* first_missing_weight(const rill_model& model);
+
+// Adds `other` as another name of the weight `name` (a checkpoint's name
+// for it), where the model has that weight; nothing otherwise.
+void add_alias(rill_model& model, const std::string& other, const std::string& name);
+
+// Stores every weight of model that the safetensors file holds (under its own
+// name, a fused one or an alias); every tensor used is checked before any is
+// stored. fn prefixes the messages. Tensors the model does not use are skipped.
+rill_status load_safetensors(const char* fn, rill_model& model, const io::SafetensorsFile& file);
 
 // Free a model (its weights and scratch) or a cache (its tensors) and take it
 // off its context's list; NULL is a no-op.

@@ -37,7 +37,9 @@ def c_to_ctypes():
         "rill_attention_params*": _library.c_attention_params_p,
         "rill_context*": handle, "rill_tensor*": handle, "rill_model*": handle, "rill_kv_cache*": handle,
         "rill_context**": handle_out, "rill_tensor**": handle_out, "rill_model**": handle_out,
-        "rill_kv_cache**": handle_out,
+        "rill_kv_cache**": handle_out, "rill_lm*": handle, "rill_lm**": handle_out,
+        "rill_lm_load_options*": ctypes.POINTER(_library.LmLoadOptions),
+        "rill_lm_info*": ctypes.POINTER(_library.LmInfo),
         "rill_tokenizer*": handle, "rill_detokenizer*": handle, "rill_tokenizer**": handle_out,
         "rill_detokenizer**": handle_out,
     }

@@ -30,6 +30,15 @@ PROFILES = {
         "f16": Limit(nmse=8e-6, worst=5e-2),  # measured NMSE 1.7e-6 (gemma2_query_scalar), worst 7.1e-3
         "bf16": Limit(nmse=3.7e-4, worst=2e-1),  # measured NMSE 1.6e-4, worst 7.2e-2 (gemma3_local)
     },
+    # Logits of whole language models from Hugging Face folders: rill logits
+    # against transformers in float64 (tests/torch/lm_reference.py), worst of
+    # 23 cases (18 model_types and variants) x 3 modes x 2 backends. Issue 11
+    # asks f32 NMSE <= 1e-10; the limit sits under 10x the measured figure.
+    "lm": {
+        "f32": Limit(nmse=3e-12, worst=3e-5),  # measured NMSE 4.1e-13, worst 3.9e-6 (olmo2)
+        "f16": Limit(nmse=2e-5, worst=6e-2),  # measured NMSE 2.9e-6 (gemma), worst 8.7e-3 (gemma2)
+        "bf16": Limit(nmse=1e-3, worst=4e-1),  # measured NMSE 2.0e-4 (gemma), worst 8.0e-2 (olmo2)
+    },
     # One op of the Python binding against float64 numpy
     # (tests/python/test_tensors_ops.py), worst of every op on both backends.
     "ops": {

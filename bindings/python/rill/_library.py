@@ -129,6 +129,35 @@ class AttentionParams(ctypes.Structure):
 
 
 c_attention_params_p = ctypes.POINTER(AttentionParams)
+
+
+class LmLoadOptions(ctypes.Structure):
+    """rill_lm_load_options."""
+
+    _fields_ = [("struct_size", ctypes.c_uint32), ("override_dtype", ctypes.c_uint32), ("dtype", ctypes.c_int)]
+
+
+class LmInfo(ctypes.Structure):
+    """rill_lm_info."""
+
+    _fields_ = [
+        ("struct_size", ctypes.c_uint32),
+        ("vocab_size", ctypes.c_int32),
+        ("hidden_size", ctypes.c_int32),
+        ("num_layers", ctypes.c_int32),
+        ("max_position_embeddings", ctypes.c_int32),
+        ("dtype", ctypes.c_int),
+        ("bos_token_id", ctypes.c_int32),
+        ("eos_token_count", ctypes.c_int32),
+        ("eos_token_ids", ctypes.c_int32 * 8),
+        ("do_sample", ctypes.c_uint32),
+        ("temperature", ctypes.c_float),
+        ("top_k", ctypes.c_int32),
+        ("top_p", ctypes.c_float),
+        ("min_p", ctypes.c_float),
+        ("repetition_penalty", ctypes.c_float),
+        ("model_type", ctypes.c_char * 64),
+    ]
 _vp = ctypes.c_void_p
 _st = ctypes.c_int  # rill_status, rill_dtype and rill_log_level are 32-bit enums
 _f = ctypes.c_float
@@ -186,6 +215,13 @@ _PROTOTYPES = {
     "rill_kv_cache_get_length": (_st, [_vp, ctypes.c_int32, c_int32_p]),
     "rill_kv_cache_set_length": (_st, [_vp, ctypes.c_int32, ctypes.c_int32]),
     "rill_model_forward": (_st, [_vp, _vp, _vp, c_int32_p, ctypes.c_size_t]),
+    "rill_lm_load_options_init": (None, [ctypes.POINTER(LmLoadOptions)]),
+    "rill_lm_load": (_st, [_vp, ctypes.c_char_p, ctypes.POINTER(LmLoadOptions), c_void_pp]),
+    "rill_lm_destroy": (None, [_vp]),
+    "rill_lm_get_info": (_st, [_vp, ctypes.POINTER(LmInfo)]),
+    "rill_lm_model": (_vp, [_vp]),
+    "rill_lm_logits": (_st, [_vp, _vp, ctypes.c_int32, ctypes.c_int32, c_int32_p, ctypes.c_uint32, c_float_p,
+                             ctypes.c_size_t]),
     # tokenizer
     "rill_tokenizer_load": (_st, [ctypes.c_char_p, c_void_pp]),
     "rill_tokenizer_destroy": (None, [_vp]),

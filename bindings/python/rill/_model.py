@@ -82,6 +82,13 @@ class Model(Owned):
 
     _argument, _class_name = "model", "rill.Model"
 
+    @staticmethod
+    def load(path, backend=None, dtype=None, context=None):
+        """A language model from the Hugging Face folder at path: a
+        rill.LanguageModel (see its load for the arguments)."""
+        from ._lm import LanguageModel
+        return LanguageModel.load(path, backend=backend, dtype=dtype, context=context)
+
     def __init__(self, context, desc):
         if not isinstance(context, Context):
             raise InvalidArgumentError("context: expected a rill.Context, got {}".format(type(context).__name__))
@@ -145,16 +152,22 @@ class Model(Owned):
 
 
 class KVCache(Owned):
-    """Cached keys and values of every layer of a model (rill_kv_cache).
-    Keeps its model alive."""
+    """Cached keys and values of every layer of a model (rill_kv_cache): of a
+    rill.Model, or of a rill.LanguageModel's decoder stack. Keeps its model
+    alive."""
 
     _argument, _class_name = "cache", "rill.KVCache"
 
     def __init__(self, model, batch, capacity):
-        if not isinstance(model, Model):
-            raise InvalidArgumentError("model: expected a rill.Model, got {}".format(type(model).__name__))
+        if isinstance(model, Model):
+            stack = model.handle
+        elif hasattr(model, "_stack_handle"):  # a rill.LanguageModel
+            stack = model._stack_handle()
+        else:
+            raise InvalidArgumentError("model: expected a rill.Model or rill.LanguageModel, got {}".format(
+                type(model).__name__))
         handle = ctypes.c_void_p()
-        check(lib().rill_kv_cache_create(model.handle, _int32(batch, "batch"), _int32(capacity, "capacity"),
+        check(lib().rill_kv_cache_create(stack, _int32(batch, "batch"), _int32(capacity, "capacity"),
                                          ctypes.byref(handle)))
         self._model = model
         self._handle = handle.value

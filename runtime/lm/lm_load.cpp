@@ -1,0 +1,357 @@
+// rill_lm_load: a Hugging Face folder (config.json, generation_config.json,
+// model.safetensors or its sharded index) into a decoder stack, an embedding
+// table and an LM head. Loads are all-or-nothing: every file is opened and
+// validated and every tensor matched to the model before the model is made,
+// and any later failure destroys what was made.
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <set>
+#include <sstream>
+#include <string_view>
+
+#include "dtype_convert.h"
+#include "errors.h"
+#include "host_services.h"
+#include "io/safetensors.h"
+#include "lm.h"
+#include "model.h"
+#include "tensors.h"
+
+namespace rill::lm {
+namespace {
+
+// A buffer older checkpoints saved; rill computes RoPE from the config.
+constexpr std::string_view kRotaryBuffer = "rotary_emb.inv_freq";
+
+bool ends_with(const std::string& text, std::string_view suffix) {
+  return text.size() >= suffix.size() && text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+using Shards = std::vector<std::unique_ptr<io::SafetensorsFile>>;
+
+// A plain file name inside the folder: no separators, not "." or "..".
+bool is_plain_name(const std::string& name) {
+  return !name.empty() && name != "." && name != ".." && name.find('/') == std::string::npos &&
+         name.find('\\') == std::string::npos;
+}
+
+bool file_exists(const std::string& path) { return static_cast<bool>(std::ifstream(path)); }
+
+// Opens model.safetensors, or every shard model.safetensors.index.json
+// names, and checks that each tensor the index names is in its shard and
+// each shard's tensors are the ones the index gives it.
+rill_status open_checkpoint(const std::string& f, const std::string& folder, Shards& out) {
+  const std::string index_path = folder + "/model.safetensors.index.json";
+  const std::string single = folder + "/model.safetensors";
+  if (!file_exists(index_path)) {
+    if (!file_exists(single)) {
+      return fail(RILL_ERROR_IO, f + ": " + folder + ": holds neither model.safetensors nor "
+                                                     "model.safetensors.index.json");
+    }
+    std::unique_ptr<io::SafetensorsFile> file;
+    RILL_CHECK(io::SafetensorsFile::open(single, f.c_str(), file));
+    out.push_back(std::move(file));
+    return RILL_OK;
+  }
+  std::ifstream in(index_path, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  nlohmann::json index;
+  try {
+    index = nlohmann::json::parse(text.str());
+  } catch (const nlohmann::json::parse_error& e) {
+    return fail(RILL_ERROR_IO, f + ": " + index_path + ": not valid JSON: " + e.what());
+  }
+  const auto map = index.is_object() ? index.find("weight_map") : index.end();
+  if (map == index.end() || !map->is_object() || map->empty()) {
+    return fail(RILL_ERROR_IO, f + ": " + index_path + ": expected an object with a non-empty \"weight_map\"");
+  }
+  std::map<std::string, std::set<std::string>> by_shard;
+  for (const auto& [tensor, shard] : map->items()) {
+    if (!shard.is_string() || !is_plain_name(shard.get<std::string>())) {
+      return fail(RILL_ERROR_IO, f + ": " + index_path + ": weight_map['" + tensor +
+                                     "']: expected a file name in the folder, got " + shard.dump());
+    }
+    by_shard[shard.get<std::string>()].insert(tensor);
+  }
+  for (const auto& [shard, tensors] : by_shard) {
+    std::unique_ptr<io::SafetensorsFile> file;
+    RILL_CHECK(io::SafetensorsFile::open(folder + "/" + shard, f.c_str(), file));
+    for (const std::string& name : tensors) {
+      if (file->find(name) == nullptr) {
+        return fail(RILL_ERROR_IO, f + ": " + file->path() + ": lacks tensor '" + name + "', which " + index_path +
+                                       " places there");
+      }
+    }
+    for (const io::SafetensorsTensor& t : file->tensors()) {
+      if (tensors.count(t.name) == 0) {
+        return fail(RILL_ERROR_IO, f + ": " + file->path() + ": holds tensor '" + t.name + "', which " +
+                                       index_path + " does not place there");
+      }
+    }
+    out.push_back(std::move(file));
+  }
+  return RILL_OK;
+}
+
+// The tensor called name in the shards, or nullptr.
+const io::SafetensorsTensor* find_tensor(const Shards& shards, const std::string& name,
+                                         const io::SafetensorsFile** in = nullptr) {
+  for (const auto& shard : shards) {
+    if (const io::SafetensorsTensor* t = shard->find(name)) {
+      if (in != nullptr) *in = shard.get();
+      return t;
+    }
+  }
+  return nullptr;
+}
+
+// Every tensor of the checkpoint is one the model uses: a tensor left over
+// means the config and the checkpoint disagree (a bias the config leaves
+// out, a layer too many), which would otherwise go unnoticed.
+rill_status check_all_used(const std::string& f, const rill_model& model, const HfConfig& config,
+                           const Shards& shards) {
+  std::set<std::string> seen;
+  for (const auto& shard : shards) {
+    for (const io::SafetensorsTensor& t : shard->tensors()) {
+      if (!seen.insert(t.name).second) {
+        return fail(RILL_ERROR_IO, f + ": " + shard->path() + ": tensor '" + t.name + "' is in two shards");
+      }
+      const bool used = model.weight_index.count(t.name) != 0 || model.fused_index.count(t.name) != 0 ||
+                        t.name == config.embedding_name || t.name == config.head_name ||
+                        (!config.head_bias_name.empty() && t.name == config.head_bias_name) ||
+                        ends_with(t.name, kRotaryBuffer);
+      if (!used) {
+        return fail(RILL_ERROR_IO, f + ": " + shard->path() + ": tensor '" + t.name + "' is not a weight of this " +
+                                       config.model_type + " model as config.json describes it (" +
+                                       std::to_string(config.desc.num_layers) +
+                                       " layers; check its biases and sizes)");
+      }
+    }
+  }
+  return RILL_OK;
+}
+
+// A tensor above the decoder the checkpoint must hold: the embedding or the
+// LM head ([vocab, hidden]) or the head's bias ([vocab]).
+rill_status find_table(const std::string& f, const Shards& shards, const std::vector<int64_t>& expected,
+                       const std::string& name, const char* why, const io::SafetensorsTensor*& out,
+                       rill_dtype& dtype) {
+  const io::SafetensorsFile* file = nullptr;
+  out = find_tensor(shards, name, &file);
+  if (out == nullptr) return fail(RILL_ERROR_IO, f + ": the checkpoint lacks tensor '" + name + "' (" + why + ")");
+  const std::string where = f + ": " + file->path() + ": tensor '" + name + "': ";
+  if (!io::safetensors_dtype_to_rill(out->dtype, dtype)) {
+    return fail(RILL_ERROR_IO, where + "dtype " + out->dtype + " is not supported; expected F32, F16 or BF16");
+  }
+  if (out->shape != expected) {
+    return fail(RILL_ERROR_SHAPE, where + "expected shape " + layer::dims_text(expected) +
+                                      " (from vocab_size and hidden_size), got " + layer::dims_text(out->shape));
+  }
+  return RILL_OK;
+}
+
+// Creates a tensor of the source's shape in dtype and fills it from the
+// mapped file, converting a bounded number of elements at a time (never a
+// second full copy of an embedding table).
+rill_status store_table(const std::string& where, rill_context& ctx, rill_dtype dtype,
+                        const io::SafetensorsTensor& source, rill_dtype source_dtype, rill_tensor*& out) {
+  rill_tensor* tensor = nullptr;
+  RILL_CHECK(tensor_create(where, ctx, dtype, static_cast<int32_t>(source.shape.size()), source.shape.data(), tensor));
+  out = tensor;
+  if (source_dtype == dtype) return tensor_write(where, *tensor, source.data, source.bytes);
+  const size_t total = source.bytes / rill_dtype_size(source_dtype);
+  const size_t chunk = std::min<size_t>(total, size_t{1} << 20);
+  std::vector<float> f32(chunk);
+  std::vector<unsigned char> converted(chunk * rill_dtype_size(dtype));
+  const auto* src = static_cast<const unsigned char*>(source.data);
+  for (size_t first = 0; first < total; first += chunk) {
+    const size_t count = std::min(chunk, total - first);
+    convert_to_f32(source_dtype, src + first * rill_dtype_size(source_dtype), f32.data(), count);
+    convert_from_f32(dtype, f32.data(), converted.data(), count);
+    clear_backend_message();
+    const rill_status status = ctx.backend->table->buffer_write(ctx.impl, tensor->buffer, first * rill_dtype_size(dtype),
+                                                                converted.data(), count * rill_dtype_size(dtype));
+    if (status != RILL_OK) return backend_failure(where.c_str(), ctx.backend->name, status);
+  }
+  return RILL_OK;
+}
+
+// The family's names for decoder weights, as aliases of rill's.
+void add_family_names(rill_model& model, const HfConfig& config) {
+  for (int32_t i = 0; i < config.desc.num_layers; ++i) {
+    const std::string prefix = "model.layers." + std::to_string(i) + ".";
+    for (const auto& [theirs, ours] : config.layer_names) layer::add_alias(model, prefix + theirs, prefix + ours);
+  }
+  for (const auto& [theirs, ours] : config.global_names) layer::add_alias(model, theirs, ours);
+}
+
+// OLMo's LayerNorms have no parameters: every norm weight 1, every bias 0.
+rill_status set_unit_norms(const std::string& f, rill_model& model) {
+  for (const layer::Weight& w : model.weights) {
+    const bool bias = w.name.size() > 5 && w.name.compare(w.name.size() - 5, 5, ".bias") == 0 &&
+                      (w.name.find("layernorm") != std::string::npos || w.name == "model.norm.bias");
+    if (!w.norm_weight && !bias) continue;
+    const std::vector<float> values(static_cast<size_t>(w.shape[0]), bias ? 0.0f : 1.0f);
+    if (rill_model_set_weight(&model, w.name.c_str(), RILL_DTYPE_F32, 1, w.shape.data(), values.data(),
+                              values.size() * sizeof(float)) != RILL_OK) {
+      return fail(RILL_ERROR_INTERNAL, f + ": setting the parameterless norm '" + w.name + "': " + rill_last_error());
+    }
+  }
+  return RILL_OK;
+}
+
+void destroy_lm(rill_lm* lm) {
+  if (lm == nullptr) return;
+  tensor_destroy(lm->head_bias);
+  if (lm->lm_head != lm->embedding) tensor_destroy(lm->lm_head);
+  tensor_destroy(lm->embedding);
+  rill_model_destroy(lm->model);
+  delete lm;
+}
+
+struct LmDeleter {
+  void operator()(rill_lm* lm) const { destroy_lm(lm); }
+};
+
+rill_status load(const char* fn, rill_context& ctx, const std::string& folder, const rill_lm_load_options& options,
+                 rill_lm*& out) {
+  const std::string f(fn);
+  HfConfig config;
+  RILL_CHECK(read_hf_config(fn, folder, config));
+  config.desc.dtype = options.override_dtype != 0 ? options.dtype
+                      : config.has_torch_dtype    ? config.torch_dtype
+                                                  : RILL_DTYPE_F32;
+  Shards shards;
+  RILL_CHECK(open_checkpoint(f, folder, shards));
+  const io::SafetensorsTensor *embedding = nullptr, *head = nullptr, *head_bias = nullptr;
+  rill_dtype embedding_dtype = RILL_DTYPE_F32, head_dtype = RILL_DTYPE_F32, head_bias_dtype = RILL_DTYPE_F32;
+  const std::vector<int64_t> table = {config.vocab_size, config.desc.hidden_size};
+  RILL_CHECK(find_table(f, shards, table, config.embedding_name, "the token embedding", embedding, embedding_dtype));
+  if (!config.tie_word_embeddings) {
+    RILL_CHECK(find_table(f, shards, table, config.head_name,
+                          "the LM head; config.json's tie_word_embeddings is false", head, head_dtype));
+  }
+  if (!config.head_bias_name.empty()) {
+    RILL_CHECK(find_table(f, shards, {config.vocab_size}, config.head_bias_name, "the LM head's bias", head_bias,
+                          head_bias_dtype));
+  }
+
+  std::unique_ptr<rill_lm, LmDeleter> lm(new rill_lm());
+  lm->context = &ctx;
+  lm->dtype = config.desc.dtype;
+  const rill_status created = rill_model_create(&ctx, &config.desc, &lm->model);
+  if (created != RILL_OK) return fail(created, f + ": " + folder + "/config.json: " + rill_last_error());
+  add_family_names(*lm->model, config);
+  RILL_CHECK(check_all_used(f, *lm->model, config, shards));
+  for (const auto& shard : shards) RILL_CHECK(layer::load_safetensors(fn, *lm->model, *shard));
+  if (config.unit_norms) RILL_CHECK(set_unit_norms(f, *lm->model));
+  if (const layer::Weight* missing = layer::first_missing_weight(*lm->model)) {
+    return fail(RILL_ERROR_IO, f + ": the checkpoint lacks tensor '" + missing->name + "' (shape " +
+                                   layer::dims_text(missing->shape) + ")");
+  }
+  RILL_CHECK(store_table(f + ": " + config.embedding_name, ctx, lm->dtype, *embedding, embedding_dtype,
+                         lm->embedding));
+  if (head != nullptr) {
+    RILL_CHECK(store_table(f + ": " + config.head_name, ctx, lm->dtype, *head, head_dtype, lm->lm_head));
+  } else {
+    lm->lm_head = lm->embedding;
+  }
+  if (head_bias != nullptr) {
+    RILL_CHECK(store_table(f + ": " + config.head_bias_name, ctx, lm->dtype, *head_bias, head_bias_dtype,
+                           lm->head_bias));
+  }
+  lm->config = std::move(config);
+  out = lm.release();
+  return RILL_OK;
+}
+
+}  // namespace
+}  // namespace rill::lm
+
+extern "C" {
+
+RILL_API void rill_lm_load_options_init(rill_lm_load_options* options) {
+  if (options == nullptr) return;
+  *options = rill_lm_load_options{};
+  options->struct_size = sizeof(rill_lm_load_options);
+  options->dtype = RILL_DTYPE_F32;
+}
+
+RILL_API rill_status rill_lm_load(rill_context* ctx, const char* path, const rill_lm_load_options* options,
+                                  rill_lm** out) {
+  constexpr const char* fn = "rill_lm_load";
+  return rill::guarded(fn, [&]() -> rill_status {
+    const std::string f(fn);
+    if (ctx == nullptr) return rill::fail(RILL_ERROR_INVALID_ARGUMENT, f + ": ctx: expected a context, got NULL");
+    if (path == nullptr) {
+      return rill::fail(RILL_ERROR_INVALID_ARGUMENT, f + ": path: expected a model folder, got NULL");
+    }
+    if (out == nullptr) return rill::fail(RILL_ERROR_INVALID_ARGUMENT, f + ": out: expected a pointer, got NULL");
+    rill_lm_load_options o;
+    rill_lm_load_options_init(&o);
+    if (options != nullptr) {
+      if (options->struct_size < sizeof(uint32_t)) {
+        return rill::fail(RILL_ERROR_INVALID_ARGUMENT, f + ": options->struct_size: expected sizeof(rill_lm_load_options) = " +
+                                                           std::to_string(sizeof(rill_lm_load_options)) + ", got " +
+                                                           std::to_string(options->struct_size));
+      }
+      std::memcpy(&o, options, std::min<size_t>(options->struct_size, sizeof o));
+      if (o.override_dtype != 0 && rill_dtype_size(o.dtype) == 0) {
+        return rill::fail(RILL_ERROR_INVALID_ARGUMENT,
+                          f + ": options->dtype: expected RILL_DTYPE_F32, _F16 or _BF16 with override_dtype, got " +
+                              std::to_string(rill::enum_value(o.dtype)));
+      }
+    }
+    std::string folder = path;
+    while (folder.size() > 1 && folder.back() == '/') folder.pop_back();
+    return rill::lm::load(fn, *ctx, folder, o, *out);
+  });
+}
+
+RILL_API void rill_lm_destroy(rill_lm* lm) { rill::lm::destroy_lm(lm); }
+
+RILL_API rill_model* rill_lm_model(rill_lm* lm) { return lm == nullptr ? nullptr : lm->model; }
+
+RILL_API rill_status rill_lm_get_info(const rill_lm* lm, rill_lm_info* out) {
+  constexpr const char* fn = "rill_lm_get_info";
+  return rill::guarded(fn, [&]() -> rill_status {
+    const std::string f(fn);
+    if (lm == nullptr) return rill::fail(RILL_ERROR_INVALID_ARGUMENT, f + ": lm: expected a model, got NULL");
+    if (out == nullptr) return rill::fail(RILL_ERROR_INVALID_ARGUMENT, f + ": out: expected a pointer, got NULL");
+    if (out->struct_size < offsetof(rill_lm_info, hidden_size)) {
+      return rill::fail(RILL_ERROR_INVALID_ARGUMENT, f + ": out->struct_size: expected sizeof(rill_lm_info) = " +
+                                                         std::to_string(sizeof(rill_lm_info)) + ", got " +
+                                                         std::to_string(out->struct_size));
+    }
+    const rill::lm::HfConfig& c = lm->config;
+    rill_lm_info info{};
+    info.struct_size = out->struct_size;
+    info.vocab_size = c.vocab_size;
+    info.hidden_size = c.desc.hidden_size;
+    info.num_layers = c.desc.num_layers;
+    info.max_position_embeddings = c.max_position_embeddings;
+    info.dtype = lm->dtype;
+    info.bos_token_id = c.bos_token_id;
+    info.eos_token_count = static_cast<int32_t>(c.eos_token_ids.size());
+    std::copy(c.eos_token_ids.begin(), c.eos_token_ids.end(), info.eos_token_ids);
+    info.do_sample = c.do_sample ? 1u : 0u;
+    info.temperature = c.temperature;
+    info.top_k = c.top_k;
+    info.top_p = c.top_p;
+    info.min_p = c.min_p;
+    info.repetition_penalty = c.repetition_penalty;
+    std::snprintf(info.model_type, sizeof info.model_type, "%s", c.model_type.c_str());
+    std::memcpy(out, &info, std::min<size_t>(out->struct_size, sizeof info));
+    return RILL_OK;
+  });
+}
+
+}  // extern "C"

@@ -1,0 +1,266 @@
+// The language-model API (rill_lm_*): loading a small Hugging Face folder
+// written here, the info it reports, the argument checks of every entry
+// point, and logits that agree across last_only, batching and the KV cache.
+// The numbers themselves are checked against transformers in
+// tests/torch/lm_reference.py.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstddef>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <sys/stat.h>
+#include <utility>
+#include <vector>
+
+#include "rill.h"
+#include "test_helpers.h"
+
+using rill_test::expect_failure;
+
+static_assert(offsetof(rill_lm_load_options, struct_size) == 0);
+static_assert(offsetof(rill_lm_load_options, override_dtype) == 4);
+static_assert(offsetof(rill_lm_load_options, dtype) == 8);
+static_assert(offsetof(rill_lm_info, struct_size) == 0);
+static_assert(offsetof(rill_lm_info, vocab_size) == 4);
+static_assert(offsetof(rill_lm_info, hidden_size) == 8);
+static_assert(offsetof(rill_lm_info, num_layers) == 12);
+static_assert(offsetof(rill_lm_info, max_position_embeddings) == 16);
+static_assert(offsetof(rill_lm_info, dtype) == 20);
+static_assert(offsetof(rill_lm_info, bos_token_id) == 24);
+static_assert(offsetof(rill_lm_info, eos_token_count) == 28);
+static_assert(offsetof(rill_lm_info, eos_token_ids) == 32);
+static_assert(offsetof(rill_lm_info, do_sample) == 64);
+static_assert(offsetof(rill_lm_info, temperature) == 68);
+static_assert(offsetof(rill_lm_info, top_k) == 72);
+static_assert(offsetof(rill_lm_info, top_p) == 76);
+static_assert(offsetof(rill_lm_info, min_p) == 80);
+static_assert(offsetof(rill_lm_info, repetition_penalty) == 84);
+static_assert(offsetof(rill_lm_info, model_type) == 88);
+static_assert(sizeof(rill_lm_info) == 152);
+
+namespace {
+
+constexpr int kVocab = 8, kHidden = 4;
+
+void write_text(const std::string& path, const std::string& text) {
+  std::FILE* f = std::fopen(path.c_str(), "wb");
+  REQUIRE(f != nullptr);
+  REQUIRE(std::fwrite(text.data(), 1, text.size(), f) == text.size());
+  std::fclose(f);
+}
+
+// A one-layer Llama (hidden 4, one head, vocab 8) with weights from a fixed
+// pseudo-random sequence, as a Hugging Face folder.
+std::string write_folder(const char* name) {
+  const char* tmp = std::getenv("TMPDIR");
+  const std::string folder = std::string(tmp != nullptr ? tmp : "/tmp") + "/rill_lm_api_test_" + name;
+  ::mkdir(folder.c_str(), 0755);
+  write_text(folder + "/config.json",
+             R"({"model_type": "llama", "architectures": ["LlamaForCausalLM"], "vocab_size": 8, "hidden_size": 4,
+                 "intermediate_size": 4, "num_hidden_layers": 1, "num_attention_heads": 1,
+                 "max_position_embeddings": 32, "rms_norm_eps": 1e-5, "bos_token_id": 1, "eos_token_id": 3,
+                 "tie_word_embeddings": false, "torch_dtype": "float32"})");
+  write_text(folder + "/generation_config.json",
+             R"({"eos_token_id": [2, 5], "do_sample": true, "temperature": 0.7, "top_k": 20})");
+  const std::vector<std::pair<std::string, std::vector<int64_t>>> tensors = {
+      {"model.embed_tokens.weight", {kVocab, kHidden}},
+      {"model.layers.0.self_attn.q_proj.weight", {4, 4}},
+      {"model.layers.0.self_attn.k_proj.weight", {4, 4}},
+      {"model.layers.0.self_attn.v_proj.weight", {4, 4}},
+      {"model.layers.0.self_attn.o_proj.weight", {4, 4}},
+      {"model.layers.0.mlp.gate_proj.weight", {4, 4}},
+      {"model.layers.0.mlp.up_proj.weight", {4, 4}},
+      {"model.layers.0.mlp.down_proj.weight", {4, 4}},
+      {"model.layers.0.input_layernorm.weight", {4}},
+      {"model.layers.0.post_attention_layernorm.weight", {4}},
+      {"model.norm.weight", {4}},
+      {"lm_head.weight", {kVocab, kHidden}},
+  };
+  std::string header = "{";
+  std::vector<float> data;
+  uint32_t state = 12345;
+  for (const auto& [tensor, shape] : tensors) {
+    size_t count = 1;
+    for (int64_t d : shape) count *= static_cast<size_t>(d);
+    const size_t begin = data.size() * sizeof(float);
+    for (size_t i = 0; i < count; ++i) {
+      state = state * 1664525u + 1013904223u;
+      data.push_back(static_cast<float>(state >> 8) / 16777216.0f - 0.5f);
+    }
+    header += std::string(header.size() > 1 ? "," : "") + "\"" + tensor + "\":{\"dtype\":\"F32\",\"shape\":[" +
+              std::to_string(shape[0]) + (shape.size() > 1 ? "," + std::to_string(shape[1]) : "") +
+              "],\"data_offsets\":[" + std::to_string(begin) + "," + std::to_string(data.size() * sizeof(float)) +
+              "]}";
+  }
+  header += "}";
+  std::string bytes;
+  for (int i = 0; i < 8; ++i) bytes.push_back(static_cast<char>((header.size() >> (8 * i)) & 0xff));
+  bytes += header;
+  bytes.append(reinterpret_cast<const char*>(data.data()), data.size() * sizeof(float));
+  write_text(folder + "/model.safetensors", bytes);
+  return folder;
+}
+
+struct Loaded {
+  rill_test::ScopedContext context;
+  rill_lm* lm = nullptr;
+  explicit Loaded(const std::string& folder, const rill_lm_load_options* options = nullptr) {
+    REQUIRE_MESSAGE(rill_lm_load(context.ctx, folder.c_str(), options, &lm) == RILL_OK, rill_last_error());
+  }
+  ~Loaded() { rill_lm_destroy(lm); }
+};
+
+std::vector<float> logits(rill_lm* lm, rill_kv_cache* cache, int32_t batch, const std::vector<int32_t>& ids,
+                          bool last_only) {
+  const auto tokens = static_cast<int32_t>(ids.size() / static_cast<size_t>(batch));
+  std::vector<float> out(static_cast<size_t>(last_only ? batch : batch * tokens) * kVocab);
+  REQUIRE_MESSAGE(rill_lm_logits(lm, cache, batch, tokens, ids.data(), last_only ? 1 : 0, out.data(), out.size()) ==
+                      RILL_OK,
+                  rill_last_error());
+  return out;
+}
+
+void check_close(const float* got, const float* expected, size_t count) {
+  for (size_t i = 0; i < count; ++i) CHECK(std::fabs(got[i] - expected[i]) <= 1e-5f * (1 + std::fabs(expected[i])));
+}
+
+}  // namespace
+
+TEST_CASE("rill_lm_load reads the folder's sizes, special ids and sampling defaults") {
+  Loaded m(write_folder("info"));
+  rill_lm_info info;
+  info.struct_size = sizeof info;
+  REQUIRE(rill_lm_get_info(m.lm, &info) == RILL_OK);
+  CHECK(info.vocab_size == kVocab);
+  CHECK(info.hidden_size == kHidden);
+  CHECK(info.num_layers == 1);
+  CHECK(info.max_position_embeddings == 32);
+  CHECK(info.dtype == RILL_DTYPE_F32);
+  CHECK(info.bos_token_id == 1);
+  REQUIRE(info.eos_token_count == 2);  // generation_config.json's list wins over config.json's 3
+  CHECK(info.eos_token_ids[0] == 2);
+  CHECK(info.eos_token_ids[1] == 5);
+  CHECK(info.do_sample == 1);
+  CHECK(info.temperature == doctest::Approx(0.7));
+  CHECK(info.top_k == 20);
+  CHECK(info.top_p == 1.0f);
+  CHECK(info.min_p == 0.0f);
+  CHECK(info.repetition_penalty == 1.0f);
+  CHECK(std::string(info.model_type) == "llama");
+  CHECK(rill_lm_model(m.lm) != nullptr);
+  CHECK(rill_lm_model(nullptr) == nullptr);
+  rill_lm_destroy(nullptr);
+
+  rill_lm_info small;  // only the fields inside struct_size are written
+  small.struct_size = 8;
+  small.hidden_size = -7;
+  REQUIRE(rill_lm_get_info(m.lm, &small) == RILL_OK);
+  CHECK(small.vocab_size == kVocab);
+  CHECK(small.hidden_size == -7);
+}
+
+TEST_CASE("rill_lm_load: override_dtype picks the compute dtype") {
+  rill_lm_load_options options;
+  rill_lm_load_options_init(&options);
+  CHECK(options.struct_size == sizeof options);
+  CHECK(options.override_dtype == 0);
+  options.override_dtype = 1;
+  options.dtype = RILL_DTYPE_BF16;
+  Loaded m(write_folder("bf16"), &options);
+  rill_lm_info info;
+  info.struct_size = sizeof info;
+  REQUIRE(rill_lm_get_info(m.lm, &info) == RILL_OK);
+  CHECK(info.dtype == RILL_DTYPE_BF16);
+  const std::vector<float> out = logits(m.lm, nullptr, 1, {1, 2, 3}, false);
+  for (float v : out) CHECK(std::isfinite(v));
+}
+
+TEST_CASE("rill_lm_load checks its arguments") {
+  rill_test::ScopedContext c;
+  const std::string folder = write_folder("args");
+  rill_lm* lm = nullptr;
+  expect_failure(rill_lm_load(nullptr, folder.c_str(), nullptr, &lm), RILL_ERROR_INVALID_ARGUMENT, {"ctx"});
+  expect_failure(rill_lm_load(c.ctx, nullptr, nullptr, &lm), RILL_ERROR_INVALID_ARGUMENT, {"path"});
+  expect_failure(rill_lm_load(c.ctx, folder.c_str(), nullptr, nullptr), RILL_ERROR_INVALID_ARGUMENT, {"out"});
+  rill_lm_load_options options;
+  rill_lm_load_options_init(&options);
+  options.struct_size = 0;
+  expect_failure(rill_lm_load(c.ctx, folder.c_str(), &options, &lm), RILL_ERROR_INVALID_ARGUMENT,
+                 {"options->struct_size"});
+  rill_lm_load_options_init(&options);
+  options.override_dtype = 1;
+  options.dtype = static_cast<rill_dtype>(9);
+  expect_failure(rill_lm_load(c.ctx, folder.c_str(), &options, &lm), RILL_ERROR_INVALID_ARGUMENT,
+                 {"options->dtype", "9"});
+  expect_failure(rill_lm_load(c.ctx, (folder + "_absent").c_str(), nullptr, &lm), RILL_ERROR_IO,
+                 {"config.json", "cannot open"});
+  CHECK(lm == nullptr);
+  rill_lm_info info;
+  info.struct_size = sizeof info;
+  expect_failure(rill_lm_get_info(nullptr, &info), RILL_ERROR_INVALID_ARGUMENT, {"lm"});
+}
+
+TEST_CASE("rill_lm_logits checks its arguments and leaves the cache unchanged on failure") {
+  Loaded m(write_folder("logits_args"));
+  const int32_t ids[3] = {1, 2, 3};
+  std::vector<float> out(3 * kVocab);
+  expect_failure(rill_lm_logits(nullptr, nullptr, 1, 3, ids, 0, out.data(), out.size()), RILL_ERROR_INVALID_ARGUMENT,
+                 {"lm"});
+  expect_failure(rill_lm_logits(m.lm, nullptr, 0, 3, ids, 0, out.data(), out.size()), RILL_ERROR_INVALID_ARGUMENT,
+                 {"batch", "got 0"});
+  expect_failure(rill_lm_logits(m.lm, nullptr, 1, 0, ids, 0, out.data(), out.size()), RILL_ERROR_INVALID_ARGUMENT,
+                 {"tokens", "got 0"});
+  expect_failure(rill_lm_logits(m.lm, nullptr, 1, 3, nullptr, 0, out.data(), out.size()),
+                 RILL_ERROR_INVALID_ARGUMENT, {"ids"});
+  expect_failure(rill_lm_logits(m.lm, nullptr, 1, 3, ids, 0, nullptr, out.size()), RILL_ERROR_INVALID_ARGUMENT,
+                 {"logits"});
+  expect_failure(rill_lm_logits(m.lm, nullptr, 1, 3, ids, 0, out.data(), out.size() - 1),
+                 RILL_ERROR_INVALID_ARGUMENT, {"logits_count", "expected 24", "got 23"});
+  expect_failure(rill_lm_logits(m.lm, nullptr, 1, 3, ids, 1, out.data(), out.size()), RILL_ERROR_INVALID_ARGUMENT,
+                 {"logits_count", "expected 8"});
+  const int32_t bad[3] = {1, 8, 3};
+  expect_failure(rill_lm_logits(m.lm, nullptr, 1, 3, bad, 0, out.data(), out.size()), RILL_ERROR_INVALID_ARGUMENT,
+                 {"ids[1]", "got 8"});
+
+  rill_kv_cache* cache = nullptr;
+  REQUIRE(rill_kv_cache_create(rill_lm_model(m.lm), 1, 4, &cache) == RILL_OK);
+  std::vector<float> two(2 * 3 * kVocab);
+  const int32_t six[6] = {1, 2, 3, 1, 2, 3};
+  expect_failure(rill_lm_logits(m.lm, cache, 2, 3, six, 0, two.data(), two.size()), RILL_ERROR_INVALID_ARGUMENT,
+                 {"batch", "cache's batch 1"});
+  REQUIRE(rill_lm_logits(m.lm, cache, 1, 3, ids, 0, out.data(), out.size()) == RILL_OK);
+  int32_t length = 0;
+  REQUIRE(rill_kv_cache_get_length(cache, 0, &length) == RILL_OK);
+  CHECK(length == 3);
+  expect_failure(rill_lm_logits(m.lm, cache, 1, 3, ids, 0, out.data(), out.size()), RILL_ERROR_INVALID_ARGUMENT,
+                 {"past the cache's end"});
+  REQUIRE(rill_kv_cache_get_length(cache, 0, &length) == RILL_OK);
+  CHECK(length == 3);
+  rill_kv_cache_destroy(cache);
+}
+
+TEST_CASE("rill_lm_logits: last_only, batches and decode steps agree with one prefill") {
+  Loaded m(write_folder("agree"));
+  const std::vector<int32_t> ids = {1, 4, 7, 0, 2};
+  const std::vector<float> full = logits(m.lm, nullptr, 1, ids, false);
+  const std::vector<float> last = logits(m.lm, nullptr, 1, ids, true);
+  check_close(last.data(), full.data() + 4 * kVocab, kVocab);
+
+  std::vector<int32_t> twice = ids;
+  twice.insert(twice.end(), ids.begin(), ids.end());
+  const std::vector<float> batched = logits(m.lm, nullptr, 2, twice, false);
+  check_close(batched.data(), full.data(), full.size());
+  check_close(batched.data() + full.size(), full.data(), full.size());
+
+  rill_kv_cache* cache = nullptr;
+  REQUIRE(rill_kv_cache_create(rill_lm_model(m.lm), 1, 8, &cache) == RILL_OK);
+  const std::vector<float> prefill = logits(m.lm, cache, 1, {1, 4}, false);
+  check_close(prefill.data(), full.data(), 2 * kVocab);
+  for (size_t t = 2; t < ids.size(); ++t) {
+    const std::vector<float> step = logits(m.lm, cache, 1, {ids[t]}, false);
+    check_close(step.data(), full.data() + t * kVocab, kVocab);
+  }
+  rill_kv_cache_destroy(cache);
+}

@@ -1,0 +1,346 @@
+#!/usr/bin/env python3
+"""Checks `rill logits` on Hugging Face model folders against transformers.
+
+Each case builds a random-weight model from a transformers config class at a
+small size (every parameter drawn at random: norm gains around 1, biases
+nonzero), saves it with save_pretrained into a temporary folder (one
+model.safetensors, or shards with model.safetensors.index.json, with or
+without tied embeddings; f32, or bf16 storage with torch_dtype), and compares
+the logits `rill logits` writes with the model's own logits computed by
+transformers in float64 from the same weights (rounded to rill's compute
+dtype first), at every position: one prefill, a prefill then decode steps
+(--decode-from 5) and decode steps only (--decode-from 0). Limits are
+tests/python/tolerance.py's "lm" profile.
+
+Negative controls: the reference with the final norm dropped, with the wrong
+embedding tie (the embedding table as LM head for an untied model, a fresh
+head for a tied one), and per feature (FEATURE_CONTROLS) the QKV bias left
+out or the sliding window removed; each must fail the comparison.
+
+transformers comes from --venv (reference_venv.cmake). Exit codes: 0 all
+passed, 1 a failure, 77 skipped (torch or transformers missing, the backend
+unavailable, or a plugin backend lacking an op).
+"""
+import argparse
+import copy
+import glob
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+SKIP = 77
+
+try:
+    import numpy as np
+    import torch
+except ImportError as missing:  # reported as skipped, never as passed
+    print(f"skipped: {missing}")
+    sys.exit(SKIP)
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, "python"))
+from tolerance import compare  # noqa: E402  (the Python tests' one tolerance module)
+
+TORCH_DTYPES = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
+SIZES = dict(vocab_size=96, hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
+             num_key_value_heads=2, max_position_embeddings=64, pad_token_id=0, bos_token_id=1, eos_token_id=2)
+MOE = dict(num_experts_per_tok=2)
+TOKENS = 12
+
+# name: (config class, config keys beyond SIZES, how it is saved)
+#   shard: max_shard_size for save_pretrained (None: one file)
+#   storage: the dtype the checkpoint stores (its torch_dtype); rill runs it without --dtype
+#   dtypes: the compute dtypes checked (default all three; the mixtures of experts
+#     only f32, where no rounding can flip a routing choice)
+#   drop: SIZES keys the config class does not take
+CASES = {
+    "llama": ("LlamaConfig", dict(rope_theta=500000.0, rms_norm_eps=1e-5), dict()),
+    "llama_sharded": ("LlamaConfig", dict(attention_bias=True, mlp_bias=True), dict(shard="20KB")),
+    "llama_tied": ("LlamaConfig", dict(tie_word_embeddings=True), dict()),
+    "llama_bf16_storage": ("LlamaConfig", dict(), dict(storage="bf16")),
+    "llama3_rope": ("LlamaConfig", dict(rope_scaling=dict(rope_type="llama3", factor=8.0, low_freq_factor=1.0,
+                                                           high_freq_factor=4.0,
+                                                           original_max_position_embeddings=16)), dict()),
+    "mistral_window": ("MistralConfig", dict(sliding_window=4), dict(shard="30KB")),
+    "qwen2": ("Qwen2Config", dict(), dict()),
+    "qwen2_tied": ("Qwen2Config", dict(tie_word_embeddings=True, rope_theta=1e6), dict(shard="20KB")),
+    "gemma": ("GemmaConfig", dict(head_dim=12, num_key_value_heads=1), dict()),
+    "gemma2": ("Gemma2Config", dict(head_dim=8, query_pre_attn_scalar=12, sliding_window=4,
+                                    attn_logit_softcapping=2.0, final_logit_softcapping=3.0), dict(shard="30KB")),
+    "phi3": ("Phi3Config", dict(), dict()),
+    "phi3_longrope": ("Phi3Config", dict(original_max_position_embeddings=32,
+                                         rope_scaling=dict(type="longrope", short_factor=[1.0, 1.5, 2.0, 3.0],
+                                                           long_factor=[2.0, 3.0, 4.0, 6.0])), dict()),
+    "stablelm": ("StableLmConfig", dict(use_qkv_bias=True, partial_rotary_factor=0.5), dict()),
+    "stablelm_parallel": ("StableLmConfig", dict(use_parallel_residual=True), dict()),
+    "starcoder2": ("Starcoder2Config", dict(sliding_window=5), dict()),
+    "gpt_neox": ("GPTNeoXConfig", dict(rotary_pct=0.5, rotary_emb_base=20000), dict(drop=["num_key_value_heads"])),
+    "gpt_neox_sequential": ("GPTNeoXConfig", dict(use_parallel_residual=False, tie_word_embeddings=True),
+                            dict(drop=["num_key_value_heads"])),
+    "olmo": ("OlmoConfig", dict(attention_bias=True), dict()),
+    "olmo2": ("Olmo2Config", dict(), dict()),
+    "phi": ("PhiConfig", dict(partial_rotary_factor=0.5), dict()),
+    "mixtral": ("MixtralConfig", dict(num_local_experts=4, **MOE), dict(dtypes=["f32"])),
+    "qwen2_moe": ("Qwen2MoeConfig", dict(num_experts=4, moe_intermediate_size=16, shared_expert_intermediate_size=24,
+                                         **MOE), dict(dtypes=["f32"])),
+    "olmoe": ("OlmoeConfig", dict(num_experts=4, norm_topk_prob=True, **MOE), dict(dtypes=["f32"])),
+}
+
+FEATURE_CONTROLS = {
+    "qkv_bias": "the q, k and v biases left out",
+    "window": "no sliding window",
+    "embed_scale": "the embedding not scaled by sqrt(hidden_size)",
+    "final_softcap": "no final logit soft-cap",
+    "head_bias": "the LM head's bias left out",
+}
+
+
+def randomize(model, gen):
+    """Every parameter drawn at random, so that no weight or bias can be skipped unnoticed."""
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if name.endswith("norm.weight") or "layernorm" in name:
+                p.copy_(1.0 + 0.2 * torch.randn(p.shape, generator=gen))
+            else:
+                p.copy_(0.15 * torch.randn(p.shape, generator=gen))
+
+
+def rounded_copy(model, *dtypes):
+    """A copy whose parameters are rounded to each dtype in turn. Only the
+    parameters: Module.to would round buffers too (RoPE's inv_freq), which
+    rill computes from the config."""
+    m = copy.deepcopy(model)
+    with torch.no_grad():
+        for p in m.parameters():
+            for dtype in dtypes:
+                p.copy_(p.to(TORCH_DTYPES[dtype]).to(torch.float32))
+    return m
+
+
+def reference_logits(model, ids, control=None):
+    """The model's logits in float64, or those of the model with one mistake (control)."""
+    m = copy.deepcopy(model).to(torch.float64)
+    base = m.base_model
+    head, embedding = m.get_output_embeddings(), m.get_input_embeddings()
+    inputs = dict(input_ids=torch.tensor([ids]))
+    with torch.no_grad():
+        if control == "final_norm":
+            for name in ("norm", "final_layer_norm", "final_layernorm"):
+                if hasattr(base, name):
+                    setattr(base, name, torch.nn.Identity())
+        elif control == "tie":
+            if m.config.tie_word_embeddings:  # a head of its own instead of the tied table
+                head.weight = torch.nn.Parameter(torch.randn_like(head.weight) * 0.15)
+            else:
+                head.weight = torch.nn.Parameter(embedding.weight.clone())
+        elif control == "qkv_bias":
+            for layer in base.layers:
+                for proj in (layer.self_attn.q_proj, layer.self_attn.k_proj, layer.self_attn.v_proj):
+                    proj.bias.zero_()
+        elif control == "window":
+            m.config.sliding_window = None
+            for layer in base.layers:
+                layer.self_attn.config.sliding_window = None
+                if hasattr(layer.self_attn, "sliding_window"):
+                    layer.self_attn.sliding_window = None
+                if hasattr(layer, "is_sliding"):  # Gemma 2 masks in its decoder layer
+                    layer.is_sliding = False
+        elif control == "embed_scale":  # the model's own scale cancelled
+            inputs = dict(inputs_embeds=embedding(inputs["input_ids"]) / m.config.hidden_size ** 0.5)
+        elif control == "final_softcap":
+            m.config.final_logit_softcapping = None
+        elif control == "head_bias":
+            head.bias.zero_()
+        return m(**inputs, use_cache=False).logits[0].numpy()
+
+
+def case_controls(name, config):
+    controls = {"final_norm": "the final norm dropped", "tie": "the wrong embedding tie"}
+    kind = config.model_type
+    if (getattr(config, "attention_bias", False) and kind != "gpt_neox" or getattr(config, "use_qkv_bias", False)
+            or kind in ("qwen2", "qwen2_moe", "phi") or kind == "starcoder2" and config.use_bias):
+        controls["qkv_bias"] = FEATURE_CONTROLS["qkv_bias"]
+    if kind in ("mistral", "gemma2", "starcoder2") and config.sliding_window:
+        controls["window"] = FEATURE_CONTROLS["window"]
+    if kind.startswith("gemma"):
+        controls["embed_scale"] = FEATURE_CONTROLS["embed_scale"]
+    if getattr(config, "final_logit_softcapping", None):
+        controls["final_softcap"] = FEATURE_CONTROLS["final_softcap"]
+    if kind == "phi":
+        controls["head_bias"] = FEATURE_CONTROLS["head_bias"]
+    return controls
+
+
+def corrupt_folders(workdir, transformers):
+    """Folders that rill logits must refuse, each with text its message must hold."""
+    import json
+    import shutil
+    config = transformers.LlamaConfig(**SIZES)
+    torch.manual_seed(0)
+    base = os.path.join(workdir, "errors_base")
+    transformers.AutoModelForCausalLM.from_config(config).save_pretrained(base, max_shard_size="20KB")
+    index = json.load(open(os.path.join(base, "model.safetensors.index.json")))
+    shards = sorted(set(index["weight_map"].values()))
+
+    def variant(name, edit):
+        folder = os.path.join(workdir, "errors_" + name)
+        shutil.copytree(base, folder)
+        edit(folder)
+        return folder
+
+    def edit_config(**changes):
+        def edit(folder):
+            path = os.path.join(folder, "config.json")
+            data = json.load(open(path))
+            data.update(changes)
+            json.dump(data, open(path, "w"))
+        return edit
+
+    def truncate_last_shard(folder):
+        path = os.path.join(folder, shards[-1])
+        os.truncate(path, os.path.getsize(path) - 8)
+
+    return [
+        ("unknown model_type", variant("type", edit_config(model_type="mamba")),
+         ["RILL_ERROR_UNSUPPORTED", '"mamba"', "llama", "qwen2_moe"]),
+        ("refused model_type", variant("opt", edit_config(model_type="opt")),
+         ["RILL_ERROR_UNSUPPORTED", '"opt"', "learned position embeddings"]),
+        ("unknown key changing the math", variant("key", edit_config(rope_interleaved=True)),
+         ["RILL_ERROR_UNSUPPORTED", "rope_interleaved", "true"]),
+        ("unsupported activation", variant("act", edit_config(hidden_act="relu2")),
+         ["RILL_ERROR_UNSUPPORTED", "hidden_act", "relu2"]),
+        ("bad size", variant("size", edit_config(num_attention_heads=3)), ["RILL_ERROR_CONFIG", "num_heads"]),
+        ("truncated last shard", variant("truncated", truncate_last_shard), ["RILL_ERROR_IO", shards[-1]]),
+        ("missing shard", variant("missing", lambda f: os.remove(os.path.join(f, shards[-1]))),
+         ["RILL_ERROR_IO", shards[-1]]),
+        ("a layer the config leaves out", variant("fewer", edit_config(num_hidden_layers=1)),
+         ["RILL_ERROR_IO", "model.layers.1.", "not a weight"]),
+        ("a layer the checkpoint lacks", variant("more", edit_config(num_hidden_layers=3)),
+         ["RILL_ERROR_IO", "lacks tensor 'model.layers.2."]),
+    ]
+
+
+def check_errors(rill, workdir, transformers):
+    """rill logits refuses broken folders with a message naming the fault."""
+    failures = []
+    for label, folder, needles in corrupt_folders(workdir, transformers):
+        out = os.path.join(folder, "logits.npy")
+        code, log = run_logits(rill, folder, [1, 2, 3], out, "cpu", None, None)
+        missing = [n for n in needles if n not in log]
+        ok = code == 1 and not missing and not os.path.exists(out)
+        print(f"  error case {label:32s} exit {code} {'ok' if ok else 'FAIL'}: {log.strip()[:160]}")
+        if not ok:
+            failures.append(f"error case {label}: exit {code}, missing {missing} in: {log.strip()}")
+    return failures
+
+
+class Skip(Exception):
+    pass
+
+
+def run_logits(rill, folder, ids, out, backend, dtype, decode_from):
+    args = [rill, "logits", "--model", folder, "--ids", " ".join(map(str, ids)), "--output", out,
+            "--backend", backend]
+    if dtype is not None:
+        args += ["--dtype", dtype]
+    if decode_from is not None:
+        args += ["--decode-from", str(decode_from)]
+    proc = subprocess.run(args, capture_output=True, text=True)
+    return proc.returncode, proc.stdout + proc.stderr
+
+
+def check_case(name, rill, backend, workdir, seed, transformers):
+    class_name, keys, save = CASES[name]
+    sizes = {k: v for k, v in SIZES.items() if k not in save.get("drop", [])}
+    config = getattr(transformers, class_name)(**{**sizes, **keys})
+    config._attn_implementation = "eager"
+    gen = torch.Generator().manual_seed(seed)
+    torch.manual_seed(seed)
+    model = transformers.AutoModelForCausalLM.from_config(config, attn_implementation="eager")
+    randomize(model, gen)
+    if config.tie_word_embeddings:
+        model.tie_weights()
+    model.eval()
+    storage = save.get("storage", "f32")
+    folder = os.path.join(workdir, name)
+    copy.deepcopy(model).to(TORCH_DTYPES[storage]).save_pretrained(folder, safe_serialization=True, **(dict(max_shard_size=save["shard"])
+                                                              if "shard" in save else {}))
+    sharded = os.path.exists(os.path.join(folder, "model.safetensors.index.json"))
+    if ("shard" in save) != sharded:
+        return [f"save_pretrained made {'shards' if sharded else 'one file'}, the case asks otherwise"]
+    ids = torch.randint(0, config.vocab_size, (TOKENS,), generator=gen).tolist()
+    controls = case_controls(name, config)
+    failures = []
+    # The storage dtype with no --dtype, then the other compute dtypes as overrides.
+    runs = [(storage, None)] + [(d, d) for d in save.get("dtypes", ("f32", "f16", "bf16")) if d != storage]
+    for dtype, override in runs:
+        rounded = rounded_copy(model, storage, dtype)
+        expected = reference_logits(rounded, ids)
+        wrong = {c: reference_logits(rounded, ids, c) for c in controls}
+        for label, decode_from in (("prefill", None), ("prefill+decode", 5), ("decode only", 0)):
+            out = os.path.join(folder, f"logits_{dtype}_{decode_from}.npy")
+            code, log = run_logits(rill, folder, ids, out, backend, override, decode_from)
+            if code != 0 and ("RILL_ERROR_BACKEND_UNAVAILABLE" in log or
+                              "RILL_ERROR_UNSUPPORTED" in log and backend != "cpu"):
+                raise Skip(f"the {backend} backend cannot run the model: {log.strip()}")
+            if code != 0:
+                failures.append(f"{dtype} {label}: rill logits failed ({code}): {log.strip()}")
+                continue
+            got = np.load(out)
+            result = compare(got, expected, dtype, "lm")
+            print(f"  {name:20s} {dtype:4s} {label:15s} {result} {'ok' if result.ok else 'FAIL'}")
+            if not result.ok:
+                failures.append(f"{dtype} {label}: {result}")
+            for control, reference in wrong.items():
+                caught = compare(got, reference, dtype, "lm")
+                if caught.ok:
+                    failures.append(f"{dtype} {label}: negative control passed, {controls[control]}: {caught}")
+    return failures
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rill", required=True, help="the rill executable")
+    parser.add_argument("--backend", default="cpu")
+    parser.add_argument("--case", action="append", choices=sorted(CASES), help="run only these cases")
+    parser.add_argument("--venv", help="a virtual environment made with --system-site-packages from this "
+                        "interpreter, holding transformers (see reference_venv.cmake)")
+    args = parser.parse_args()
+    if args.venv:  # its packages, beside this interpreter's own
+        sys.path += glob.glob(os.path.join(args.venv, "lib", "python*", "site-packages"))
+    try:
+        import transformers
+    except ImportError as missing:
+        print(f"skipped: {missing}")
+        return SKIP
+    transformers.logging.set_verbosity_error()
+    torch.set_num_threads(2)
+    names = args.case or list(CASES)
+    failed = []
+    skipped = None
+    start = time.time()
+    with tempfile.TemporaryDirectory(prefix="rill-lm-") as workdir:
+        if args.backend == "cpu" and not args.case:
+            failed += check_errors(args.rill, workdir, transformers)
+        for seed, name in enumerate(names):
+            try:
+                problems = check_case(name, args.rill, args.backend, workdir, seed, transformers)
+            except Skip as why:
+                skipped = why
+                break
+            failed += [f"{name}: {p}" for p in problems]
+    for f in failed:
+        print("FAIL", f)
+    if failed:  # a skip never hides a failure recorded before it
+        print(f"{len(failed)} failures on {args.backend}" + (f"; then skipped: {skipped}" if skipped else ""))
+        return 1
+    if skipped:
+        print(f"skipped: {skipped}")
+        return SKIP
+    print(f"{len(names)}/{len(names)} cases passed on {args.backend} in {time.time() - start:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
