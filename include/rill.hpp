@@ -211,9 +211,11 @@ class Model {
 /* Owns a rill_kv_cache. Move-only; destroy it before its Model. */
 class KvCache {
  public:
-  KvCache(const Model& model, int32_t batch, int32_t capacity) {
+  KvCache(const Model& model, int32_t batch, int32_t capacity) : KvCache(model.get(), batch, capacity) {}
+  /* A cache of a decoder stack held elsewhere (Lm::model()). */
+  KvCache(rill_model* stack, int32_t batch, int32_t capacity) {
     rill_kv_cache* raw_cache = nullptr;
-    check(rill_kv_cache_create(model.get(), batch, capacity, &raw_cache));
+    check(rill_kv_cache_create(stack, batch, capacity, &raw_cache));
     handle_.reset(raw_cache);
   }
 
@@ -238,6 +240,50 @@ inline void forward(Model& model, KvCache* cache, Tensor& hidden, const std::vec
   check(rill_model_forward(model.get(), cache ? cache->get() : nullptr, hidden.get(),
                            positions.empty() ? nullptr : positions.data(), positions.size()));
 }
+
+/* Owns a rill_lm: a language model from a Hugging Face folder. Move-only;
+   destroy it before its Context (its KvCaches may go before or after). */
+class Lm {
+ public:
+  /* dtype: the compute dtype, or nullptr for the checkpoint's. */
+  Lm(const Context& ctx, const std::string& path, const rill_dtype* dtype = nullptr) {
+    rill_lm_load_options options;
+    rill_lm_load_options_init(&options);
+    if (dtype != nullptr) {
+      options.override_dtype = 1;
+      options.dtype = *dtype;
+    }
+    rill_lm* raw_lm = nullptr;
+    check(rill_lm_load(ctx.get(), path.c_str(), &options, &raw_lm));
+    handle_.reset(raw_lm);
+  }
+
+  rill_lm* get() const noexcept { return handle_.get(); }
+  rill_lm_info info() const {
+    rill_lm_info out{};
+    out.struct_size = sizeof out;
+    check(rill_lm_get_info(get(), &out));
+    return out;
+  }
+  /* The decoder stack, owned by the Lm: for KvCache(lm.model(), batch, capacity). */
+  rill_model* model() const noexcept { return rill_lm_model(get()); }
+
+  /* Logits [batch, tokens, vocab] (last_only: [batch, vocab]) of ids [batch * tokens]. */
+  std::vector<float> logits(KvCache* cache, int32_t batch, const std::vector<int32_t>& ids, bool last_only = false) {
+    const int32_t tokens = batch > 0 ? static_cast<int32_t>(ids.size() / static_cast<size_t>(batch)) : 0;
+    const size_t rows = static_cast<size_t>(last_only ? batch : batch * tokens);
+    std::vector<float> out(rows * static_cast<size_t>(info().vocab_size));
+    check(rill_lm_logits(get(), cache ? cache->get() : nullptr, batch, tokens, ids.data(), last_only ? 1u : 0u,
+                         out.data(), out.size()));
+    return out;
+  }
+
+ private:
+  struct Destroy {
+    void operator()(rill_lm* lm) const noexcept { rill_lm_destroy(lm); }
+  };
+  std::unique_ptr<rill_lm, Destroy> handle_;
+};
 
 }  // namespace rill
 
