@@ -264,8 +264,8 @@ def check_case(name, rill, backend, workdir, seed, transformers):
     model.eval()
     storage = save.get("storage", "f32")
     folder = os.path.join(workdir, name)
-    copy.deepcopy(model).to(TORCH_DTYPES[storage]).save_pretrained(folder, safe_serialization=True, **(dict(max_shard_size=save["shard"])
-                                                              if "shard" in save else {}))
+    shards = dict(max_shard_size=save["shard"]) if "shard" in save else {}
+    copy.deepcopy(model).to(TORCH_DTYPES[storage]).save_pretrained(folder, safe_serialization=True, **shards)
     sharded = os.path.exists(os.path.join(folder, "model.safetensors.index.json"))
     if ("shard" in save) != sharded:
         return [f"save_pretrained made {'shards' if sharded else 'one file'}, the case asks otherwise"]
