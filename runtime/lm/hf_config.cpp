@@ -640,8 +640,9 @@ void torch_dtype(Keys& k, HfConfig& c) {
   } else if (name == "bfloat16") {
     c.torch_dtype = RILL_DTYPE_BF16;
   } else {
-    k.error(RILL_ERROR_UNSUPPORTED, "torch_dtype", "expected \"float32\", \"float16\" or \"bfloat16\", got " +
-                                                       value_text(*v) + " (override the dtype at load)");
+    c.torch_dtype_problem = "'torch_dtype': expected \"float32\", \"float16\" or \"bfloat16\", got " +
+                            value_text(*v) + " (override the dtype at load)";
+    return;
   }
   c.has_torch_dtype = true;
 }

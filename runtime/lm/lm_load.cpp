@@ -226,6 +226,9 @@ rill_status load(const char* fn, rill_context& ctx, const std::string& folder, c
   const std::string f(fn);
   HfConfig config;
   RILL_CHECK(read_hf_config(fn, folder, config));
+  if (options.override_dtype == 0 && !config.torch_dtype_problem.empty()) {
+    return fail(RILL_ERROR_UNSUPPORTED, f + ": " + folder + "/config.json: " + config.torch_dtype_problem);
+  }
   config.desc.dtype = options.override_dtype != 0 ? options.dtype
                       : config.has_torch_dtype    ? config.torch_dtype
                                                   : RILL_DTYPE_F32;
