@@ -55,8 +55,9 @@ TOKENS = 12
 # name: (config class, config keys beyond SIZES, how it is saved)
 #   shard: max_shard_size for save_pretrained (None: one file)
 #   storage: the dtype the checkpoint stores (its torch_dtype); rill runs it without --dtype
-#   dtypes: the compute dtypes checked (default all three; the mixtures of experts
-#     only f32, where no rounding can flip a routing choice)
+#   dtypes: the compute dtypes checked (default all three). The mixtures of experts
+#     run all three: with these seeds every token picks the same experts in f16
+#     and bf16 as in the float64 reference (a flipped choice would fail them).
 #   drop: SIZES keys the config class does not take
 CASES = {
     "llama": ("LlamaConfig", dict(rope_theta=500000.0, rms_norm_eps=1e-5), dict()),
@@ -85,10 +86,10 @@ CASES = {
     "olmo": ("OlmoConfig", dict(attention_bias=True), dict()),
     "olmo2": ("Olmo2Config", dict(), dict()),
     "phi": ("PhiConfig", dict(partial_rotary_factor=0.5), dict()),
-    "mixtral": ("MixtralConfig", dict(num_local_experts=4, **MOE), dict(dtypes=["f32"])),
+    "mixtral": ("MixtralConfig", dict(num_local_experts=4, **MOE), dict()),
     "qwen2_moe": ("Qwen2MoeConfig", dict(num_experts=4, moe_intermediate_size=16, shared_expert_intermediate_size=24,
-                                         **MOE), dict(dtypes=["f32"])),
-    "olmoe": ("OlmoeConfig", dict(num_experts=4, norm_topk_prob=True, **MOE), dict(dtypes=["f32"])),
+                                         **MOE), dict()),
+    "olmoe": ("OlmoeConfig", dict(num_experts=4, norm_topk_prob=True, **MOE), dict()),
 }
 
 FEATURE_CONTROLS = {
