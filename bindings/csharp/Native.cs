@@ -146,6 +146,37 @@ namespace Rill
         }
     }
 
+    /// <summary>rill_lm_load_options, field for field. Fill it with Native.rill_lm_load_options_init.</summary>
+    [StructLayout(LayoutKind.Sequential)]
+    public struct LmLoadOptions
+    {
+        public uint StructSize;
+        public uint OverrideDtype;
+        public DType DType;
+    }
+
+    /// <summary>rill_lm_info, field for field; set StructSize before rill_lm_get_info.</summary>
+    [StructLayout(LayoutKind.Sequential)]
+    public struct LmInfo
+    {
+        public uint StructSize;
+        public int VocabSize;
+        public int HiddenSize;
+        public int NumLayers;
+        public int MaxPositionEmbeddings;
+        public DType DType;
+        public int BosTokenId;
+        public int EosTokenCount;
+        [MarshalAs(UnmanagedType.ByValArray, SizeConst = 8)] public int[] EosTokenIds;
+        public uint DoSample;
+        public float Temperature;
+        public int TopK;
+        public float TopP;
+        public float MinP;
+        public float RepetitionPenalty;
+        [MarshalAs(UnmanagedType.ByValArray, SizeConst = 64)] public byte[] ModelType;
+    }
+
     /// <summary>void (*rill_log_fn)(rill_log_level, const char*, void*).</summary>
     [UnmanagedFunctionPointer(CallingConvention.Cdecl)]
     public delegate void NativeLogFn(LogLevel level, IntPtr message, IntPtr userData);
@@ -263,6 +294,16 @@ namespace Rill
         [DllImport(Library, CallingConvention = Cdecl)]
         public static extern Status rill_model_forward(ModelHandle model, IntPtr cache, TensorHandle hidden, int[] positions,
                                                        UIntPtr positionCount);
+
+        [DllImport(Library, CallingConvention = Cdecl)] public static extern void rill_lm_load_options_init(ref LmLoadOptions options);
+        [DllImport(Library, CallingConvention = Cdecl)]
+        public static extern Status rill_lm_load(ContextHandle ctx, byte[] path, ref LmLoadOptions options, out IntPtr lm);
+        [DllImport(Library, CallingConvention = Cdecl)] public static extern void rill_lm_destroy(IntPtr lm);
+        [DllImport(Library, CallingConvention = Cdecl)] public static extern Status rill_lm_get_info(IntPtr lm, ref LmInfo info);
+        [DllImport(Library, CallingConvention = Cdecl)] public static extern IntPtr rill_lm_model(IntPtr lm);
+        [DllImport(Library, CallingConvention = Cdecl)]
+        public static extern Status rill_lm_logits(IntPtr lm, IntPtr cache, int batch, int tokens, int[] ids, uint lastOnly,
+                                                   float[] logits, UIntPtr logitsCount);
     }
 
     /// <summary>UTF-8 strings across the boundary.</summary>

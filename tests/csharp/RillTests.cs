@@ -125,6 +125,10 @@ static class RillTests
         { "rill_kv_cache**", new[] { typeof(KvCacheHandle).MakeByRefType() } },
         { "rill_model_desc*", new[] { typeof(ModelDesc).MakeByRefType() } },
         { "rill_attention_params*", new[] { typeof(AttentionParams).MakeByRefType() } },
+        { "rill_lm*", new[] { typeof(IntPtr) } },
+        { "rill_lm**", new[] { typeof(IntPtr).MakeByRefType() } },
+        { "rill_lm_load_options*", new[] { typeof(LmLoadOptions).MakeByRefType() } },
+        { "rill_lm_info*", new[] { typeof(LmInfo).MakeByRefType() } },
     };
 
     // "const int64_t* shape" -> "int64_t*"; "const char*" -> "char*".
@@ -169,6 +173,8 @@ static class RillTests
         foreach (var m in imported) Assert(declared.Contains(m.Name), m.Name + " is in rill.h");
         Assert(Marshal.SizeOf(typeof(ModelDesc)) == 2236, "ModelDesc has rill_model_desc's size");
         Assert(Marshal.SizeOf(typeof(AttentionParams)) == 16, "AttentionParams has rill_attention_params's size");
+        Assert(Marshal.SizeOf(typeof(LmLoadOptions)) == 12, "LmLoadOptions has rill_lm_load_options's size");
+        Assert(Marshal.SizeOf(typeof(LmInfo)) == 152, "LmInfo has rill_lm_info's size");
     }
 
     static void TestVersionAndNames()
