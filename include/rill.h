@@ -1093,6 +1093,226 @@ RILL_API rill_status rill_detokenizer_flush(rill_detokenizer* detokenizer, char*
 /* Releases a detokenizer. NULL is a no-op. */
 RILL_API void rill_detokenizer_destroy(rill_detokenizer* detokenizer);
 
+/* ------------------------------------------------------------------------- */
+/* Sampling                                                                  */
+/* ------------------------------------------------------------------------- */
+/* A sampler turns one row of logits, and the tokens seen so far, into the    */
+/* probability distribution the next token is drawn from, in transformers'    */
+/* order: repetition penalty, presence and frequency penalties, temperature,  */
+/* top-k, top-p, min-p, softmax (docs/GENERATION.md defines each step).       */
+/* Pure host code: the arithmetic is double, the same on every backend.       */
+
+/* Sampling settings. Fill with rill_sampler_params_init, then change fields.
+   Fields are only ever appended; struct_size = sizeof(rill_sampler_params). */
+typedef struct rill_sampler_params {
+  uint32_t struct_size;
+  float temperature;        /* 0 = greedy (the first largest logit after penalties); default 1 */
+  int32_t top_k;            /* keep the k largest (ties with the k-th kept); 0 = off (default) */
+  float top_p;              /* keep the smallest top set with mass >= top_p; 1 = off (default); (0, 1] */
+  float min_p;              /* drop tokens less likely than min_p * the largest probability; 0 = off; [0, 1] */
+  float repetition_penalty; /* seen tokens: positive logits divided, negative multiplied by it; 1 = off; > 0 */
+  float presence_penalty;   /* subtracted once from each seen token's logit; 0 = off */
+  float frequency_penalty;  /* subtracted once per occurrence of a seen token; 0 = off */
+  uint64_t seed;            /* the generator's seed: the same seed draws the same tokens everywhere */
+} rill_sampler_params;
+
+/* Fills params with the defaults above: plain sampling at temperature 1, every
+   filter and penalty off, seed 0; struct_size = sizeof(rill_sampler_params).
+   NULL is a no-op. Thread-safe. */
+RILL_API void rill_sampler_params_init(rill_sampler_params* params);
+
+/* The distribution a token would be drawn from, for hosts and tests to see.
+   params: settings (struct_size read as above; the seed is not used).
+   logits: vocab_size f32 values, each finite or -inf (a token ruled out), at
+     least one finite.
+   history: the tokens seen so far (prompt and generated), history_count ids in
+     [0, vocab_size); the penalties count them. NULL only with history_count 0.
+   out_probabilities: probability_count floats, probability_count == vocab_size;
+     receives the distribution (0 for removed tokens; sums to 1).
+   Errors: RILL_ERROR_INVALID_ARGUMENT for a NULL pointer, a vocab_size of 0, a
+   probability_count other than vocab_size, a NaN or +inf logit (its index named),
+   a history id out of range, or a params field out of its range (named).
+   Thread-safe. */
+RILL_API rill_status rill_sampler_probabilities(const rill_sampler_params* params, const float* logits,
+                                                size_t vocab_size, const int32_t* history, size_t history_count,
+                                                float* out_probabilities, size_t probability_count);
+
+/* A sampler: params and the state of its random generator (xoshiro256**
+   seeded with splitmix64, a fixed algorithm, so the same seed and the same
+   logits give the same tokens on every platform). */
+typedef struct rill_sampler rill_sampler;
+
+/* Creates a sampler with a copy of params, its generator seeded with
+   params->seed.
+   Errors: RILL_ERROR_INVALID_ARGUMENT for NULL or a params field out of range
+   (named); RILL_ERROR_OUT_OF_MEMORY. */
+RILL_API rill_status rill_sampler_create(const rill_sampler_params* params, rill_sampler** out_sampler);
+
+/* Releases a sampler. NULL is a no-op. */
+RILL_API void rill_sampler_destroy(rill_sampler* sampler);
+
+/* Draws one token from the distribution rill_sampler_probabilities gives for
+   these arguments and advances the generator (greedy draws advance it too, so
+   switching temperature keeps later draws reproducible). The draw is the first
+   token whose running probability sum exceeds a uniform number in [0, 1).
+   out_token: receives the token id.
+   Errors: as rill_sampler_probabilities. A sampler is used by one thread at a
+   time. */
+RILL_API rill_status rill_sampler_sample(rill_sampler* sampler, const float* logits, size_t vocab_size,
+                                         const int32_t* history, size_t history_count, int32_t* out_token);
+
+/* ------------------------------------------------------------------------- */
+/* Generation sessions                                                       */
+/* ------------------------------------------------------------------------- */
+/* A session is one conversation with a language model (rill_lm): the tokens  */
+/* so far, a KV cache holding those already run through the model, a sampler */
+/* and the stops. A host appends a prompt, then calls rill_session_step,      */
+/* which runs a bounded number of forward passes and returns, streaming each  */
+/* new token through a callback: a game loop calls it once per frame.         */
+/* docs/GENERATION.md describes the life cycle.                               */
+
+/* Why a step returned. Values are fixed forever. */
+typedef enum rill_stop_reason {
+  RILL_STOP_NONE = 0,           /* the step ran its max_forwards; generation can go on */
+  RILL_STOP_EOS = 1,            /* an end-of-sequence id was generated (it is in the session) */
+  RILL_STOP_STRING = 2,         /* a stop string was generated */
+  RILL_STOP_MAX_NEW_TOKENS = 3, /* max_new_tokens tokens were generated since the last input */
+  RILL_STOP_CAPACITY = 4,       /* the session holds capacity tokens: rewind to go on */
+  RILL_STOP_CANCELLED = 5,      /* rill_session_cancel was called */
+  RILL_STOP_CALLBACK = 6,       /* the token callback returned nonzero */
+  RILL_STOP_REASON_MAX_ENUM = 0x7FFFFFFF
+} rill_stop_reason;
+
+/* Receives each generated token during rill_session_step, on the calling
+   thread. text: the text that token completes (valid during the call only;
+   may be empty, never half a UTF-8 character), or NULL with text_len 0 when
+   the session has no tokenizer. Return nonzero to stop after this token. */
+typedef int (*rill_token_fn)(void* user_data, int32_t token, const char* text, size_t text_len);
+
+/* Settings of a session. Fill with rill_session_options_init, then change
+   fields. Fields are only ever appended. */
+typedef struct rill_session_options {
+  uint32_t struct_size;        /* sizeof(rill_session_options) */
+  int32_t capacity;            /* most tokens the session holds (prompt and generated); >= 1 */
+  int32_t max_new_tokens;      /* tokens generated after each input before RILL_STOP_MAX_NEW_TOKENS; 0 = no budget */
+  int32_t prefill_chunk;       /* most prompt tokens one forward pass runs; >= 1 (default 256) */
+  rill_sampler_params sampler; /* its own struct_size rules apply */
+} rill_session_options;
+
+/* Fills options with defaults: capacity = lm's max_position_embeddings (2048
+   when lm is NULL or reports 0), no token budget, prefill_chunk 256, and the
+   sampler from lm's generation_config.json (rill_lm_info: do_sample 0 gives
+   temperature 0, greedy; else its temperature, top_k, top_p, min_p and
+   repetition_penalty), or rill_sampler_params_init's values when lm is NULL.
+   NULL options is a no-op. */
+RILL_API void rill_session_options_init(rill_session_options* options, const rill_lm* lm);
+
+/* A conversation with one language model. */
+typedef struct rill_session rill_session;
+
+/* Creates an empty session on lm, with a KV cache of options->capacity tokens
+   and the end-of-sequence ids of rill_lm_info (change them with
+   rill_session_set_eos_ids).
+   options: NULL for rill_session_options_init(options, lm).
+   Errors: RILL_ERROR_INVALID_ARGUMENT for NULL lm or out_session, an options
+   struct_size too small, a capacity or prefill_chunk < 1, a max_new_tokens < 0,
+   or sampler params out of range (each named); RILL_ERROR_OUT_OF_MEMORY. The
+   session must be destroyed before lm; one thread at a time uses it, except
+   rill_session_cancel. */
+RILL_API rill_status rill_session_create(rill_lm* lm, const rill_session_options* options, rill_session** out_session);
+
+/* Releases a session and its KV cache. NULL is a no-op. */
+RILL_API void rill_session_destroy(rill_session* session);
+
+/* Replaces the sampler settings and reseeds the generator with params->seed.
+   Errors: as rill_sampler_create. */
+RILL_API rill_status rill_session_set_sampler(rill_session* session, const rill_sampler_params* params);
+
+/* Replaces the end-of-sequence ids (count 0: none, generation then stops only
+   by the other stops).
+   Errors: RILL_ERROR_INVALID_ARGUMENT for NULL, or an id outside the
+   vocabulary (named). */
+RILL_API rill_status rill_session_set_eos_ids(rill_session* session, const int32_t* ids, size_t count);
+
+/* Appends count token ids to the conversation, e.g. a user's turn; the next
+   step runs only them through the model (the tokens before are cached). Resets
+   the max_new_tokens budget.
+   Errors: RILL_ERROR_INVALID_ARGUMENT for NULL, an id outside the vocabulary,
+   or more tokens than the session's capacity (named). Nothing is appended then. */
+RILL_API rill_status rill_session_append_ids(rill_session* session, const int32_t* ids, size_t count);
+
+/* Replaces the whole conversation with ids. The cached tokens they start with
+   are kept and only the rest runs on the next step: a chat host may pass the
+   whole formatted conversation each turn and pay only for the new turn.
+   Errors: as rill_session_append_ids. */
+RILL_API rill_status rill_session_set_ids(rill_session* session, const int32_t* ids, size_t count);
+
+/* Shortens the conversation to its first length tokens (0 empties it).
+   Errors: RILL_ERROR_INVALID_ARGUMENT for NULL or a length outside
+   [0, current length] (the range named). */
+RILL_API rill_status rill_session_rewind(rill_session* session, int32_t length);
+
+/* The conversation's token ids, prompt and generated. Writes the count to
+   out_count; with capacity >= count also the ids (ids may be NULL with
+   capacity 0 to ask the count only).
+   Errors: RILL_ERROR_INVALID_ARGUMENT for NULL session or out_count, or a
+   capacity below the count (the count named; nothing written to ids). */
+RILL_API rill_status rill_session_get_ids(const rill_session* session, int32_t* ids, size_t capacity, size_t* out_count);
+
+/* Runs at most max_forwards forward passes and returns. A forward pass is
+   either a chunk of up to prefill_chunk pending tokens, or the last pending
+   tokens followed by sampling one new token, which is appended to the
+   conversation and passed to on_token. The step ends early at a stop (the
+   stop reasons above); a later step goes on generating.
+   on_token: NULL to receive nothing. user_data: passed to on_token.
+   out_generated: receives the number of tokens generated (may be NULL).
+   out_reason: receives why the step returned (may be NULL).
+   Errors: RILL_ERROR_INVALID_ARGUMENT for NULL session, max_forwards < 1, or
+   an empty conversation; the errors of rill_lm_logits; RILL_ERROR_BACKEND
+   when the model's logits hold NaN. Tokens generated before the failure stay
+   in the session. */
+RILL_API rill_status rill_session_step(rill_session* session, int32_t max_forwards, rill_token_fn on_token,
+                                       void* user_data, int32_t* out_generated, rill_stop_reason* out_reason);
+
+/* Attaches a tokenizer (NULL detaches it): then text prompts can be appended,
+   on_token receives the text of each generated token (decoded with special
+   tokens skipped, never half a UTF-8 character), and stop strings apply.
+   tokenizer: borrowed; it must outlive the session or be detached first.
+   Errors: RILL_ERROR_INVALID_ARGUMENT for NULL session, or a tokenizer with
+   more tokens than the model's vocabulary (both named). */
+RILL_API rill_status rill_session_set_tokenizer(rill_session* session, const rill_tokenizer* tokenizer);
+
+/* Encodes text_bytes of UTF-8 text with the session's tokenizer
+   (add_special_tokens: as rill_tokenizer_encode; nonzero for a first prompt,
+   0 for a later turn) and appends the ids as rill_session_append_ids does.
+   Errors: RILL_ERROR_INVALID_ARGUMENT for NULL, a session without a
+   tokenizer, or more tokens than the capacity; the errors of
+   rill_tokenizer_encode. Nothing is appended on failure. */
+RILL_API rill_status rill_session_append_text(rill_session* session, const char* text, size_t text_bytes,
+                                              uint32_t add_special_tokens);
+
+/* Encodes text as rill_session_append_text does and replaces the conversation
+   with it as rill_session_set_ids does (the cached prefix it shares is kept).
+   Errors: as rill_session_append_text. */
+RILL_API rill_status rill_session_set_text(rill_session* session, const char* text, size_t text_bytes,
+                                           uint32_t add_special_tokens);
+
+/* Adds a stop string (text_bytes >= 1 bytes of UTF-8, copied). When the
+   generated text contains one, the step returns RILL_STOP_STRING; on_token
+   receives the text before it, never the stop string nor a part of it that
+   later completes: text that may begin a stop string is held back until it
+   cannot (and comes out when the generation ends otherwise).
+   Errors: RILL_ERROR_INVALID_ARGUMENT for NULL or an empty text. */
+RILL_API rill_status rill_session_add_stop_string(rill_session* session, const char* text, size_t text_bytes);
+
+/* Removes every stop string. Errors: RILL_ERROR_INVALID_ARGUMENT for NULL. */
+RILL_API rill_status rill_session_clear_stop_strings(rill_session* session);
+
+/* Asks the step running on another thread (or the next step) to return with
+   RILL_STOP_CANCELLED before its next forward pass. Thread-safe; NULL is a
+   no-op. */
+RILL_API void rill_session_cancel(rill_session* session);
+
 #ifdef __cplusplus
 }
 #endif

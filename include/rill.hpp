@@ -23,6 +23,8 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <string_view>
+#include <type_traits>
 #include <vector>
 
 #include "rill.h"
@@ -211,9 +213,11 @@ class Model {
 /* Owns a rill_kv_cache. Move-only; destroy it before its Model. */
 class KvCache {
  public:
-  KvCache(const Model& model, int32_t batch, int32_t capacity) {
+  KvCache(const Model& model, int32_t batch, int32_t capacity) : KvCache(model.get(), batch, capacity) {}
+  /* A cache of a decoder stack held elsewhere (Lm::model()). */
+  KvCache(rill_model* stack, int32_t batch, int32_t capacity) {
     rill_kv_cache* raw_cache = nullptr;
-    check(rill_kv_cache_create(model.get(), batch, capacity, &raw_cache));
+    check(rill_kv_cache_create(stack, batch, capacity, &raw_cache));
     handle_.reset(raw_cache);
   }
 
@@ -322,6 +326,114 @@ class Detokenizer {
     void operator()(rill_detokenizer* d) const noexcept { rill_detokenizer_destroy(d); }
   };
   std::unique_ptr<rill_detokenizer, Destroy> handle_;
+};
+
+/* Owns a rill_lm: a Hugging Face model folder loaded onto a Context.
+   Move-only; destroy it before its Context and after its Sessions. */
+class LanguageModel {
+ public:
+  /* options: nullptr for the defaults (the checkpoint's dtype). */
+  LanguageModel(const Context& ctx, const std::string& path, const rill_lm_load_options* options = nullptr) {
+    rill_lm* raw = nullptr;
+    check(rill_lm_load(ctx.get(), path.c_str(), options, &raw));
+    handle_.reset(raw);
+  }
+
+  rill_lm* get() const noexcept { return handle_.get(); }
+  rill_lm_info info() const {
+    rill_lm_info out{};
+    out.struct_size = sizeof(out);
+    check(rill_lm_get_info(get(), &out));
+    return out;
+  }
+  /* The decoder stack, owned by the LanguageModel: for KvCache(lm.model(), batch, capacity). */
+  rill_model* model() const noexcept { return rill_lm_model(get()); }
+
+  /* Logits [batch, tokens, vocab] (last_only: [batch, vocab]) of ids [batch * tokens]. */
+  std::vector<float> logits(KvCache* cache, int32_t batch, const std::vector<int32_t>& ids, bool last_only = false) {
+    const int32_t tokens = batch > 0 ? static_cast<int32_t>(ids.size() / static_cast<size_t>(batch)) : 0;
+    const size_t rows = static_cast<size_t>(last_only ? batch : batch * tokens);
+    std::vector<float> out(rows * static_cast<size_t>(info().vocab_size));
+    check(rill_lm_logits(get(), cache ? cache->get() : nullptr, batch, tokens, ids.data(), last_only ? 1u : 0u,
+                         out.data(), out.size()));
+    return out;
+  }
+
+ private:
+  struct Destroy {
+    void operator()(rill_lm* lm) const noexcept { rill_lm_destroy(lm); }
+  };
+  std::unique_ptr<rill_lm, Destroy> handle_;
+};
+
+/* Owns a rill_session: one conversation with a language model. Move-only;
+   destroy it before its rill_lm.
+
+     rill::Session session(lm.get());        // options from generation_config.json
+     session.set_tokenizer(tokenizer);
+     session.append_text("Once upon a time", true);
+     rill_stop_reason why = RILL_STOP_NONE;
+     while (why == RILL_STOP_NONE)
+       why = session.step(1, [](int32_t id, std::string_view text) { ...; return false; });
+*/
+class Session {
+ public:
+  /* options: nullptr for rill_session_options_init(options, lm). */
+  explicit Session(rill_lm* lm, const rill_session_options* options = nullptr) {
+    rill_session* raw = nullptr;
+    check(rill_session_create(lm, options, &raw));
+    handle_.reset(raw);
+  }
+
+  rill_session* get() const noexcept { return handle_.get(); }
+
+  /* The tokenizer must outlive the session (or be detached with nullptr). */
+  void set_tokenizer(const Tokenizer& tokenizer) { check(rill_session_set_tokenizer(get(), tokenizer.get())); }
+  void append_text(const std::string& text, bool add_special_tokens = false) {
+    check(rill_session_append_text(get(), text.data(), text.size(), add_special_tokens));
+  }
+  void set_text(const std::string& text, bool add_special_tokens = true) {
+    check(rill_session_set_text(get(), text.data(), text.size(), add_special_tokens));
+  }
+  void add_stop_string(const std::string& text) { check(rill_session_add_stop_string(get(), text.data(), text.size())); }
+  void append_ids(const std::vector<int32_t>& ids) { check(rill_session_append_ids(get(), ids.data(), ids.size())); }
+  void set_ids(const std::vector<int32_t>& ids) { check(rill_session_set_ids(get(), ids.data(), ids.size())); }
+  void set_eos_ids(const std::vector<int32_t>& ids) { check(rill_session_set_eos_ids(get(), ids.data(), ids.size())); }
+  void set_sampler(const rill_sampler_params& params) { check(rill_session_set_sampler(get(), &params)); }
+  void rewind(int32_t length) { check(rill_session_rewind(get(), length)); }
+  void cancel() noexcept { rill_session_cancel(get()); }
+  std::vector<int32_t> ids() const {
+    size_t count = 0;  // asked first with no room: that call fails unless the session is empty
+    if (rill_session_get_ids(get(), nullptr, 0, &count) == RILL_OK) return {};
+    std::vector<int32_t> out(count);
+    check(rill_session_get_ids(get(), out.data(), out.size(), &count));
+    return out;
+  }
+
+  /* Runs at most max_forwards forward passes (rill_session_step). on_token(id,
+     text) is called for each new token (text empty without a tokenizer) and
+     returns true to stop. Returns why the step ended; *generated (if given)
+     receives the number of new tokens. */
+  template <class OnToken>
+  rill_stop_reason step(int32_t max_forwards, OnToken&& on_token, int32_t* generated = nullptr) {
+    using Fn = std::remove_reference_t<OnToken>;
+    struct Call {
+      Fn* fn;
+      static int token(void* user, int32_t id, const char* text, size_t len) {
+        Call& call = *static_cast<Call*>(user);
+        return (*call.fn)(id, std::string_view(text ? text : "", text ? len : 0)) ? 1 : 0;
+      }
+    } call{&on_token};
+    rill_stop_reason reason = RILL_STOP_NONE;
+    check(rill_session_step(get(), max_forwards, &Call::token, &call, generated, &reason));
+    return reason;
+  }
+
+ private:
+  struct Destroy {
+    void operator()(rill_session* s) const noexcept { rill_session_destroy(s); }
+  };
+  std::unique_ptr<rill_session, Destroy> handle_;
 };
 
 }  // namespace rill

@@ -146,6 +146,81 @@ namespace Rill
         }
     }
 
+    /// <summary>rill_lm_load_options, field for field. Fill with rill_lm_load_options_init.</summary>
+    [StructLayout(LayoutKind.Sequential)]
+    public struct LmLoadOptions
+    {
+        public uint StructSize;
+        public uint OverrideDtype;
+        public DType Dtype;
+    }
+
+    /// <summary>rill_lm_info, field for field. Set StructSize before rill_lm_get_info.</summary>
+    [StructLayout(LayoutKind.Sequential)]
+    public struct LmInfo
+    {
+        public uint StructSize;
+        public int VocabSize;
+        public int HiddenSize;
+        public int NumLayers;
+        public int MaxPositionEmbeddings;
+        public DType Dtype;
+        public int BosTokenId;
+        public int EosTokenCount;
+        [MarshalAs(UnmanagedType.ByValArray, SizeConst = 8)] public int[] EosTokenIds;
+        public uint DoSample;
+        public float Temperature;
+        public int TopK;
+        public float TopP;
+        public float MinP;
+        public float RepetitionPenalty;
+        [MarshalAs(UnmanagedType.ByValArray, SizeConst = 64)] public byte[] ModelType;
+    }
+
+    /// <summary>rill_sampler_params, field for field. SamplerParams.Defaults() holds
+    /// rill_sampler_params_init's values.</summary>
+    [StructLayout(LayoutKind.Sequential)]
+    public struct SamplerParams
+    {
+        public uint StructSize;
+        public float Temperature;       // 0 = greedy
+        public int TopK;                // 0 = off
+        public float TopP;              // 1 = off
+        public float MinP;              // 0 = off
+        public float RepetitionPenalty; // 1 = off
+        public float PresencePenalty;   // 0 = off
+        public float FrequencyPenalty;  // 0 = off
+        public ulong Seed;
+
+        public static SamplerParams Defaults()
+        {
+            var p = new SamplerParams();
+            Native.rill_sampler_params_init(ref p);
+            return p;
+        }
+    }
+
+    /// <summary>rill_session_options, field for field. Fill with rill_session_options_init.</summary>
+    [StructLayout(LayoutKind.Sequential)]
+    public struct SessionOptions
+    {
+        public uint StructSize;
+        public int Capacity;
+        public int MaxNewTokens;  // 0 = no budget
+        public int PrefillChunk;
+        public SamplerParams Sampler;
+    }
+
+    /// <summary>rill_stop_reason: why rill_session_step returned.</summary>
+    public enum StopReason
+    {
+        None = 0, Eos = 1, StopString = 2, MaxNewTokens = 3, Capacity = 4, Cancelled = 5, Callback = 6,
+    }
+
+    /// <summary>int (*rill_token_fn)(void* user_data, int32_t token, const char* text, size_t text_len).</summary>
+    [UnmanagedFunctionPointer(CallingConvention.Cdecl)]
+    public delegate int NativeTokenFn(IntPtr userData, int token, IntPtr text, UIntPtr textLen);
+
     /// <summary>void (*rill_log_fn)(rill_log_level, const char*, void*).</summary>
     [UnmanagedFunctionPointer(CallingConvention.Cdecl)]
     public delegate void NativeLogFn(LogLevel level, IntPtr message, IntPtr userData);
@@ -264,6 +339,16 @@ namespace Rill
         public static extern Status rill_model_forward(ModelHandle model, IntPtr cache, TensorHandle hidden, int[] positions,
                                                        UIntPtr positionCount);
 
+        [DllImport(Library, CallingConvention = Cdecl)] public static extern void rill_lm_load_options_init(ref LmLoadOptions options);
+        [DllImport(Library, CallingConvention = Cdecl)]
+        public static extern Status rill_lm_load(ContextHandle ctx, byte[] path, ref LmLoadOptions options, out IntPtr lm);
+        [DllImport(Library, CallingConvention = Cdecl)] public static extern void rill_lm_destroy(IntPtr lm);
+        [DllImport(Library, CallingConvention = Cdecl)] public static extern Status rill_lm_get_info(IntPtr lm, ref LmInfo info);
+        [DllImport(Library, CallingConvention = Cdecl)] public static extern IntPtr rill_lm_model(IntPtr lm);
+        [DllImport(Library, CallingConvention = Cdecl)]
+        public static extern Status rill_lm_logits(IntPtr lm, IntPtr cache, int batch, int tokens, int[] ids, uint lastOnly,
+                                                   float[] logits, UIntPtr logitsCount);
+
         // Tokenizer
         [DllImport(Library, CallingConvention = Cdecl)]
         public static extern Status rill_tokenizer_load(byte[] path, out TokenizerHandle tokenizer);
@@ -290,6 +375,47 @@ namespace Rill
         public static extern Status rill_detokenizer_flush(DetokenizerHandle detokenizer, byte[] buf, UIntPtr bufSize,
                                                            out UIntPtr length);
         [DllImport(Library, CallingConvention = Cdecl)] public static extern void rill_detokenizer_destroy(IntPtr detokenizer);
+
+        [DllImport(Library, CallingConvention = Cdecl)] public static extern void rill_sampler_params_init(ref SamplerParams p);
+        [DllImport(Library, CallingConvention = Cdecl)]
+        public static extern Status rill_sampler_probabilities(ref SamplerParams p, float[] logits, UIntPtr vocabSize, int[] history,
+                                                               UIntPtr historyCount, float[] probabilities, UIntPtr probabilityCount);
+        [DllImport(Library, CallingConvention = Cdecl)]
+        public static extern Status rill_sampler_create(ref SamplerParams p, out IntPtr sampler);
+        [DllImport(Library, CallingConvention = Cdecl)] public static extern void rill_sampler_destroy(IntPtr sampler);
+        [DllImport(Library, CallingConvention = Cdecl)]
+        public static extern Status rill_sampler_sample(IntPtr sampler, float[] logits, UIntPtr vocabSize, int[] history,
+                                                        UIntPtr historyCount, out int token);
+
+        [DllImport(Library, CallingConvention = Cdecl)]
+        public static extern void rill_session_options_init(ref SessionOptions options, IntPtr lm);
+        [DllImport(Library, CallingConvention = Cdecl)]
+        public static extern Status rill_session_create(IntPtr lm, ref SessionOptions options, out IntPtr session);
+        [DllImport(Library, CallingConvention = Cdecl)] public static extern void rill_session_destroy(IntPtr session);
+        [DllImport(Library, CallingConvention = Cdecl)]
+        public static extern Status rill_session_set_sampler(IntPtr session, ref SamplerParams p);
+        [DllImport(Library, CallingConvention = Cdecl)]
+        public static extern Status rill_session_set_eos_ids(IntPtr session, int[] ids, UIntPtr count);
+        [DllImport(Library, CallingConvention = Cdecl)]
+        public static extern Status rill_session_append_ids(IntPtr session, int[] ids, UIntPtr count);
+        [DllImport(Library, CallingConvention = Cdecl)]
+        public static extern Status rill_session_set_ids(IntPtr session, int[] ids, UIntPtr count);
+        [DllImport(Library, CallingConvention = Cdecl)] public static extern Status rill_session_rewind(IntPtr session, int length);
+        [DllImport(Library, CallingConvention = Cdecl)]
+        public static extern Status rill_session_get_ids(IntPtr session, int[] ids, UIntPtr capacity, out UIntPtr count);
+        [DllImport(Library, CallingConvention = Cdecl)]
+        public static extern Status rill_session_step(IntPtr session, int maxForwards, NativeTokenFn onToken, IntPtr userData,
+                                                      out int generated, out StopReason reason);
+        [DllImport(Library, CallingConvention = Cdecl)] public static extern void rill_session_cancel(IntPtr session);
+        [DllImport(Library, CallingConvention = Cdecl)]
+        public static extern Status rill_session_set_tokenizer(IntPtr session, IntPtr tokenizer);
+        [DllImport(Library, CallingConvention = Cdecl)]
+        public static extern Status rill_session_append_text(IntPtr session, byte[] text, UIntPtr textBytes, uint addSpecialTokens);
+        [DllImport(Library, CallingConvention = Cdecl)]
+        public static extern Status rill_session_set_text(IntPtr session, byte[] text, UIntPtr textBytes, uint addSpecialTokens);
+        [DllImport(Library, CallingConvention = Cdecl)]
+        public static extern Status rill_session_add_stop_string(IntPtr session, byte[] text, UIntPtr textBytes);
+        [DllImport(Library, CallingConvention = Cdecl)] public static extern Status rill_session_clear_stop_strings(IntPtr session);
     }
 
     /// <summary>UTF-8 strings across the boundary.</summary>

@@ -1,10 +1,13 @@
 #include "cli_options.h"
 
+#include <cerrno>
+#include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <sstream>
+#include <utility>
 
 namespace rill_cli {
 
@@ -19,6 +22,32 @@ bool parse_int_option(const char* command, const char* option, const char* value
     return false;
   }
   out = static_cast<int>(n);
+  return true;
+}
+
+bool parse_ids_option(const char* command, const std::string& text, std::vector<int32_t>& out) {
+  const auto separator = [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == ','; };
+  std::vector<int32_t> ids;
+  const char* p = text.c_str();
+  while (true) {
+    while (separator(*p)) ++p;
+    if (*p == '\0') break;
+    char* end = nullptr;
+    errno = 0;
+    const long long id = std::strtoll(p, &end, 10);
+    if (end == p || errno != 0 || id < 0 || id > INT32_MAX || (*end != '\0' && !separator(*end))) {
+      std::fprintf(stderr, "rill %s: --ids: expected token ids >= 0 separated by spaces, got '%s'\n", command,
+                   text.c_str());
+      return false;
+    }
+    ids.push_back(static_cast<int32_t>(id));
+    p = end;
+  }
+  if (ids.empty()) {
+    std::fprintf(stderr, "rill %s: --ids: expected at least one token id, got '%s'\n", command, text.c_str());
+    return false;
+  }
+  out = std::move(ids);
   return true;
 }
 

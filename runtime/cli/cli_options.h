@@ -4,7 +4,9 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <string>
+#include <vector>
 
 #include "rill.h"
 
@@ -17,6 +19,11 @@ bool is_help_option(const char* arg);
 // "rill COMMAND: OPTION: expected an integer from MIN to MAX, got 'VALUE'" and
 // returns false (the caller exits with 2).
 bool parse_int_option(const char* command, const char* option, const char* value, int min, int max, int& out);
+
+// "1 2 3" (token ids >= 0 separated by spaces, tabs, newlines or commas; at
+// least one) into out.
+// Otherwise prints "rill COMMAND: --ids: expected ..." and returns false.
+bool parse_ids_option(const char* command, const std::string& text, std::vector<int32_t>& out);
 
 // f32, f16 or bf16 as a dtype; false for anything else.
 bool parse_dtype_name(const char* name, rill_dtype& out);

@@ -11,5 +11,6 @@ int run_main(int argc, char** argv);    // rill run: a decoder stack over .npy h
 int model_demo_main(int argc, char** argv);  // rill demo: a decoder stack; --ops runs demo_main
 int logits_main(int argc, char** argv);      // rill logits: a Hugging Face folder's logits for token ids
 int tokenize_main(int argc, char** argv);  // rill tokenize: the ids of a text under a tokenizer.json
+int generate_main(int argc, char** argv);  // rill generate: text from a Hugging Face model folder
 
 }  // namespace rill_cli

@@ -2,7 +2,6 @@
 // of a sequence of token ids as .npy [T, vocab]. With --decode-from N the
 // first N ids run as one prefill and each later id as a decode step against
 // the KV cache, so the file compares prefill with decode.
-#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -37,31 +36,6 @@ int fail(const std::string& message) {
 
 int fail_status(const std::string& what, rill_status status) {
   return fail(what + ": " + rill_status_string(status) + ": " + rill_last_error());
-}
-
-// "1 2 3" as ids; false (with a message) for anything else.
-bool parse_ids(const std::string& text, std::vector<int32_t>& out) {
-  const char* p = text.c_str();
-  while (true) {
-    while (*p == ' ' || *p == '\t' || *p == '\n' || *p == ',') ++p;
-    if (*p == '\0') break;
-    char* end = nullptr;
-    errno = 0;
-    const long long id = std::strtoll(p, &end, 10);
-    if (end == p || errno != 0 || id < 0 || id > INT32_MAX ||
-        (*end != '\0' && *end != ' ' && *end != '\t' && *end != '\n' && *end != ',')) {
-      std::fprintf(stderr, "rill logits: --ids: expected token ids >= 0 separated by spaces, got '%s'\n",
-                   text.c_str());
-      return false;
-    }
-    out.push_back(static_cast<int32_t>(id));
-    p = end;
-  }
-  if (out.empty()) {
-    std::fprintf(stderr, "rill logits: --ids: expected at least one token id, got '%s'\n", text.c_str());
-    return false;
-  }
-  return true;
 }
 
 struct Handles {
@@ -127,7 +101,7 @@ int logits_main(int argc, char** argv) {
     options.override_dtype = 1;
   }
   std::vector<int32_t> ids;
-  if (!parse_ids(ids_text, ids)) return 2;
+  if (!parse_ids_option("logits", ids_text, ids)) return 2;
   const auto tokens = static_cast<int32_t>(ids.size());
   if (decode_from > tokens) {
     std::fprintf(stderr, "rill logits: --decode-from: expected at most the %d ids given, got %d\n", tokens,

@@ -20,6 +20,7 @@ const Command kCommands[] = {
     {"run", "run hidden states (.npy) through a decoder stack (TOML + safetensors)", rill_cli::run_main},
     {"logits", "the logits (.npy) of token ids from a Hugging Face model folder", rill_cli::logits_main},
     {"tokenize", "the token ids of a text under a Hugging Face tokenizer (tokenizer.json)", rill_cli::tokenize_main},
+    {"generate", "generate text from a Hugging Face model folder", rill_cli::generate_main},
 };
 
 void print_usage(std::FILE* to) {

@@ -125,6 +125,18 @@ static class RillTests
         { "rill_kv_cache**", new[] { typeof(KvCacheHandle).MakeByRefType() } },
         { "rill_model_desc*", new[] { typeof(ModelDesc).MakeByRefType() } },
         { "rill_attention_params*", new[] { typeof(AttentionParams).MakeByRefType() } },
+        { "rill_sampler_params*", new[] { typeof(SamplerParams).MakeByRefType() } },
+        { "rill_sampler*", new[] { typeof(IntPtr) } },
+        { "rill_sampler**", new[] { typeof(IntPtr).MakeByRefType() } },
+        { "rill_lm*", new[] { typeof(IntPtr) } },
+        { "rill_lm**", new[] { typeof(IntPtr).MakeByRefType() } },
+        { "rill_lm_load_options*", new[] { typeof(LmLoadOptions).MakeByRefType() } },
+        { "rill_lm_info*", new[] { typeof(LmInfo).MakeByRefType() } },
+        { "rill_session_options*", new[] { typeof(SessionOptions).MakeByRefType() } },
+        { "rill_session*", new[] { typeof(IntPtr) } },
+        { "rill_session**", new[] { typeof(IntPtr).MakeByRefType() } },
+        { "rill_token_fn", new[] { typeof(NativeTokenFn) } },
+        { "rill_stop_reason*", new[] { typeof(StopReason).MakeByRefType() } },
         { "rill_tokenizer*", new[] { typeof(TokenizerHandle), typeof(IntPtr) } },
         { "rill_detokenizer*", new[] { typeof(DetokenizerHandle), typeof(IntPtr) } },
         { "rill_tokenizer**", new[] { typeof(TokenizerHandle).MakeByRefType() } },
@@ -173,6 +185,10 @@ static class RillTests
         foreach (var m in imported) Assert(declared.Contains(m.Name), m.Name + " is in rill.h");
         Assert(Marshal.SizeOf(typeof(ModelDesc)) == 2236, "ModelDesc has rill_model_desc's size");
         Assert(Marshal.SizeOf(typeof(AttentionParams)) == 16, "AttentionParams has rill_attention_params's size");
+        Assert(Marshal.SizeOf(typeof(SamplerParams)) == 40, "SamplerParams has rill_sampler_params's size");
+        Assert(Marshal.SizeOf(typeof(SessionOptions)) == 56, "SessionOptions has rill_session_options's size");
+        Assert(Marshal.SizeOf(typeof(LmInfo)) == 152, "LmInfo has rill_lm_info's size");
+        Assert(Marshal.SizeOf(typeof(LmLoadOptions)) == 12, "LmLoadOptions has rill_lm_load_options's size");
     }
 
     static void TestVersionAndNames()

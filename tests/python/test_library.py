@@ -42,6 +42,9 @@ def c_to_ctypes():
         "rill_lm_info*": ctypes.POINTER(_library.LmInfo),
         "rill_tokenizer*": handle, "rill_detokenizer*": handle, "rill_tokenizer**": handle_out,
         "rill_detokenizer**": handle_out,
+        "rill_sampler_params*": _library.c_sampler_params_p, "rill_sampler*": handle, "rill_sampler**": handle_out,
+        "rill_session_options*": _library.c_session_options_p, "rill_session*": handle, "rill_session**": handle_out,
+        "rill_token_fn": _library.TOKEN_FN, "rill_stop_reason*": ctypes.POINTER(ctypes.c_int),
     }
 
 

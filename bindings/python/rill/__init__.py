@@ -13,7 +13,8 @@ The raw library, with every function of rill.h declared, is rill.lib().
 from ._core import (MAX_DIMS, Context, DType, LogLevel, Tensor, as_dtype, bf16_to_f32, dtype_name, dtype_size,
                     f32_to_bf16, info_report, last_error, library_path, set_log_callback, status_string,
                     storage_numpy_dtype, version, version_number)
-from ._library import ModelDesc, lib, load_library
+from ._generate import Session, StopReason
+from ._library import ModelDesc, SamplerParams, lib, load_library
 from ._lm import LanguageModel
 from ._model import ActFn, KVCache, MlpActivation, Model, NormKind, NormPlacement, QkNorm
 from ._tokenizer import Detokenizer, Tokenizer
@@ -27,7 +28,7 @@ __all__ = [
     "MAX_DIMS", "Context", "DType", "LogLevel", "Tensor", "as_dtype", "bf16_to_f32", "dtype_name", "dtype_size",
     "f32_to_bf16", "info_report", "last_error", "library_path", "set_log_callback", "status_string",
     "storage_numpy_dtype", "version", "version_number", "lib", "load_library", "ModelDesc", "ActFn", "KVCache",
-    "LanguageModel",
+    "LanguageModel", "SamplerParams", "Session", "StopReason",
     "MlpActivation", "Model", "NormKind", "NormPlacement", "QkNorm", "Tokenizer", "Detokenizer", "BackendError",
     "BackendUnavailableError", "ConfigError", "DtypeError", "InternalError", "InvalidArgumentError", "IoError",
     "LibraryNotFoundError", "NotFoundError", "OutOfMemoryError", "RillError", "ShapeError", "Status", "UnsupportedError",

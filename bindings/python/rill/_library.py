@@ -158,6 +158,48 @@ class LmInfo(ctypes.Structure):
         ("repetition_penalty", ctypes.c_float),
         ("model_type", ctypes.c_char * 64),
     ]
+
+
+class SamplerParams(ctypes.Structure):
+    """rill_sampler_params, field for field; SamplerParams() holds rill_sampler_params_init's defaults."""
+    _fields_ = [
+        ("struct_size", ctypes.c_uint32),
+        ("temperature", ctypes.c_float),
+        ("top_k", ctypes.c_int32),
+        ("top_p", ctypes.c_float),
+        ("min_p", ctypes.c_float),
+        ("repetition_penalty", ctypes.c_float),
+        ("presence_penalty", ctypes.c_float),
+        ("frequency_penalty", ctypes.c_float),
+        ("seed", ctypes.c_uint64),
+    ]
+
+    def __init__(self, **fields):
+        super().__init__(ctypes.sizeof(SamplerParams), 1.0, 0, 1.0, 0.0, 1.0, 0.0, 0.0, 0)
+        for name, value in fields.items():
+            if name not in dict(self._fields_) or name == "struct_size":
+                raise TypeError("SamplerParams: no field {!r}".format(name))
+            setattr(self, name, value)
+
+
+c_sampler_params_p = ctypes.POINTER(SamplerParams)
+
+
+class SessionOptions(ctypes.Structure):
+    """rill_session_options, field for field; fill with rill_session_options_init."""
+    _fields_ = [
+        ("struct_size", ctypes.c_uint32),
+        ("capacity", ctypes.c_int32),
+        ("max_new_tokens", ctypes.c_int32),
+        ("prefill_chunk", ctypes.c_int32),
+        ("sampler", SamplerParams),
+    ]
+
+
+c_session_options_p = ctypes.POINTER(SessionOptions)
+# int (*rill_token_fn)(void* user_data, int32_t token, const char* text, size_t text_len)
+TOKEN_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_int32, ctypes.POINTER(ctypes.c_char),
+                            ctypes.c_size_t)
 _vp = ctypes.c_void_p
 _st = ctypes.c_int  # rill_status, rill_dtype and rill_log_level are 32-bit enums
 _f = ctypes.c_float
@@ -235,6 +277,28 @@ _PROTOTYPES = {
     "rill_detokenizer_push": (_st, [_vp, ctypes.c_int32, ctypes.c_char_p, ctypes.c_size_t, c_size_p]),
     "rill_detokenizer_flush": (_st, [_vp, ctypes.c_char_p, ctypes.c_size_t, c_size_p]),
     "rill_detokenizer_destroy": (None, [_vp]),
+    "rill_sampler_params_init": (None, [c_sampler_params_p]),
+    "rill_sampler_probabilities": (_st, [c_sampler_params_p, c_float_p, ctypes.c_size_t, c_int32_p, ctypes.c_size_t,
+                                         c_float_p, ctypes.c_size_t]),
+    "rill_sampler_create": (_st, [c_sampler_params_p, c_void_pp]),
+    "rill_sampler_destroy": (None, [_vp]),
+    "rill_sampler_sample": (_st, [_vp, c_float_p, ctypes.c_size_t, c_int32_p, ctypes.c_size_t, c_int32_p]),
+    "rill_session_options_init": (None, [c_session_options_p, _vp]),
+    "rill_session_create": (_st, [_vp, c_session_options_p, c_void_pp]),
+    "rill_session_destroy": (None, [_vp]),
+    "rill_session_set_sampler": (_st, [_vp, c_sampler_params_p]),
+    "rill_session_set_eos_ids": (_st, [_vp, c_int32_p, ctypes.c_size_t]),
+    "rill_session_append_ids": (_st, [_vp, c_int32_p, ctypes.c_size_t]),
+    "rill_session_set_ids": (_st, [_vp, c_int32_p, ctypes.c_size_t]),
+    "rill_session_rewind": (_st, [_vp, ctypes.c_int32]),
+    "rill_session_get_ids": (_st, [_vp, c_int32_p, ctypes.c_size_t, c_size_p]),
+    "rill_session_step": (_st, [_vp, ctypes.c_int32, TOKEN_FN, _vp, c_int32_p, ctypes.POINTER(_st)]),
+    "rill_session_cancel": (None, [_vp]),
+    "rill_session_set_tokenizer": (_st, [_vp, _vp]),
+    "rill_session_append_text": (_st, [_vp, ctypes.c_char_p, ctypes.c_size_t, ctypes.c_uint32]),
+    "rill_session_set_text": (_st, [_vp, ctypes.c_char_p, ctypes.c_size_t, ctypes.c_uint32]),
+    "rill_session_add_stop_string": (_st, [_vp, ctypes.c_char_p, ctypes.c_size_t]),
+    "rill_session_clear_stop_strings": (_st, [_vp]),
 }
 
 _lock = threading.Lock()

@@ -37,7 +37,9 @@ class LanguageModel(Owned):
         check(lib().rill_lm_load(context.handle, os.fsencode(path), ctypes.byref(options), ctypes.byref(handle)))
         self._context = context
         self._handle = handle.value
-        self._children = weakref.WeakSet()  # its KV caches
+        self._children = weakref.WeakSet()  # its KV caches and sessions
+        self.path = os.fspath(path)
+        self._tokenizer = None
         self._finalizer = weakref.finalize(self, destroy_after_sync, lib(), "rill_lm_destroy", context._handle,
                                            handle.value)
         context._children.add(self)
@@ -118,6 +120,45 @@ class LanguageModel(Owned):
         if arr.ndim == 1:
             return out[0] if last_only else out
         return out if last_only else out.reshape(batch, tokens, self.vocab_size)
+
+    @property
+    def tokenizer(self):
+        """The folder's tokenizer.json as a rill.Tokenizer (loaded on first use), or None without one."""
+        if self._tokenizer is None and os.path.isfile(os.path.join(self.path, "tokenizer.json")):
+            from ._tokenizer import Tokenizer
+            self._tokenizer = Tokenizer(self.path)
+        return self._tokenizer
+
+    def session(self, max_new_tokens=0, stop=(), **options):
+        """A new rill.Session (one conversation) with the folder's tokenizer;
+        options: capacity, prefill_chunk and the sampling keywords."""
+        from ._generate import Session
+        return Session(self, tokenizer=self.tokenizer, max_new_tokens=max_new_tokens, stop=stop, **options)
+
+    def generate(self, prompt, max_new_tokens=256, stop=(), **sampling):
+        """The text generated after prompt (a str, or a list of token ids),
+        until an end-of-sequence id, a stop string or max_new_tokens. Sampling
+        keywords (temperature=0 is greedy, top_k, top_p, min_p,
+        repetition_penalty, presence_penalty, frequency_penalty, seed) override
+        generation_config.json. Needs the folder's tokenizer."""
+        return "".join(self.stream(prompt, max_new_tokens, stop, **sampling))
+
+    def generate_ids(self, prompt, max_new_tokens=256, stop=(), **sampling):
+        """As generate, but the new token ids (a list); needs no tokenizer for an ids prompt."""
+        from ._generate import prompt_session
+        with prompt_session(self, None if not isinstance(prompt, str) else self.tokenizer, prompt,
+                            max_new_tokens, stop, sampling) as session:
+            return [token for token, _ in session.stream()]
+
+    def stream(self, prompt, max_new_tokens=256, stop=(), **sampling):
+        """Yields the generated text piece by piece (never half a character), as generate."""
+        from ._generate import prompt_session
+        if self.tokenizer is None:
+            raise InvalidArgumentError("stream: the folder {} has no tokenizer.json; use generate_ids".format(self.path))
+        with prompt_session(self, self.tokenizer, prompt, max_new_tokens, stop, sampling) as session:
+            for _, text in session.stream():
+                if text:
+                    yield text
 
     def close(self):
         owns, self._owns_context = self._owns_context, False  # the context closes its children: this once

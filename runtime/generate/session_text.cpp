@@ -1,0 +1,51 @@
+#include "session_text.h"
+
+#include <vector>
+
+#include "errors.h"
+
+namespace rill::generate {
+namespace {
+
+// Calls write(buf, size, &len) with a buffer that grows to the size the call
+// asks for; write leaves its object unchanged when the buffer is too small.
+template <class Write>
+rill_status read_text(Write&& write, std::string& out) {
+  std::vector<char> buf(256);
+  size_t length = 0;
+  rill_status status = write(buf.data(), buf.size(), &length);
+  if (status == RILL_ERROR_INVALID_ARGUMENT && length + 1 > buf.size()) {
+    buf.resize(length + 1);
+    status = write(buf.data(), buf.size(), &length);
+  }
+  if (status != RILL_OK) return status;
+  out.append(buf.data(), length);
+  return RILL_OK;
+}
+
+}  // namespace
+
+rill_status SessionText::restart() {
+  stops.flush();
+  if (detokenizer == nullptr) return RILL_OK;
+  std::string dropped;
+  return read_text([&](char* b, size_t n, size_t* len) { return rill_detokenizer_flush(detokenizer, b, n, len); },
+                   dropped);
+}
+
+rill_status SessionText::push(int32_t token, bool last, std::string& out, bool& matched) {
+  std::string piece;
+  if (token < vocab_size) {
+    RILL_CHECK(read_text(
+        [&](char* b, size_t n, size_t* len) { return rill_detokenizer_push(detokenizer, token, b, n, len); }, piece));
+  }
+  if (last) {
+    RILL_CHECK(read_text([&](char* b, size_t n, size_t* len) { return rill_detokenizer_flush(detokenizer, b, n, len); },
+                         piece));
+  }
+  out = stops.push(piece, matched);
+  if (last && !matched) out += stops.flush();
+  return RILL_OK;
+}
+
+}  // namespace rill::generate
