@@ -22,7 +22,8 @@ void print_help(std::FILE* to) {
   std::fprintf(to,
                "usage: rill generate --model PATH (--prompt TEXT | --ids \"1 2 3\") [--max-new-tokens N]\n"
                "                     [--temperature T] [--top-k K] [--top-p P] [--min-p P] [--seed S]\n"
-               "                     [--backend NAME] [--dtype f32|f16|bf16] [--print-ids]\n\n"
+               "                     [--backend NAME | --config FILE] [--dtype f32|f16|bf16] [--print-ids]\n"
+               "                     [--stats]\n\n"
                "Loads the Hugging Face model folder PATH, runs the prompt through it and streams the\n"
                "generated text to stdout until an end-of-sequence id or the token budget.\n"
                "  --prompt TEXT        the prompt, encoded with the folder's tokenizer\n"
@@ -34,10 +35,15 @@ void print_help(std::FILE* to) {
                "  --min-p P\n"
                "  --seed S             the sampler's seed (default 0): the same seed, the same tokens\n"
                "  --backend NAME       cpu, vulkan, cuda, ... (default: the library's choice)\n"
+               "  --config FILE        TOML config (see rill.h), e.g. the CPU backend's threads\n"
                "  --dtype D            compute dtype (default: the checkpoint's)\n"
                "  --print-ids          print only the generated token ids, space-separated, on one line\n"
-               "On a terminal, stderr shows progress and, at the end, the time to first token and the\n"
-               "prefill and decode speeds.\n");
+               "  --stats              print the timings line below on stderr even when it is not a terminal\n"
+               "On a terminal, stderr shows progress and, at the end, the time to first token (the prompt's\n"
+               "forward passes and the first token's sampling; loading excluded), the prefill speed\n"
+               "(prompt tokens over that time) and the decode speed (tokens after the first, over the\n"
+               "time after the first):\n"
+               "  prompt: P tokens, time to first token S s (R tokens/s); decode: N tokens, R tokens/s\n");
 }
 
 int fail_status(const std::string& what, rill_status status) {
@@ -108,6 +114,7 @@ int generate_main(int argc, char** argv) {
   const char* dtype_name = nullptr;
   int max_new_tokens = 256;
   bool print_ids = false;
+  bool stats = false;
   RuntimeOptions runtime;
   // Sampling flags: set only where given, over generation_config.json's defaults.
   float temperature = -1.0f, top_p = -1.0f, min_p = -1.0f;
@@ -123,7 +130,11 @@ int generate_main(int argc, char** argv) {
       print_ids = true;
       continue;
     }
-    if (arg == "--backend" && runtime.take(argc, argv, i)) continue;
+    if (arg == "--stats") {
+      stats = true;
+      continue;
+    }
+    if ((arg == "--backend" || arg == "--config") && runtime.take(argc, argv, i)) continue;
     if (i + 1 >= argc) {
       std::fprintf(stderr, "rill generate: %s: %s\n", argv[i],
                    arg.rfind("--", 0) == 0 ? "expected a value after it" : "unknown argument");
@@ -234,12 +245,12 @@ int generate_main(int argc, char** argv) {
     }
   }
   std::printf("\n");
-  if (terminal) {
+  if (terminal || stats) {
     const double first = std::chrono::duration<double>(stream.first_token - start).count();
     const double decode = seconds_since(stream.first_token);
-    std::fprintf(stderr, "\rprompt: %zu tokens, time to first token %.3f s (%.1f tokens/s); "
+    std::fprintf(stderr, "%sprompt: %zu tokens, time to first token %.3f s (%.1f tokens/s); "
                  "decode: %d tokens, %.1f tokens/s\n",
-                 ids.size(), first, static_cast<double>(ids.size()) / first, stream.count - 1,
+                 terminal ? "\r" : "", ids.size(), first, static_cast<double>(ids.size()) / first, stream.count - 1,
                  stream.count > 1 ? (stream.count - 1) / decode : 0.0);
   }
   return 0;

@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """`rill generate` refuses bad command lines with exit 2 (1 for a model it
-cannot load) and a message naming the option."""
+cannot load) and a message naming the option; with --stats it prints its timings
+line on stderr even when that is not a terminal."""
 import argparse
+import re
 import subprocess
 import sys
 
@@ -19,12 +21,31 @@ CASES = [
     (["--model", "m", "--ids", "1", "--bogus", "1"], 2, "unknown option '--bogus'"),
     (["--model", "m", "--ids", "1", "--backend", "no such"], 2, "backend"),
     (["--model", "/nonexistent", "--ids", "1", "--backend", "cpu"], 1, "rill generate: /nonexistent: RILL_ERROR_IO"),
+    (["--model", "m", "--ids", "1", "--config", "/nonexistent.toml"], 1, "cannot read config file '/nonexistent.toml'"),
+    (["--model", "m", "--ids", "1", "--config", "c.toml", "--backend", "cpu"], 2,
+     "give --config or --backend, not both"),
 ]
+STATS_LINE = re.compile(r"^prompt: 3 tokens, time to first token [0-9.]+ s \([0-9.]+ tokens/s\); "
+                        r"decode: [0-9]+ tokens, [0-9.]+ tokens/s$", re.MULTILINE)
+
+
+def check_stats(rill, model):
+    argv = ["--model", model, "--ids", "2 3 4", "--max-new-tokens", "5", "--temperature", "0", "--print-ids",
+            "--backend", "cpu"]
+    failures = 0
+    for extra, expect_line in (([], False), (["--stats"], True)):
+        proc = subprocess.run([rill, "generate"] + argv + extra, capture_output=True, text=True)
+        ok = proc.returncode == 0 and bool(STATS_LINE.search(proc.stderr)) == expect_line
+        print(f"{'ok  ' if ok else 'FAIL'} {' '.join(extra) or 'no --stats'}: exit {proc.returncode}: "
+              f"stderr {proc.stderr.strip()[:140]!r}")
+        failures += not ok
+    return failures
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rill", required=True)
+    parser.add_argument("--model", required=True, help="a model folder for the --stats check")
     args = parser.parse_args()
     failures = 0
     for argv, code, needle in CASES:
@@ -32,7 +53,8 @@ def main():
         ok = proc.returncode == code and needle in proc.stderr and proc.stdout == ""
         print(f"{'ok  ' if ok else 'FAIL'} {' '.join(argv)!r}: exit {proc.returncode}: {proc.stderr.strip()[:140]}")
         failures += not ok
-    print(f"{len(CASES)} cases, {failures} failures")
+    failures += check_stats(args.rill, args.model)
+    print(f"{len(CASES) + 2} cases, {failures} failures")
     return 1 if failures else 0
 
 
