@@ -59,7 +59,8 @@ int tokenize_main(int argc, char** argv) {
   status = rill_tokenizer_encode(tokenizer, text, std::strlen(text), add_special ? 1 : 0, nullptr, 0, &count);
   if (status == RILL_OK) {
     ids.resize(count);
-    status = rill_tokenizer_encode(tokenizer, text, std::strlen(text), add_special ? 1 : 0, ids.data(), ids.size(), &count);
+    status =
+        rill_tokenizer_encode(tokenizer, text, std::strlen(text), add_special ? 1 : 0, ids.data(), ids.size(), &count);
   }
   rill_tokenizer_destroy(tokenizer);
   if (status != RILL_OK) return fail(std::string(rill_status_string(status)) + ": " + rill_last_error(), 1);

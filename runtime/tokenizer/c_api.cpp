@@ -20,7 +20,8 @@ struct rill_detokenizer {
 namespace {
 
 rill_status null_argument(const char* fn, const char* name, const char* expected) {
-  return rill::fail(RILL_ERROR_INVALID_ARGUMENT, std::string(fn) + ": " + name + ": expected " + expected + ", got NULL");
+  return rill::fail(RILL_ERROR_INVALID_ARGUMENT,
+                    std::string(fn) + ": " + name + ": expected " + expected + ", got NULL");
 }
 
 // Every id in [0, vocab).
@@ -28,9 +29,9 @@ rill_status check_ids(const char* fn, const int32_t* ids, size_t count, int32_t 
   for (size_t i = 0; i < count; ++i) {
     if (ids[i] < 0 || ids[i] >= vocab) {
       return rill::fail(RILL_ERROR_INVALID_ARGUMENT, std::string(fn) + ": ids[" + std::to_string(i) +
-                                                         "]: expected a token id from 0 to " + std::to_string(vocab - 1) +
-                                                         " (vocab_size " + std::to_string(vocab) + "), got " +
-                                                         std::to_string(ids[i]));
+                                                         "]: expected a token id from 0 to " +
+                                                         std::to_string(vocab - 1) + " (vocab_size " +
+                                                         std::to_string(vocab) + "), got " + std::to_string(ids[i]));
     }
   }
   return RILL_OK;
@@ -43,9 +44,9 @@ rill_status write_text(const char* fn, const std::string& text, char* buf, size_
   const size_t required = text.size() + 1;
   if (buf != nullptr && buf_size < required) {
     *out_size = text.size() + size_extra;
-    return rill::fail(RILL_ERROR_INVALID_ARGUMENT, std::string(fn) + ": buf_size: expected at least " +
-                                                       std::to_string(required) + " bytes (the text and its NUL), got " +
-                                                       std::to_string(buf_size));
+    return rill::fail(RILL_ERROR_INVALID_ARGUMENT,
+                      std::string(fn) + ": buf_size: expected at least " + std::to_string(required) +
+                          " bytes (the text and its NUL), got " + std::to_string(buf_size));
   }
   if (buf != nullptr) std::memcpy(buf, text.c_str(), required);
   *out_size = text.size() + size_extra;
@@ -98,14 +99,16 @@ RILL_API rill_status rill_tokenizer_encode(const rill_tokenizer* tokenizer, cons
     const std::string_view view(text_bytes ? text : "", text_bytes);
     const size_t invalid = rill::tok::find_invalid_utf8(view);
     if (invalid != view.size()) {
-      return rill::fail(RILL_ERROR_INVALID_ARGUMENT, std::string(fn) + ": text: expected UTF-8, got an invalid byte sequence at byte " +
-                                                         std::to_string(invalid));
+      return rill::fail(
+          RILL_ERROR_INVALID_ARGUMENT,
+          std::string(fn) + ": text: expected UTF-8, got an invalid byte sequence at byte " + std::to_string(invalid));
     }
     const std::vector<int32_t> result = tokenizer->impl->encode(view, add_special_tokens != 0);
     if (ids != nullptr && capacity < result.size()) {
       *out_count = result.size();
       return rill::fail(RILL_ERROR_INVALID_ARGUMENT, std::string(fn) + ": capacity: expected at least " +
-                                                         std::to_string(result.size()) + " ids, got " + std::to_string(capacity));
+                                                         std::to_string(result.size()) + " ids, got " +
+                                                         std::to_string(capacity));
     }
     if (ids != nullptr && !result.empty()) std::memcpy(ids, result.data(), result.size() * sizeof(int32_t));
     *out_count = result.size();
@@ -135,7 +138,8 @@ RILL_API rill_status rill_tokenizer_token_to_id(const rill_tokenizer* tokenizer,
     if (token == nullptr) return null_argument(fn, "token", "a token string");
     if (out_id == nullptr) return null_argument(fn, "out_id", "a pointer to receive the id");
     const int32_t id = tokenizer->impl->token_to_id(token);
-    if (id < 0) return rill::fail(RILL_ERROR_NOT_FOUND, std::string(fn) + ": token: '" + token + "' is not in the vocabulary");
+    if (id < 0)
+      return rill::fail(RILL_ERROR_NOT_FOUND, std::string(fn) + ": token: '" + token + "' is not in the vocabulary");
     *out_id = id;
     return RILL_OK;
   });
@@ -169,7 +173,8 @@ RILL_API rill_status rill_detokenizer_push(rill_detokenizer* detokenizer, int32_
   });
 }
 
-RILL_API rill_status rill_detokenizer_flush(rill_detokenizer* detokenizer, char* buf, size_t buf_size, size_t* out_len) {
+RILL_API rill_status rill_detokenizer_flush(rill_detokenizer* detokenizer, char* buf, size_t buf_size,
+                                            size_t* out_len) {
   constexpr const char* fn = "rill_detokenizer_flush";
   return rill::guarded(fn, [&]() -> rill_status {
     if (detokenizer == nullptr) return null_argument(fn, "detokenizer", "a detokenizer");

@@ -199,9 +199,10 @@ std::unique_ptr<Decoder> load_decoder(const Json& value, const JsonAt& at) {
   if (type == "ByteFallback") return std::make_unique<ByteFallback>();
   if (type == "Fuse") return std::make_unique<Fuse>();
   if (type == "Strip") {
-    return std::make_unique<Strip>(expect_char(required(value, at, "content"), at / "content"),
-                                   static_cast<size_t>(expect_int(required(value, at, "start"), at / "start", 0, INT32_MAX)),
-                                   static_cast<size_t>(expect_int(required(value, at, "stop"), at / "stop", 0, INT32_MAX)));
+    return std::make_unique<Strip>(
+        expect_char(required(value, at, "content"), at / "content"),
+        static_cast<size_t>(expect_int(required(value, at, "start"), at / "start", 0, INT32_MAX)),
+        static_cast<size_t>(expect_int(required(value, at, "stop"), at / "stop", 0, INT32_MAX)));
   }
   unknown_type(at, type, "Sequence, ByteLevel, Metaspace, Replace, ByteFallback, Fuse, Strip");
 }

@@ -50,8 +50,7 @@ int64_t expect_int(const Json& value, const JsonAt& at, int64_t min, int64_t max
                         ? INT64_MAX
                         : value.get<int64_t>();
   if (n < min || n > max) {
-    at.fail("expected an integer from " + std::to_string(min) + " to " + std::to_string(max) + ", got " +
-            value.dump());
+    at.fail("expected an integer from " + std::to_string(min) + " to " + std::to_string(max) + ", got " + value.dump());
   }
   return n;
 }

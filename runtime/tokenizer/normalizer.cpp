@@ -46,9 +46,9 @@ class UnicodeForm final : public Normalizer {
   std::string normalize(std::string text) const override {
     if (text.empty()) return text;
     utf8proc_uint8_t* out = nullptr;
-    const utf8proc_ssize_t n = utf8proc_map(reinterpret_cast<const utf8proc_uint8_t*>(text.data()),
-                                            static_cast<utf8proc_ssize_t>(text.size()), &out,
-                                            static_cast<utf8proc_option_t>(options_ | UTF8PROC_STABLE));
+    const utf8proc_ssize_t n =
+        utf8proc_map(reinterpret_cast<const utf8proc_uint8_t*>(text.data()), static_cast<utf8proc_ssize_t>(text.size()),
+                     &out, static_cast<utf8proc_option_t>(options_ | UTF8PROC_STABLE));
     if (n < 0) {
       if (n == UTF8PROC_ERROR_NOMEM) throw std::bad_alloc();
       throw std::runtime_error(std::string("utf8proc: ") + utf8proc_errmsg(n));
@@ -118,7 +118,8 @@ class Prepend final : public Normalizer {
 
 class ReplaceString final : public Normalizer {
  public:
-  ReplaceString(std::string pattern, std::string content) : pattern_(std::move(pattern)), content_(std::move(content)) {}
+  ReplaceString(std::string pattern, std::string content)
+      : pattern_(std::move(pattern)), content_(std::move(content)) {}
   std::string normalize(std::string text) const override {
     return pattern_.empty() ? text : replace_all(text, pattern_, content_);
   }
@@ -161,13 +162,16 @@ std::unique_ptr<Normalizer> load_normalizer(const Json& value, const JsonAt& at)
   }
   if (type == "NFC") return std::make_unique<UnicodeForm>(UTF8PROC_COMPOSE);
   if (type == "NFD") return std::make_unique<UnicodeForm>(UTF8PROC_DECOMPOSE);
-  if (type == "NFKC") return std::make_unique<UnicodeForm>(static_cast<utf8proc_option_t>(UTF8PROC_COMPOSE | UTF8PROC_COMPAT));
-  if (type == "NFKD") return std::make_unique<UnicodeForm>(static_cast<utf8proc_option_t>(UTF8PROC_DECOMPOSE | UTF8PROC_COMPAT));
+  if (type == "NFKC")
+    return std::make_unique<UnicodeForm>(static_cast<utf8proc_option_t>(UTF8PROC_COMPOSE | UTF8PROC_COMPAT));
+  if (type == "NFKD")
+    return std::make_unique<UnicodeForm>(static_cast<utf8proc_option_t>(UTF8PROC_DECOMPOSE | UTF8PROC_COMPAT));
   if (type == "Lowercase") return std::make_unique<Lowercase>();
   if (type == "Strip") {
     return std::make_unique<Strip>(bool_or(value, at, "strip_left", true), bool_or(value, at, "strip_right", true));
   }
-  if (type == "Prepend") return std::make_unique<Prepend>(expect_string(required(value, at, "prepend"), at / "prepend"));
+  if (type == "Prepend")
+    return std::make_unique<Prepend>(expect_string(required(value, at, "prepend"), at / "prepend"));
   if (type == "Replace") {
     const JsonAt pattern_at = at / "pattern";
     const Json& pattern = expect_object(required(value, at, "pattern"), pattern_at);

@@ -129,8 +129,9 @@ class Metaspace final : public PreTokenizer {
   void split(const Piece& piece, std::vector<Piece>& out) const override {
     Piece replaced{replace_all(piece.text, " ", replacement_text_), piece.at_input_start, -1};
     const bool starts_with_replacement = replaced.text.compare(0, replacement_text_.size(), replacement_text_) == 0;
-    const bool prepend = !replaced.text.empty() && !starts_with_replacement &&
-                         (scheme_ == PrependScheme::kAlways || (scheme_ == PrependScheme::kFirst && piece.at_input_start));
+    const bool prepend =
+        !replaced.text.empty() && !starts_with_replacement &&
+        (scheme_ == PrependScheme::kAlways || (scheme_ == PrependScheme::kFirst && piece.at_input_start));
     if (prepend) replaced.text.insert(0, replacement_text_);
     if (!split_) {
       if (!replaced.text.empty()) out.push_back(std::move(replaced));
@@ -155,8 +156,9 @@ bool is_numeric(uint32_t cp) {
 }
 
 bool is_punctuation(uint32_t cp) {
-  if (cp < 0x80) return (cp >= 0x21 && cp <= 0x2F) || (cp >= 0x3A && cp <= 0x40) || (cp >= 0x5B && cp <= 0x60) ||
-                        (cp >= 0x7B && cp <= 0x7E);
+  if (cp < 0x80)
+    return (cp >= 0x21 && cp <= 0x2F) || (cp >= 0x3A && cp <= 0x40) || (cp >= 0x5B && cp <= 0x60) ||
+           (cp >= 0x7B && cp <= 0x7E);
   const utf8proc_category_t cat = utf8proc_category(static_cast<utf8proc_int32_t>(cp));
   return cat >= UTF8PROC_CATEGORY_PC && cat <= UTF8PROC_CATEGORY_PO;
 }
@@ -185,8 +187,7 @@ std::unique_ptr<PreTokenizer> make_char_split(Predicate predicate, SplitBehavior
 // Unicode \w (letters, marks, decimal digits, connector punctuation).
 class Whitespace final : public PreTokenizer {
  public:
-  explicit Whitespace(const JsonAt& at)
-      : regex_(R"([\p{L}\p{M}\p{Nd}\p{Pc}]+|[^\p{L}\p{M}\p{Nd}\p{Pc}\s]+)", at) {}
+  explicit Whitespace(const JsonAt& at) : regex_(R"([\p{L}\p{M}\p{Nd}\p{Pc}]+|[^\p{L}\p{M}\p{Nd}\p{Pc}\s]+)", at) {}
 
  protected:
   void split(const Piece& piece, std::vector<Piece>& out) const override {

@@ -25,8 +25,8 @@ struct MatchDataFree {
 Regex::Regex(const std::string& pattern, const JsonAt& at) {
   int error = 0;
   PCRE2_SIZE offset = 0;
-  pcre2_code* code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(),
-                                   PCRE2_UTF | PCRE2_UCP, &error, &offset, nullptr);
+  pcre2_code* code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(), PCRE2_UTF | PCRE2_UCP,
+                                   &error, &offset, nullptr);
   if (code == nullptr) {
     at.fail("regex '" + pattern + "' refused by PCRE2 at offset " + std::to_string(offset) + ": " +
             pcre2_message(error));

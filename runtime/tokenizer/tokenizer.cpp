@@ -2,6 +2,8 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 
@@ -66,16 +68,18 @@ void Tokenizer::load_json(const std::string& file, const std::string& text) {
     (at / "padding").fail("only null is supported (rill encodes one sequence, unpadded), got " + padding->dump());
   }
   if (const Json* n = tok::optional(root, "normalizer")) normalizer_ = tok::load_normalizer(*n, at / "normalizer");
-  if (const Json* p = tok::optional(root, "pre_tokenizer")) pre_tokenizer_ = tok::load_pre_tokenizer(*p, at / "pre_tokenizer");
-  if (const Json* p = tok::optional(root, "post_processor")) post_processor_ = tok::load_post_processor(*p, at / "post_processor");
+  if (const Json* p = tok::optional(root, "pre_tokenizer"))
+    pre_tokenizer_ = tok::load_pre_tokenizer(*p, at / "pre_tokenizer");
+  if (const Json* p = tok::optional(root, "post_processor"))
+    post_processor_ = tok::load_post_processor(*p, at / "post_processor");
   if (const Json* d = tok::optional(root, "decoder")) decoder_ = tok::load_decoder(*d, at / "decoder");
 
   const JsonAt model_at = at / "model";
   const Json& model = tok::required(root, at, "model");
   // Files from before "type" was written hold a BPE model when they have merges.
-  const std::string type = tok::optional(model, "type") ? tok::component_type(model, model_at)
-                           : tok::optional(model, "merges")  ? "BPE"
-                                                             : "";
+  const std::string type = tok::optional(model, "type")     ? tok::component_type(model, model_at)
+                           : tok::optional(model, "merges") ? "BPE"
+                                                            : "";
   if (type != "BPE") tok::unknown_type(model_at, type.empty() ? "(none)" : type, "BPE");
   model_ = std::make_unique<tok::Bpe>(model, model_at);
 
@@ -84,8 +88,8 @@ void Tokenizer::load_json(const std::string& file, const std::string& text) {
     tok::expect_array(*list, list_at);
     for (size_t i = 0; i < list->size(); ++i) {
       const JsonAt item_at = list_at[i];
-      const auto id = static_cast<int32_t>(tok::expect_int(tok::required((*list)[i], item_at, "id"), item_at / "id", 0,
-                                                           INT32_MAX - 1));
+      const auto id = static_cast<int32_t>(
+          tok::expect_int(tok::required((*list)[i], item_at, "id"), item_at / "id", 0, INT32_MAX - 1));
       // tokenizers gives an added token that the model's vocabulary already
       // holds the vocabulary's id, whatever the file says.
       const tok::AddedToken token = read_added_token((*list)[i], item_at, id);
@@ -122,8 +126,9 @@ void Tokenizer::apply_tokenizer_config(const std::string& file, const std::strin
     const Json* token = tok::optional(root, name);
     if (token == nullptr) (at / flag).fail(std::string("is true but ") + name + " is not set");
     const JsonAt token_at = at / name;
-    const std::string content = token->is_object() ? tok::expect_string(tok::required(*token, token_at, "content"), token_at / "content")
-                                                   : tok::expect_string(*token, token_at);
+    const std::string content =
+        token->is_object() ? tok::expect_string(tok::required(*token, token_at, "content"), token_at / "content")
+                           : tok::expect_string(*token, token_at);
     const int32_t id = token_to_id(content);
     if (id < 0) token_at.fail("'" + content + "' is not a token of the vocabulary");
     into.push_back(id);
@@ -222,9 +227,9 @@ std::string Tokenizer::StreamDecoder::push(int32_t id) {
   const std::string text = tokenizer_->decode(window_, skip_special_);
   static const std::string kReplacement = "\xEF\xBF\xBD";
   const bool incomplete = text.size() >= 3 && text.compare(text.size() - 3, 3, kReplacement) == 0;
-  if (text.size() <= context_text_.size() || incomplete || tokenizer_->may_change_after(id) || text.compare(0, context_text_.size(), context_text_) != 0) {
-    return {};
-  }
+  const bool extends_context =
+      text.size() > context_text_.size() && text.compare(0, context_text_.size(), context_text_) == 0;
+  if (!extends_context || incomplete || tokenizer_->may_change_after(id)) return {};
   std::string added = text.substr(context_text_.size());
   std::vector<int32_t> fresh(window_.begin() + static_cast<std::ptrdiff_t>(context_ids_), window_.end());
   std::string fresh_text = tokenizer_->decode(fresh, skip_special_);

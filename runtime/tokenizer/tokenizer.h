@@ -50,7 +50,8 @@ class Tokenizer {
   // try a push on a copy and keep it only when it succeeds.
   class StreamDecoder {
    public:
-    StreamDecoder(const Tokenizer& tokenizer, bool skip_special) : tokenizer_(&tokenizer), skip_special_(skip_special) {}
+    StreamDecoder(const Tokenizer& tokenizer, bool skip_special)
+        : tokenizer_(&tokenizer), skip_special_(skip_special) {}
     std::string push(int32_t id);
     std::string finish();
 

@@ -98,8 +98,20 @@ std::string from_utf8_lossy(std::string_view bytes) {
 
 bool is_whitespace(uint32_t cp) {
   switch (cp) {
-    case 0x09: case 0x0A: case 0x0B: case 0x0C: case 0x0D: case 0x20: case 0x85: case 0xA0:
-    case 0x1680: case 0x2028: case 0x2029: case 0x202F: case 0x205F: case 0x3000:
+    case 0x09:
+    case 0x0A:
+    case 0x0B:
+    case 0x0C:
+    case 0x0D:
+    case 0x20:
+    case 0x85:
+    case 0xA0:
+    case 0x1680:
+    case 0x2028:
+    case 0x2029:
+    case 0x202F:
+    case 0x205F:
+    case 0x3000:
       return true;
     default:
       return cp >= 0x2000 && cp <= 0x200A;
@@ -134,8 +146,6 @@ const ByteLevelTables& byte_level_tables() {
 
 uint32_t byte_level_char(uint8_t b) { return byte_level_tables().to_char[b]; }
 
-int byte_level_byte(uint32_t cp) {
-  return cp < ByteLevelTables::kChars ? byte_level_tables().to_byte[cp] : -1;
-}
+int byte_level_byte(uint32_t cp) { return cp < ByteLevelTables::kChars ? byte_level_tables().to_byte[cp] : -1; }
 
 }  // namespace rill::tok

@@ -451,8 +451,15 @@ def main():
     kinds.update(piece_tokenizers(tk, kinds))
     total = 0
     with tempfile.TemporaryDirectory() as folder:
+        # The tokenizers of the model folders the repository ships, as they are.
+        models = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "models")
+        for shipped in sorted(os.listdir(models)) if os.path.isdir(models) else []:
+            path = os.path.join(models, shipped, "tokenizer.json")
+            if os.path.exists(path):
+                with open(path, encoding="utf-8") as f:
+                    kinds["models/" + shipped] = json.load(f)
         for name, data in kinds.items():
-            differences = compare(tk, rill, name, data, folder)
+            differences = compare(tk, rill, name.replace("/", "_"), data, folder)
             print("{}: {} differences ({} texts with 10 checks each, 200 random id sequences with 4)".format(
                 name, differences, len(CORPUS) + 150))
             total += differences
