@@ -213,9 +213,11 @@ class Model {
 /* Owns a rill_kv_cache. Move-only; destroy it before its Model. */
 class KvCache {
  public:
-  KvCache(const Model& model, int32_t batch, int32_t capacity) {
+  KvCache(const Model& model, int32_t batch, int32_t capacity) : KvCache(model.get(), batch, capacity) {}
+  /* A cache of a decoder stack held elsewhere (Lm::model()). */
+  KvCache(rill_model* stack, int32_t batch, int32_t capacity) {
     rill_kv_cache* raw_cache = nullptr;
-    check(rill_kv_cache_create(model.get(), batch, capacity, &raw_cache));
+    check(rill_kv_cache_create(stack, batch, capacity, &raw_cache));
     handle_.reset(raw_cache);
   }
 
@@ -342,6 +344,18 @@ class LanguageModel {
     rill_lm_info out{};
     out.struct_size = sizeof(out);
     check(rill_lm_get_info(get(), &out));
+    return out;
+  }
+  /* The decoder stack, owned by the LanguageModel: for KvCache(lm.model(), batch, capacity). */
+  rill_model* model() const noexcept { return rill_lm_model(get()); }
+
+  /* Logits [batch, tokens, vocab] (last_only: [batch, vocab]) of ids [batch * tokens]. */
+  std::vector<float> logits(KvCache* cache, int32_t batch, const std::vector<int32_t>& ids, bool last_only = false) {
+    const int32_t tokens = batch > 0 ? static_cast<int32_t>(ids.size() / static_cast<size_t>(batch)) : 0;
+    const size_t rows = static_cast<size_t>(last_only ? batch : batch * tokens);
+    std::vector<float> out(rows * static_cast<size_t>(info().vocab_size));
+    check(rill_lm_logits(get(), cache ? cache->get() : nullptr, batch, tokens, ids.data(), last_only ? 1u : 0u,
+                         out.data(), out.size()));
     return out;
   }
 

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "rill.h"
+#include "rill.hpp"
 #include "test_helpers.h"
 
 using rill_test::expect_failure;
@@ -263,4 +264,24 @@ TEST_CASE("rill_lm_logits: last_only, batches and decode steps agree with one pr
     check_close(step.data(), full.data() + t * kVocab, kVocab);
   }
   rill_kv_cache_destroy(cache);
+}
+
+TEST_CASE("rill.hpp: LanguageModel loads, reports and computes logits with a cache") {
+  const std::string folder = write_folder("hpp");
+  rill::Context ctx(rill_test::kCpuConfig);
+  rill::LanguageModel lm(ctx, folder);
+  CHECK(lm.info().vocab_size == kVocab);
+  const std::vector<float> full = lm.logits(nullptr, 1, {3, 1, 4});
+  REQUIRE(full.size() == 3 * kVocab);
+  rill::KvCache cache(lm.model(), 1, 4);
+  lm.logits(&cache, 1, {3, 1});
+  const std::vector<float> step = lm.logits(&cache, 1, {4}, true);
+  check_close(step.data(), full.data() + 2 * kVocab, kVocab);
+  CHECK(cache.length(0) == 3);
+  try {
+    lm.logits(nullptr, 1, {9});
+    FAIL("an id out of range must throw");
+  } catch (const rill::Error& e) {
+    CHECK(e.status() == RILL_ERROR_INVALID_ARGUMENT);
+  }
 }

@@ -1,7 +1,7 @@
 // Language models from Hugging Face folders and generation sessions over
-// rill_lm_* / rill_tokenizer_* / rill_session_* (rill.h). Each wrapper owns its
-// C object and releases it in Dispose; dispose a Session before its
-// LanguageModel and Tokenizer, and those before their Context.
+// rill_lm_* / rill_session_* (rill.h; Tokenizer.cs wraps rill_tokenizer_*).
+// Each wrapper owns its C object and releases it in Dispose; dispose a Session
+// before its LanguageModel and Tokenizer, and those before their Context.
 using System;
 using System.Collections.Generic;
 using System.Runtime.InteropServices;
@@ -56,34 +56,6 @@ namespace Rill
         }
     }
 
-    /// <summary>A tokenizer.json, or a folder holding one (rill_tokenizer).</summary>
-    public sealed class Tokenizer : IDisposable
-    {
-        IntPtr handle;
-
-        public Tokenizer(string path)
-        {
-            if (path == null) throw Errors.NullArgument("path");
-            Errors.Check(Native.rill_tokenizer_load(Utf8.Encode(path), out handle));
-        }
-
-        public IntPtr Handle
-        {
-            get
-            {
-                if (handle == IntPtr.Zero) throw new ObjectDisposedException("Rill.Tokenizer");
-                return handle;
-            }
-        }
-
-        public void Dispose()
-        {
-            if (handle == IntPtr.Zero) return;
-            Native.rill_tokenizer_destroy(handle);
-            handle = IntPtr.Zero;
-        }
-    }
-
     /// <summary>One conversation with a language model (rill_session): Step runs a
     /// bounded number of forward passes and hands each new token (and its text,
     /// with a tokenizer) to a callback.</summary>
@@ -119,7 +91,9 @@ namespace Rill
 
         public void SetTokenizer(Tokenizer tokenizer)
         {
-            Errors.Check(Native.rill_session_set_tokenizer(Live(), tokenizer == null ? IntPtr.Zero : tokenizer.Handle));
+            // The session borrows the tokenizer, which must stay undisposed while attached.
+            Errors.Check(Native.rill_session_set_tokenizer(
+                Live(), tokenizer == null ? IntPtr.Zero : tokenizer.Handle.DangerousGetHandle()));
         }
 
         public void SetSampler(SamplerParams p) { Errors.Check(Native.rill_session_set_sampler(Live(), ref p)); }

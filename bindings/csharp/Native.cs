@@ -349,23 +349,31 @@ namespace Rill
         public static extern Status rill_lm_logits(IntPtr lm, IntPtr cache, int batch, int tokens, int[] ids, uint lastOnly,
                                                    float[] logits, UIntPtr logitsCount);
 
-        [DllImport(Library, CallingConvention = Cdecl)] public static extern Status rill_tokenizer_load(byte[] path, out IntPtr tokenizer);
+        // Tokenizer
+        [DllImport(Library, CallingConvention = Cdecl)]
+        public static extern Status rill_tokenizer_load(byte[] path, out TokenizerHandle tokenizer);
         [DllImport(Library, CallingConvention = Cdecl)] public static extern void rill_tokenizer_destroy(IntPtr tokenizer);
-        [DllImport(Library, CallingConvention = Cdecl)] public static extern Status rill_tokenizer_vocab_size(IntPtr tokenizer, out int size);
         [DllImport(Library, CallingConvention = Cdecl)]
-        public static extern Status rill_tokenizer_encode(IntPtr tokenizer, byte[] text, UIntPtr textBytes, uint addSpecialTokens,
-                                                          int[] ids, UIntPtr capacity, out UIntPtr count);
+        public static extern Status rill_tokenizer_vocab_size(TokenizerHandle tokenizer, out int size);
         [DllImport(Library, CallingConvention = Cdecl)]
-        public static extern Status rill_tokenizer_decode(IntPtr tokenizer, int[] ids, UIntPtr count, uint skipSpecialTokens,
-                                                          byte[] buf, UIntPtr bufSize, out UIntPtr required);
+        public static extern Status rill_tokenizer_encode(TokenizerHandle tokenizer, byte[] text, UIntPtr textBytes,
+                                                          uint addSpecialTokens, int[] ids, UIntPtr capacity,
+                                                          out UIntPtr count);
         [DllImport(Library, CallingConvention = Cdecl)]
-        public static extern Status rill_tokenizer_token_to_id(IntPtr tokenizer, byte[] token, out int id);
+        public static extern Status rill_tokenizer_decode(TokenizerHandle tokenizer, int[] ids, UIntPtr count,
+                                                          uint skipSpecialTokens, byte[] buf, UIntPtr bufSize,
+                                                          out UIntPtr required);
         [DllImport(Library, CallingConvention = Cdecl)]
-        public static extern Status rill_detokenizer_create(IntPtr tokenizer, uint skipSpecialTokens, out IntPtr detokenizer);
+        public static extern Status rill_tokenizer_token_to_id(TokenizerHandle tokenizer, byte[] token, out int id);
         [DllImport(Library, CallingConvention = Cdecl)]
-        public static extern Status rill_detokenizer_push(IntPtr detokenizer, int id, byte[] buf, UIntPtr bufSize, out UIntPtr length);
+        public static extern Status rill_detokenizer_create(TokenizerHandle tokenizer, uint skipSpecialTokens,
+                                                            out DetokenizerHandle detokenizer);
         [DllImport(Library, CallingConvention = Cdecl)]
-        public static extern Status rill_detokenizer_flush(IntPtr detokenizer, byte[] buf, UIntPtr bufSize, out UIntPtr length);
+        public static extern Status rill_detokenizer_push(DetokenizerHandle detokenizer, int id, byte[] buf, UIntPtr bufSize,
+                                                          out UIntPtr length);
+        [DllImport(Library, CallingConvention = Cdecl)]
+        public static extern Status rill_detokenizer_flush(DetokenizerHandle detokenizer, byte[] buf, UIntPtr bufSize,
+                                                           out UIntPtr length);
         [DllImport(Library, CallingConvention = Cdecl)] public static extern void rill_detokenizer_destroy(IntPtr detokenizer);
 
         [DllImport(Library, CallingConvention = Cdecl)] public static extern void rill_sampler_params_init(ref SamplerParams p);

@@ -8,10 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <toml++/toml.h>
 
-#include <cmath>
 #include <fstream>
-#include <functional>
-#include <limits>
 #include <map>
 #include <set>
 #include <sstream>
@@ -94,7 +91,7 @@ class Keys {
   // key must be absent, null or the value that leaves the model as rill runs it.
   void neutral(const char* key, const json& expected, const std::string& why) {
     const json* v = get(key);
-    if (v != nullptr && *v != expected && !(expected.is_object() && expected.empty() && v->empty())) {
+    if (v != nullptr && *v != expected) {
       error(RILL_ERROR_UNSUPPORTED, key, "rill runs only " + value_text(expected) + " (" + why + "), got " +
                                               value_text(*v));
     }
@@ -236,8 +233,12 @@ int64_t head_dim_of(const Mapping& m) {
 // transformers computes int(head_dim * factor).
 void partial_rotary(Keys& k, Mapping& m, const char* key) {
   const double factor = k.number(key, 1.0);
-  if (!(factor > 0 && factor <= 1)) k.error(RILL_ERROR_CONFIG, key, "expected a fraction in (0, 1], got " + std::to_string(factor));
-  if (factor < 1) m.model.insert_or_assign("rope_dim", static_cast<int64_t>(static_cast<double>(head_dim_of(m)) * factor));
+  if (!(factor > 0 && factor <= 1)) {
+    k.error(RILL_ERROR_CONFIG, key, "expected a fraction in (0, 1], got " + std::to_string(factor));
+  }
+  if (factor < 1) {
+    m.model.insert_or_assign("rope_dim", static_cast<int64_t>(static_cast<double>(head_dim_of(m)) * factor));
+  }
 }
 
 // The key must hold the same value as the one rill reads in its place.
@@ -255,7 +256,9 @@ void biases(Keys& k, Mapping& m, const char* key, bool fallback) {
   m.model.insert_or_assign("o_bias", bias);
 }
 
-void tie(Keys& k, Mapping& m, bool fallback) { m.config.tie_word_embeddings = k.boolean("tie_word_embeddings", fallback); }
+void tie(Keys& k, Mapping& m, bool fallback) {
+  m.config.tie_word_embeddings = k.boolean("tie_word_embeddings", fallback);
+}
 
 // Newer configs list each layer's attention kind; rill takes it from the
 // window keys, so the list must say what they say.
@@ -637,8 +640,9 @@ void torch_dtype(Keys& k, HfConfig& c) {
   } else if (name == "bfloat16") {
     c.torch_dtype = RILL_DTYPE_BF16;
   } else {
-    k.error(RILL_ERROR_UNSUPPORTED, "torch_dtype", "expected \"float32\", \"float16\" or \"bfloat16\", got " +
-                                                       value_text(*v) + " (override the dtype at load)");
+    c.torch_dtype_problem = "'torch_dtype': expected \"float32\", \"float16\" or \"bfloat16\", got " +
+                            value_text(*v) + " (override the dtype at load)";
+    return;
   }
   c.has_torch_dtype = true;
 }

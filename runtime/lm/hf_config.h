@@ -32,6 +32,7 @@ struct HfConfig {
   bool unit_norms = false;  // OLMo: LayerNorms without parameters (weight 1, bias 0)
   bool has_torch_dtype = false;
   rill_dtype torch_dtype = RILL_DTYPE_F32;
+  std::string torch_dtype_problem;  // a torch_dtype rill cannot compute in: an error unless the dtype is overridden
   // generation_config.json's values where it has them, else config.json's.
   int32_t bos_token_id = -1;
   std::vector<int32_t> eos_token_ids;

@@ -177,8 +177,8 @@ rill_status store_table(const std::string& where, rill_context& ctx, rill_dtype 
     convert_to_f32(source_dtype, src + first * rill_dtype_size(source_dtype), f32.data(), count);
     convert_from_f32(dtype, f32.data(), converted.data(), count);
     clear_backend_message();
-    const rill_status status = ctx.backend->table->buffer_write(ctx.impl, tensor->buffer, first * rill_dtype_size(dtype),
-                                                                converted.data(), count * rill_dtype_size(dtype));
+    const rill_status status = ctx.backend->table->buffer_write(
+        ctx.impl, tensor->buffer, first * rill_dtype_size(dtype), converted.data(), count * rill_dtype_size(dtype));
     if (status != RILL_OK) return backend_failure(where.c_str(), ctx.backend->name, status);
   }
   return RILL_OK;
@@ -226,6 +226,9 @@ rill_status load(const char* fn, rill_context& ctx, const std::string& folder, c
   const std::string f(fn);
   HfConfig config;
   RILL_CHECK(read_hf_config(fn, folder, config));
+  if (options.override_dtype == 0 && !config.torch_dtype_problem.empty()) {
+    return fail(RILL_ERROR_UNSUPPORTED, f + ": " + folder + "/config.json: " + config.torch_dtype_problem);
+  }
   config.desc.dtype = options.override_dtype != 0 ? options.dtype
                       : config.has_torch_dtype    ? config.torch_dtype
                                                   : RILL_DTYPE_F32;
@@ -299,9 +302,10 @@ RILL_API rill_status rill_lm_load(rill_context* ctx, const char* path, const ril
     rill_lm_load_options_init(&o);
     if (options != nullptr) {
       if (options->struct_size < sizeof(uint32_t)) {
-        return rill::fail(RILL_ERROR_INVALID_ARGUMENT, f + ": options->struct_size: expected sizeof(rill_lm_load_options) = " +
-                                                           std::to_string(sizeof(rill_lm_load_options)) + ", got " +
-                                                           std::to_string(options->struct_size));
+        return rill::fail(RILL_ERROR_INVALID_ARGUMENT,
+                          f + ": options->struct_size: expected sizeof(rill_lm_load_options) = " +
+                              std::to_string(sizeof(rill_lm_load_options)) + ", got " +
+                              std::to_string(options->struct_size));
       }
       std::memcpy(&o, options, std::min<size_t>(options->struct_size, sizeof o));
       if (o.override_dtype != 0 && rill_dtype_size(o.dtype) == 0) {

@@ -34,8 +34,9 @@ struct Temporaries {
 rill_status copy_row(const char* fn, rill_context& ctx, const rill_tensor& src, int64_t from, rill_tensor& dst,
                      int64_t to, uint64_t row_bytes) {
   clear_backend_message();
-  const rill_status status = ctx.backend->table->buffer_copy(ctx.impl, src.buffer, static_cast<uint64_t>(from) * row_bytes,
-                                                             dst.buffer, static_cast<uint64_t>(to) * row_bytes, row_bytes);
+  const rill_status status =
+      ctx.backend->table->buffer_copy(ctx.impl, src.buffer, static_cast<uint64_t>(from) * row_bytes, dst.buffer,
+                                      static_cast<uint64_t>(to) * row_bytes, row_bytes);
   return status == RILL_OK ? RILL_OK : backend_failure(fn, ctx.backend->name, status);
 }
 
@@ -154,7 +155,8 @@ RILL_API rill_status rill_lm_logits(rill_lm* lm, rill_kv_cache* cache, int32_t b
                      std::to_string(batch));
     }
     const std::vector<int32_t> lengths = cache != nullptr ? cache->lengths : std::vector<int32_t>{};
-    const rill_status status = rill::lm::logits(fn, *lm, cache, batch, tokens, ids, last_only != 0, logits, logits_count);
+    const rill_status status =
+        rill::lm::logits(fn, *lm, cache, batch, tokens, ids, last_only != 0, logits, logits_count);
     if (status != RILL_OK && cache != nullptr) cache->lengths = lengths;  // the forward may have succeeded
     return status;
   });

@@ -133,15 +133,15 @@ static class RillTests
         { "rill_lm**", new[] { typeof(IntPtr).MakeByRefType() } },
         { "rill_lm_load_options*", new[] { typeof(LmLoadOptions).MakeByRefType() } },
         { "rill_lm_info*", new[] { typeof(LmInfo).MakeByRefType() } },
-        { "rill_tokenizer*", new[] { typeof(IntPtr) } },
-        { "rill_tokenizer**", new[] { typeof(IntPtr).MakeByRefType() } },
-        { "rill_detokenizer*", new[] { typeof(IntPtr) } },
-        { "rill_detokenizer**", new[] { typeof(IntPtr).MakeByRefType() } },
         { "rill_session_options*", new[] { typeof(SessionOptions).MakeByRefType() } },
         { "rill_session*", new[] { typeof(IntPtr) } },
         { "rill_session**", new[] { typeof(IntPtr).MakeByRefType() } },
         { "rill_token_fn", new[] { typeof(NativeTokenFn) } },
         { "rill_stop_reason*", new[] { typeof(StopReason).MakeByRefType() } },
+        { "rill_tokenizer*", new[] { typeof(TokenizerHandle), typeof(IntPtr) } },
+        { "rill_detokenizer*", new[] { typeof(DetokenizerHandle), typeof(IntPtr) } },
+        { "rill_tokenizer**", new[] { typeof(TokenizerHandle).MakeByRefType() } },
+        { "rill_detokenizer**", new[] { typeof(DetokenizerHandle).MakeByRefType() } },
     };
 
     // "const int64_t* shape" -> "int64_t*"; "const char*" -> "char*".
@@ -557,5 +557,43 @@ static class RillTests
             Library.SetLogCallback(null, LogLevel.Info);
         }
         Assert(messages.Count > 0, "creating a context logs its backend selection");
+    }
+
+    static void TestTokenizer()
+    {
+        // The hand-written tokenizer of tests/tokenizer: one merge "a b", byte
+        // fallback for é, <s> added by the template.
+        string path = Path.Combine(Path.GetDirectoryName(headerPath), "..", "tests", "tokenizer", "tiny_tokenizer.json");
+        using (var tok = new Tokenizer(path))
+        {
+            Assert(tok.VocabSize == 7, "vocab size");
+            Assert(tok.Encode("ab a\u00e9").SequenceEqual(new[] { 3, 2, 6, 0, 4, 5 }), "encode with <s>");
+            Assert(tok.Encode("ab", false).SequenceEqual(new[] { 2 }), "encode without special tokens");
+            Assert(tok.Decode(new[] { 3, 2, 4, 5 }, true) == "ab\u00e9", "decode skipping <s>");
+            Assert(tok.TokenToId("<s>") == 3, "token to id");
+            string streamed = "";
+            using (var detok = new Detokenizer(tok, true))
+            {
+                foreach (int id in new[] { 3, 0, 4 }) streamed += detok.Push(id);
+                Assert(streamed == "a", "the lone byte waits");
+                streamed += detok.Push(5) + detok.Push(1) + detok.Flush();
+            }
+            Assert(streamed == "a\u00e9b", "stream joins to the decode: " + streamed);
+            try
+            {
+                tok.Decode(new[] { 9 });
+                Assert(false, "decode of id 9 throws");
+            }
+            catch (RillInvalidArgumentException e)
+            {
+                Assert(e.Message.Contains("vocab_size 7"), "the message names the vocab size: " + e.Message);
+            }
+        }
+        try
+        {
+            new Tokenizer(path + ".missing");
+            Assert(false, "a missing file throws");
+        }
+        catch (RillIOException) { }
     }
 }

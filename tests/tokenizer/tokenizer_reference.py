@@ -35,7 +35,7 @@ SKIP = 77
 
 CORPUS = [
     "Hello, world! This is a simple test of the tokenizer.",
-    "The quick brown fox jumps over the lazy dog. THE QUICK BROWN FOX!",
+    "The quick brown fox jumps over the lazy dog. THE QUICK BROWN FOX! A well-known, state-of-the-art e-mail; x-y.",
     "Ça va? Déjà vu — naïve café, Ångström, Œuvre, straße, İstanbul, ΣΊΣΥΦΟΣ, Łódź, Dvořák.",
     "Привет, как дела? Съешь же ещё этих мягких французских булок, да выпей чаю.",
     "Ελληνικά: Καλημέρα κόσμε, ωραία μέρα σήμερα.",
@@ -51,6 +51,7 @@ CORPUS = [
     "Digits: 1 12 123 1234 12345 3.14159 1,000,000 007 ٠١٢٣ ४२ 0x1F 2024-01-01 ½ ²³ Ⅻ",
     "Odd: \ufffd \ue000\uf8ff \U000f0000 \ufdd0 \uffff \U0010ffff \ud7ff NUL:\x00:end \x01\x1f\x7f \u0085 \u200b\u200d\ufeff",
     "Contractions: I'm, you're, he's, she'll, we've, they'd, It's, DON'T, I'M, You'Re, 'S 'T 'LL 'Ve",
+    "Case folding in (?i:'s|'t|...): x'ſt y'ST z'Ll w'\u212aa it’s 'ſ 'ſt 'K 'ǅ 'ΣΑΣ ß ẞ 'İ 'ı K ﬆ 'ﬅ 'Dz",
     "Specials: <s>Hello</s> <|endoftext|>x<|endoftext|> a<|im_start|>user\nhi<|im_end|>\n"
     "<|begin_of_text|><|begin_of_text|>text <unk> <|tool|>  spaced  <|tool|>zzword zzwordy",
     "def f(x):\n    return x ** 2  # comment\n\nclass A:\n\tpass\n",
@@ -192,13 +193,57 @@ def build_tokenizers(tk):
     def misc_edit(data):
         data["model"].update(unk_token="<unk>", fuse_unk=False)
 
+    def splits(t):
+        t.normalizer = norm.Sequence([norm.NFKC(), norm.Replace("``", '"'), norm.Strip(left=True, right=False)])
+        t.pre_tokenizer = pre.Sequence([
+            pre.Split("-", behavior="merged_with_previous"),
+            pre.Split(tk.Regex(r"[.,;]"), behavior="merged_with_next"),
+            pre.Split(tk.Regex(r"\p{Lu}"), behavior="contiguous", invert=True),
+            pre.Split(tk.Regex(r"[!?]+"), behavior="removed"),
+            pre.Digits(individual_digits=False),
+            pre.WhitespaceSplit(),
+        ])
+        t.decoder = dec.Sequence([dec.Replace("_", " "), dec.Strip(" ", 0, 1)])
+        t.post_processor = proc.RobertaProcessing(sep=("</s>", 2), cls=("<s>", 1))
+
+    kinds["splits"] = train(tk, models.BPE(unk_token="<unk>"), dict(vocab_size=500, special_tokens=sp_specials,
+                                                                    limit_alphabet=150), splits, misc_edit)
+
+    def whitespace(t):
+        t.normalizer = norm.NFD()
+        t.pre_tokenizer = pre.Whitespace()
+        t.post_processor = proc.BertProcessing(sep=("</s>", 2), cls=("<s>", 1))
+
+    kinds["whitespace"] = train(tk, models.BPE(unk_token="<unk>"), dict(vocab_size=500, special_tokens=sp_specials,
+                                                                        limit_alphabet=150), whitespace, misc_edit)
+
     kinds["misc"] = train(tk, models.BPE(unk_token="<unk>"), dict(vocab_size=400, special_tokens=sp_specials,
                                                                   limit_alphabet=100), misc, misc_edit)
     return kinds
 
 
-class Mismatch(Exception):
-    pass
+def piece_tokenizers(tk, kinds):
+    """Tokenizers whose every pre-tokenized piece of the corpus is one token
+    (ignore_merges, a vocabulary of the pieces tokenizers' own pre-tokenizer
+    gives, plus the byte alphabet): their ids show rill's pieces exactly, so
+    a regex that cuts differently (PCRE2 against Oniguruma) always shows,
+    which merges can hide in the trained tokenizers."""
+    pieces_of = {}
+    for name in ("gpt2", "llama3", "qwen2"):
+        data = copy.deepcopy(kinds[name])
+        reference = tk.Tokenizer.from_str(json.dumps(data))
+        vocab = {c: i for i, c in enumerate(tk.pre_tokenizers.ByteLevel.alphabet())}
+        for text in CORPUS + scrambled_texts(150):
+            if reference.normalizer is not None:
+                text = reference.normalizer.normalize_str(text)
+            for piece, _ in reference.pre_tokenizer.pre_tokenize_str(text):
+                vocab.setdefault(piece, len(vocab))
+        data["model"].update(vocab=vocab, merges=[], ignore_merges=True)
+        data["added_tokens"] = []
+        data["post_processor"] = None
+        pieces_of[name + "_pieces"] = data
+    return pieces_of
+
 
 
 def compare(tk, rill, name, data, folder, random_decodes=200, quiet=False):
@@ -266,6 +311,11 @@ def negative_controls(tk, rill, kinds, folder):
     flipped = copy.deepcopy(kinds["gpt2_prefix_space"])
     flipped["pre_tokenizer"]["add_prefix_space"] = False
     controls.append(("gpt2 with ByteLevel's add_prefix_space ignored", "gpt2_prefix_space", flipped))
+
+    case_sensitive = copy.deepcopy(kinds["llama3_pieces"])
+    split = case_sensitive["pre_tokenizer"]["pretokenizers"][0]
+    split["pattern"]["Regex"] = split["pattern"]["Regex"].replace("(?i:", "(?:")
+    controls.append(("llama3 pieces without (?i:...) around the contractions", "llama3_pieces", case_sensitive))
 
     not_failing = []
     for title, reference_name, broken in controls:
@@ -398,6 +448,7 @@ def main():
 
     print("tokenizers {} as the reference".format(tk.__version__))
     kinds = build_tokenizers(tk)
+    kinds.update(piece_tokenizers(tk, kinds))
     total = 0
     with tempfile.TemporaryDirectory() as folder:
         for name, data in kinds.items():
