@@ -35,7 +35,8 @@ find_program(RILL_MONO mono)
 # Godot project would include it).
 set(RILL_CSHARP_SOURCES ${CMAKE_CURRENT_LIST_DIR}/../bindings/csharp/Native.cs
                         ${CMAKE_CURRENT_LIST_DIR}/../bindings/csharp/Rill.cs
-                        ${CMAKE_CURRENT_LIST_DIR}/../bindings/csharp/Tokenizer.cs)
+                        ${CMAKE_CURRENT_LIST_DIR}/../bindings/csharp/Tokenizer.cs
+                        ${CMAKE_CURRENT_LIST_DIR}/../bindings/csharp/Generation.cs)
 
 # rill_add_skipped_test(<name> <reason>): a test that reports skipped (77).
 function(rill_add_skipped_test name reason)

@@ -944,10 +944,11 @@ typedef struct rill_lm_info {
   int32_t bos_token_id;            /* -1: none */
   int32_t eos_token_count;         /* 0 to 8 */
   int32_t eos_token_ids[8];        /* generation_config.json's eos_token_id, else config.json's */
-  /* generation_config.json's sampling defaults; absent keys read as neutral: */
+  /* generation_config.json's sampling defaults; absent keys read as
+     transformers' GenerationConfig defaults: */
   uint32_t do_sample;       /* 0 */
   float temperature;        /* 1 */
-  int32_t top_k;            /* 0 = off */
+  int32_t top_k;            /* 50; 0 = off */
   float top_p;              /* 1 = off */
   float min_p;              /* 0 = off */
   float repetition_penalty; /* 1 = off */

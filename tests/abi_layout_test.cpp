@@ -101,6 +101,27 @@ static_assert(offsetof(rill_attention_params, scale) == 4);
 static_assert(offsetof(rill_attention_params, window) == 8);
 static_assert(offsetof(rill_attention_params, softcap) == 12);
 static_assert(sizeof(rill_attention_params) == 16);
+
+// rill_sampler_params and rill_session_options (rill.h)
+static_assert(offsetof(rill_sampler_params, struct_size) == 0);
+static_assert(offsetof(rill_sampler_params, temperature) == 4);
+static_assert(offsetof(rill_sampler_params, top_k) == 8);
+static_assert(offsetof(rill_sampler_params, top_p) == 12);
+static_assert(offsetof(rill_sampler_params, min_p) == 16);
+static_assert(offsetof(rill_sampler_params, repetition_penalty) == 20);
+static_assert(offsetof(rill_sampler_params, presence_penalty) == 24);
+static_assert(offsetof(rill_sampler_params, frequency_penalty) == 28);
+static_assert(offsetof(rill_sampler_params, seed) == 32);
+static_assert(sizeof(rill_sampler_params) == 40);
+static_assert(offsetof(rill_session_options, struct_size) == 0);
+static_assert(offsetof(rill_session_options, capacity) == 4);
+static_assert(offsetof(rill_session_options, max_new_tokens) == 8);
+static_assert(offsetof(rill_session_options, prefill_chunk) == 12);
+static_assert(offsetof(rill_session_options, sampler) == 16);
+static_assert(sizeof(rill_session_options) == 56);
+static_assert(sizeof(rill_stop_reason) == 4 && RILL_STOP_NONE == 0 && RILL_STOP_EOS == 1 && RILL_STOP_STRING == 2 &&
+              RILL_STOP_MAX_NEW_TOKENS == 3 && RILL_STOP_CAPACITY == 4 && RILL_STOP_CANCELLED == 5 &&
+              RILL_STOP_CALLBACK == 6);
 static_assert(sizeof(rill_backend_op) == 4 && RILL_BACKEND_OP_RESIDUAL_ADD == 0 && RILL_BACKEND_OP_RMS_NORM == 1 &&
               RILL_BACKEND_OP_LAYER_NORM == 2 && RILL_BACKEND_OP_FUSED_ADD_RMS_NORM == 3 &&
               RILL_BACKEND_OP_FUSED_ADD_LAYER_NORM == 4 && RILL_BACKEND_OP_GEMM == 5 && RILL_BACKEND_OP_ROPE == 6 &&

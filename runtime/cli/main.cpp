@@ -16,11 +16,11 @@ struct Command {
 const Command kCommands[] = {
     {"info", "version, backends with their availability, devices", rill_cli::info_main},
     {"bench", "time every op on a backend beside the machine's bandwidth", rill_cli::bench_main},
-    {"demo", "the main job: a decoder stack's prefill and decode on the default backend, checked against the CPU", rill_cli::model_demo_main},
+    {"demo", "a decoder stack's prefill and decode speed on the default backend, checked against the CPU", rill_cli::model_demo_main},
     {"run", "run hidden states (.npy) through a decoder stack (TOML + safetensors)", rill_cli::run_main},
     {"logits", "the logits (.npy) of token ids from a Hugging Face model folder", rill_cli::logits_main},
     {"tokenize", "the token ids of a text under a Hugging Face tokenizer (tokenizer.json)", rill_cli::tokenize_main},
-    {"generate", "generate text from a Hugging Face model folder", rill_cli::generate_main},
+    {"generate", "the main job: text generated from a Hugging Face model folder", rill_cli::generate_main},
 };
 
 void print_usage(std::FILE* to) {

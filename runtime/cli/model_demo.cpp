@@ -1,4 +1,5 @@
-// `rill demo`: the main job. A Qwen2-0.5B-shaped decoder stack (hidden 896,
+// `rill demo`: the quick start's second part (the main job was this until
+// `rill generate` ran whole models). A Qwen2-0.5B-shaped decoder stack (hidden 896,
 // 14 heads, 2 KV heads, head_dim 64, intermediate 4864, RMSNorm eps 1e-6,
 // RoPE theta 1e6, QKV bias) with random weights from a fixed seed runs a
 // prefill of 64 tokens and 16 decode steps against its KV cache on the

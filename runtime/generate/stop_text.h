@@ -13,7 +13,6 @@ class StopText {
  public:
   void add(std::string stop) { stops_.push_back(std::move(stop)); }
   void clear_stops() { stops_.clear(); }
-  bool has_stops() const { return !stops_.empty(); }
 
   // Takes piece; returns the text that can go out now. matched: set when a
   // stop string completed: the text before it is returned, and the stop string

@@ -655,7 +655,7 @@ void read_generation_config(const std::string& path, HfConfig& c) {
   special_ids(k, c);
   c.do_sample = k.boolean("do_sample", false);
   c.temperature = static_cast<float>(k.number("temperature", 1.0));
-  c.top_k = static_cast<int32_t>(k.integer("top_k", 0));
+  c.top_k = static_cast<int32_t>(k.integer("top_k", 50));
   c.top_p = static_cast<float>(k.number("top_p", 1.0));
   c.min_p = static_cast<float>(k.number("min_p", 0.0));
   c.repetition_penalty = static_cast<float>(k.number("repetition_penalty", 1.0));

@@ -38,7 +38,7 @@ struct HfConfig {
   std::vector<int32_t> eos_token_ids;
   bool do_sample = false;
   float temperature = 1.0f;
-  int32_t top_k = 0;
+  int32_t top_k = 50;  // transformers' GenerationConfig default, used when do_sample is set
   float top_p = 1.0f;
   float min_p = 0.0f;
   float repetition_penalty = 1.0f;

@@ -3,6 +3,7 @@
 // usage: mono rill_tests.exe <backend> <path to rill.h>
 // exit: 0 all passed, 1 a test failed, 77 the backend is not available here.
 using System;
+using System.Text;
 using System.Collections.Generic;
 using System.IO;
 using System.Linq;
@@ -189,6 +190,144 @@ static class RillTests
         Assert(Marshal.SizeOf(typeof(SessionOptions)) == 56, "SessionOptions has rill_session_options's size");
         Assert(Marshal.SizeOf(typeof(LmInfo)) == 152, "LmInfo has rill_lm_info's size");
         Assert(Marshal.SizeOf(typeof(LmLoadOptions)) == 12, "LmLoadOptions has rill_lm_load_options's size");
+    }
+
+    // A one-layer Llama folder with random f32 weights and a hand-written
+    // byte-fallback BPE tokenizer of 7 tokens (the model has 40 ids).
+    static string WriteModelFolder()
+    {
+        const int V = 40, D = 16, H = 2, Hkv = 1, Hd = 8, I = 32;
+        string dir = Path.Combine(Path.GetTempPath(), "rill_cs_lm_" + Guid.NewGuid().ToString("N"));
+        Directory.CreateDirectory(dir);
+        File.WriteAllText(Path.Combine(dir, "config.json"),
+            "{\"model_type\": \"llama\", \"vocab_size\": 40, \"hidden_size\": 16, \"intermediate_size\": 32, " +
+            "\"num_hidden_layers\": 1, \"num_attention_heads\": 2, \"num_key_value_heads\": 1, \"rms_norm_eps\": 1e-6, " +
+            "\"max_position_embeddings\": 64, \"bos_token_id\": 3, \"eos_token_id\": 39, \"tie_word_embeddings\": false}");
+        var tensors = new List<KeyValuePair<string, long[]>>
+        {
+            new KeyValuePair<string, long[]>("model.embed_tokens.weight", new long[] { V, D }),
+            new KeyValuePair<string, long[]>("lm_head.weight", new long[] { V, D }),
+            new KeyValuePair<string, long[]>("model.norm.weight", new long[] { D }),
+            new KeyValuePair<string, long[]>("model.layers.0.input_layernorm.weight", new long[] { D }),
+            new KeyValuePair<string, long[]>("model.layers.0.post_attention_layernorm.weight", new long[] { D }),
+            new KeyValuePair<string, long[]>("model.layers.0.self_attn.q_proj.weight", new long[] { H * Hd, D }),
+            new KeyValuePair<string, long[]>("model.layers.0.self_attn.k_proj.weight", new long[] { Hkv * Hd, D }),
+            new KeyValuePair<string, long[]>("model.layers.0.self_attn.v_proj.weight", new long[] { Hkv * Hd, D }),
+            new KeyValuePair<string, long[]>("model.layers.0.self_attn.o_proj.weight", new long[] { D, H * Hd }),
+            new KeyValuePair<string, long[]>("model.layers.0.mlp.gate_proj.weight", new long[] { I, D }),
+            new KeyValuePair<string, long[]>("model.layers.0.mlp.up_proj.weight", new long[] { I, D }),
+            new KeyValuePair<string, long[]>("model.layers.0.mlp.down_proj.weight", new long[] { D, I }),
+        };
+        var header = new StringBuilder("{");
+        var data = new List<byte>();
+        int seed = 1;
+        foreach (var t in tensors)
+        {
+            long count = 1;
+            foreach (long d in t.Value) count *= d;
+            bool norm = t.Value.Length == 1;
+            float[] values = Values((int)count, seed++, norm ? 0.1 : 0.5, norm ? 1.0 : 0.0);
+            if (header.Length > 1) header.Append(',');
+            header.Append("\"" + t.Key + "\":{\"dtype\":\"F32\",\"shape\":[" + string.Join(",", t.Value) +
+                          "],\"data_offsets\":[" + data.Count + "," + (data.Count + 4 * count) + "]}");
+            foreach (float v in values) data.AddRange(BitConverter.GetBytes(v));
+        }
+        header.Append('}');
+        byte[] headerBytes = Encoding.UTF8.GetBytes(header.ToString());
+        using (var f = File.Create(Path.Combine(dir, "model.safetensors")))
+        {
+            f.Write(BitConverter.GetBytes((ulong)headerBytes.Length), 0, 8);
+            f.Write(headerBytes, 0, headerBytes.Length);
+            f.Write(data.ToArray(), 0, data.Count);
+        }
+        File.WriteAllText(Path.Combine(dir, "tokenizer.json"),
+            "{\"version\": \"1.0\", \"truncation\": null, \"padding\": null, \"added_tokens\": [{\"id\": 3, " +
+            "\"content\": \"<s>\", \"single_word\": false, \"lstrip\": false, \"rstrip\": false, \"normalized\": false, " +
+            "\"special\": true}], \"normalizer\": null, \"pre_tokenizer\": null, \"post_processor\": null, " +
+            "\"decoder\": {\"type\": \"Sequence\", \"decoders\": [{\"type\": \"ByteFallback\"}, {\"type\": \"Fuse\"}]}, " +
+            "\"model\": {\"type\": \"BPE\", \"dropout\": null, \"unk_token\": null, \"byte_fallback\": true, " +
+            "\"vocab\": {\"a\": 0, \"b\": 1, \"ab\": 2, \"<s>\": 3, \"<0xC3>\": 4, \"<0xA9>\": 5, \"<0x00>\": 6}, " +
+            "\"merges\": [\"a b\"]}}");
+        return dir;
+    }
+
+    // Greedy ids by argmax over rill_lm_logits of the whole sequence each time
+    // (no cache): the session, with its cache and sampler, must give the same.
+    static List<int> GreedyByLogits(LanguageModel lm, int[] prompt, int n)
+    {
+        int vocab = lm.Info.VocabSize;
+        var ids = new List<int>(prompt);
+        var logits = new float[vocab];
+        for (int i = 0; i < n; ++i)
+        {
+            Errors.Check(Native.rill_lm_logits(lm.Handle, IntPtr.Zero, 1, ids.Count, ids.ToArray(), 1, logits,
+                                               (UIntPtr)vocab));
+            int best = 0;
+            for (int v = 1; v < vocab; ++v) if (logits[v] > logits[best]) best = v;
+            ids.Add(best);
+        }
+        return ids.GetRange(prompt.Length, n);
+    }
+
+    static void TestGenerationSession()
+    {
+        string dir = WriteModelFolder();
+        try
+        {
+            using (var ctx = NewContext())
+            using (var lm = new LanguageModel(ctx, dir))
+            using (var tokenizer = new Tokenizer(dir))
+            {
+                var prompt = new[] { 3, 0, 1, 2, 7 };
+                var expected = GreedyByLogits(lm, prompt, 10);
+                var options = Session.Defaults(lm);
+                options.Sampler.Temperature = 0;
+                options.MaxNewTokens = 10;
+                options.PrefillChunk = 2;
+                using (var session = new Session(lm, options))
+                {
+                    session.SetEosIds();
+                    session.AppendIds(prompt);
+                    int generated;
+                    Assert(session.Step(1, (id, text) => false, out generated) == StopReason.None && generated == 0,
+                           "the first step runs a prefill chunk only");
+                    StopReason reason;
+                    var ids = session.Run(null, out reason);
+                    Assert(reason == StopReason.MaxNewTokens, "stops at max_new_tokens, got " + reason);
+                    Assert(string.Join(" ", ids) == string.Join(" ", expected),
+                           "greedy ids " + string.Join(" ", ids) + " equal argmax of the logits " + string.Join(" ", expected));
+                    session.Rewind(prompt.Length + 4);
+                    Assert(session.Ids.Length == prompt.Length + 4, "rewind keeps the first tokens");
+                    session.Cancel();
+                    Assert(session.Step(5, (id, text) => false, out generated) == StopReason.Cancelled && generated == 0,
+                           "a cancelled step returns before its first forward pass");
+                    var again = session.Run(null, out reason);
+                    Assert(string.Join(" ", again.GetRange(0, 6)) == string.Join(" ", expected.GetRange(4, 6)),
+                           "after rewind the greedy continuation is the same");
+                    Throws<RillInvalidArgumentException>(() => session.AppendIds(40), "an id outside the vocabulary");
+                }
+                using (var session = new Session(lm, options))
+                {
+                    session.SetTokenizer(tokenizer);
+                    session.SetEosIds();
+                    session.AppendText("ab", true);
+                    var text = new StringBuilder();
+                    StopReason reason;
+                    var ids = session.Run(text, out reason);
+                    var known = ids.FindAll(id => id < 7).ToArray();
+                    var buf = new byte[256];
+                    UIntPtr required;
+                    Errors.Check(Native.rill_tokenizer_decode(tokenizer.Handle, known, (UIntPtr)known.Length, 1, buf,
+                                                              (UIntPtr)buf.Length, out required));
+                    string decoded = Encoding.UTF8.GetString(buf, 0, (int)required - 1);
+                    Assert(text.ToString() == decoded, "streamed text '" + text + "' equals the decode '" + decoded + "'");
+                }
+            }
+        }
+        finally
+        {
+            Directory.Delete(dir, true);
+        }
     }
 
     static void TestVersionAndNames()

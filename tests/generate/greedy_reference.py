@@ -21,7 +21,6 @@ Exit codes: 0 passed, 1 failed, 77 skipped (no transformers in --venv, or the
 backend unavailable).
 """
 import argparse
-import glob
 import os
 import subprocess
 import sys
@@ -40,6 +39,7 @@ except ImportError as missing:
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, os.pardir, "torch"))
+from hf_generate import import_transformers  # noqa: E402
 
 # name: (config class, config keys beyond lm_reference's SIZES)
 CASES = {
@@ -109,18 +109,10 @@ def main():
     parser.add_argument("--backend", default="cpu")
     parser.add_argument("--venv", required=True, help="the reference venv holding transformers")
     args = parser.parse_args()
-    sys.path += glob.glob(os.path.join(args.venv, "lib", "python*", "site-packages"))
-    try:
-        import transformers
-    except ImportError as missing:
-        print(f"skipped: {missing}")
+    transformers = import_transformers(args.venv)
+    if transformers is None:
         return SKIP
     import lm_reference
-    # generate() asks torch.distributed.fsdp whether the model is sharded; that
-    # module does not import with Debian's torch 1.13 on Python 3.11. Nothing
-    # here is sharded.
-    import transformers.generation.utils
-    transformers.generation.utils.is_fsdp_managed_module = lambda module: False
     failures = []
     with tempfile.TemporaryDirectory() as workdir:
         try:

@@ -19,7 +19,6 @@ Exit codes: 0 passed, 1 failed, 77 skipped (no transformers in --venv).
 """
 import argparse
 import ctypes
-import glob
 import os
 import sys
 import tempfile
@@ -37,17 +36,10 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, os.pardir, os.pardir, "bindings", "python"))
 sys.path.insert(0, os.path.join(HERE, os.pardir, "torch"))
 from rill import _library  # noqa: E402
+from hf_generate import check, expect, hf_greedy, import_transformers  # noqa: E402
 
 PROMPT = [3, 17, 42, 5, 88, 9, 61, 23]
 STOP = {"NONE": 0, "EOS": 1, "STRING": 2, "MAX_NEW_TOKENS": 3, "CAPACITY": 4, "CANCELLED": 5, "CALLBACK": 6}
-
-
-def hf_greedy(model, ids, n):
-    with torch.no_grad():
-        ids = torch.tensor([ids])  # attention_mask given: generate() would mask every pad_token_id in ids
-        out = model.generate(ids, attention_mask=torch.ones_like(ids), do_sample=False, max_new_tokens=n,
-                             min_new_tokens=n)
-    return out[0, ids.shape[1]:].tolist()
 
 
 class Session:
@@ -102,17 +94,6 @@ class Session:
 
     def __del__(self):
         self.lib.rill_session_destroy(self.handle)
-
-
-def check(lib, status):
-    if status != 0:
-        raise RuntimeError(lib.rill_last_error().decode())
-
-
-def expect(failures, what, ok, detail=""):
-    print(f"  {'ok  ' if ok else 'FAIL'} {what}{': ' + detail if detail and not ok else ''}")
-    if not ok:
-        failures.append(f"{what}: {detail}")
 
 
 def checks(lib, lm, model, failures):
@@ -236,18 +217,10 @@ def main():
     parser.add_argument("--library", required=True, help="librill")
     parser.add_argument("--venv", required=True, help="the reference venv holding transformers")
     args = parser.parse_args()
-    sys.path += glob.glob(os.path.join(args.venv, "lib", "python*", "site-packages"))
-    try:
-        import transformers
-    except ImportError as missing:
-        print(f"skipped: {missing}")
+    transformers = import_transformers(args.venv)
+    if transformers is None:
         return SKIP
     import lm_reference
-    # generate() asks torch.distributed.fsdp whether the model is sharded; that
-    # module does not import with Debian's torch 1.13 on Python 3.11. Nothing
-    # here is sharded.
-    import transformers.generation.utils
-    transformers.generation.utils.is_fsdp_managed_module = lambda module: False
     lib = _library.load_library(args.library)
     config = transformers.LlamaConfig(**lm_reference.SIZES)
     torch.manual_seed(0)

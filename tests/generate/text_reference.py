@@ -20,7 +20,6 @@ Exit codes: 0 passed, 1 failed, 77 skipped (no transformers or tokenizers in --v
 import argparse
 import copy
 import ctypes
-import glob
 import os
 import subprocess
 import sys
@@ -37,6 +36,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, os.pardir, os.pardir, "bindings", "python"))
 sys.path.insert(0, os.path.join(HERE, os.pardir, "torch"))
 from rill import _library  # noqa: E402
+from hf_generate import check, expect, hf_greedy, import_transformers  # noqa: E402
 
 NEW_TOKENS = 40
 CORPUS = [
@@ -61,20 +61,6 @@ def train_tokenizer(folder, tokenizers):
     tok.post_processor = tokenizers.processors.TemplateProcessing(single="<s> $A", special_tokens=[("<s>", 0)])
     tok.save(os.path.join(folder, "tokenizer.json"))
     return tok
-
-
-def hf_greedy(model, ids, n):
-    with torch.no_grad():
-        ids = torch.tensor([ids])  # attention_mask given: generate() would mask every pad_token_id in ids
-        out = model.generate(ids, attention_mask=torch.ones_like(ids), do_sample=False, max_new_tokens=n,
-                             min_new_tokens=n)
-    return out[0, ids.shape[1]:].tolist()
-
-
-def expect(failures, what, ok, detail=""):
-    print(f"  {'ok  ' if ok else 'FAIL'} {what}{': ' + detail if detail and not ok else ''}")
-    if not ok:
-        failures.append(f"{what}: {detail}")
 
 
 def session_pieces(lib, lm, tokenizer, prompt, stops=(), max_new=NEW_TOKENS):
@@ -109,27 +95,20 @@ def session_pieces(lib, lm, tokenizer, prompt, stops=(), max_new=NEW_TOKENS):
         lib.rill_session_destroy(s)
 
 
-def check(lib, status):
-    if status != 0:
-        raise RuntimeError(lib.rill_last_error().decode())
-
-
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rill", required=True, help="the rill tool")
     parser.add_argument("--library", required=True, help="librill")
     parser.add_argument("--venv", required=True, help="the reference venv holding transformers and tokenizers")
     args = parser.parse_args()
-    sys.path += glob.glob(os.path.join(args.venv, "lib", "python*", "site-packages"))
+    transformers = import_transformers(args.venv)
+    if transformers is None:
+        return SKIP
     try:
         import tokenizers
-        import transformers
-        import transformers.generation.utils
     except ImportError as missing:
         print(f"skipped: {missing}")
         return SKIP
-    # As in greedy_reference.py: torch.distributed.fsdp does not import here.
-    transformers.generation.utils.is_fsdp_managed_module = lambda module: False
     import lm_reference
     lib = _library.load_library(args.library)
     failures = []

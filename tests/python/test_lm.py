@@ -62,7 +62,7 @@ def test_logits_match_numpy(folder):
         assert isinstance(lm, rill.LanguageModel)
         assert (lm.vocab_size, lm.hidden_size, lm.num_layers, lm.model_type) == (VOCAB, D, LAYERS, "llama")
         assert lm.dtype == rill.DType.F32 and lm.bos_token_id == 1 and lm.eos_token_ids == [2, 3]
-        assert lm.generation_defaults["temperature"] == 1.0 and lm.generation_defaults["top_k"] == 0
+        assert lm.generation_defaults["temperature"] == 1.0 and lm.generation_defaults["top_k"] == 50  # GenerationConfig's default
         with optional_op():
             got = lm.logits(ids)
         assert got.shape == (len(ids), VOCAB) and got.dtype == np.float32

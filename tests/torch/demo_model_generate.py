@@ -70,9 +70,6 @@ def main():
         want, gap = reference(prompt)
         run, cmd = rill_greedy(args.rill, args.model, prompt, args.backend)
         if run.returncode != 0:
-            if "unknown command 'generate'" in run.stderr:  # a rill built before `rill generate` existed
-                print(f"skipped: {args.rill} has no generate command")
-                return 77
             if "RILL_ERROR_BACKEND_UNAVAILABLE" in run.stdout + run.stderr:
                 print(f"skipped: backend {args.backend}: {run.stderr.strip()}")
                 return 77

@@ -80,7 +80,7 @@ import subprocess
 import sys
 import tempfile
 
-SKIP = 77
+from outcome import SKIP, conclude  # exit codes and the closing lines
 
 try:
     import numpy as np
@@ -1760,16 +1760,7 @@ def main():
                 skipped = why
                 break
             failed += [f"{name}: {p}" for p in problems]
-    for f in failed:
-        print("FAIL", f)
-    if failed:  # a skip never hides a failure recorded before it
-        print(f"{len(failed)} failures on {args.backend}" + (f"; then skipped: {skipped}" if skipped else ""))
-        return 1
-    if skipped:
-        print(f"skipped: {skipped}")
-        return SKIP
-    print(f"{len(names)}/{len(names)} cases passed on {args.backend}")
-    return 0
+    return conclude(failed, skipped, args.backend, f"{len(names)}/{len(names)} cases passed on {args.backend}")
 
 
 if __name__ == "__main__":

@@ -34,7 +34,7 @@ import sys
 import tempfile
 import time
 
-SKIP = 77
+from outcome import SKIP, conclude  # exit codes and the closing lines
 
 try:
     import numpy as np
@@ -405,16 +405,8 @@ def main():
                 skipped = why
                 break
             failed += [f"{name}: {p}" for p in problems]
-    for f in failed:
-        print("FAIL", f)
-    if failed:  # a skip never hides a failure recorded before it
-        print(f"{len(failed)} failures on {args.backend}" + (f"; then skipped: {skipped}" if skipped else ""))
-        return 1
-    if skipped:
-        print(f"skipped: {skipped}")
-        return SKIP
-    print(f"{len(names)}/{len(names)} cases passed on {args.backend} in {time.time() - start:.0f} s")
-    return 0
+    return conclude(failed, skipped, args.backend,
+                    f"{len(names)}/{len(names)} cases passed on {args.backend} in {time.time() - start:.0f} s")
 
 
 if __name__ == "__main__":
