@@ -36,11 +36,14 @@ if [ "$mode" = demo ]; then
   configure_and_build "$build" -DRILL_BUILD_TESTS=OFF
   # The main job: text from the demo model kept in the repository, sampled on
   # the built-in CPU backend (rill generate prints what follows the prompt).
+  # Its output goes through a pipe so that the prompt and the text stay on one
+  # line: off a terminal rill shows no load or prompt progress, and --stats
+  # still prints the time to first token and tokens/s at the end.
   prompt="A fool and his money"
   echo
   printf '%s' "$prompt"
   "$build/bin/rill" generate --model "$root/models/fortune" --prompt "$prompt" --max-new-tokens 64 \
-    --seed 2 --backend cpu
+    --seed 2 --backend cpu --stats 2>&1 | cat
   echo
   # Then a Qwen2-0.5B-shaped decoder stack's speed on the default backend.
   exec "$build/bin/rill" demo

@@ -76,13 +76,17 @@ bool parse_seed(const char* value, uint64_t& out) {
 // What the token callback needs: the output mode and the timings.
 struct Stream {
   bool print_ids = false;
+  bool progress_shown = false;  // a "prompt: n/m tokens" line on the terminal, to clear before the text
   int32_t count = 0;
   std::chrono::steady_clock::time_point first_token;
 };
 
 int on_token(void* user_data, int32_t token, const char* text, size_t text_len) {
   auto& stream = *static_cast<Stream*>(user_data);
-  if (stream.count++ == 0) stream.first_token = std::chrono::steady_clock::now();
+  if (stream.count++ == 0) {
+    stream.first_token = std::chrono::steady_clock::now();
+    if (stream.progress_shown) std::fprintf(stderr, "\r\033[K");  // the text starts where the progress was
+  }
   if (stream.print_ids || text == nullptr) {
     std::printf(stream.count == 1 ? "%d" : " %d", token);
   } else {
@@ -242,9 +246,11 @@ int generate_main(int argc, char** argv) {
     if (terminal && stream.count == 0) {
       prefilled = std::min<int32_t>(static_cast<int32_t>(ids.size()), prefilled + options.prefill_chunk);
       std::fprintf(stderr, "\rprompt: %d/%zu tokens", prefilled, ids.size());
+      stream.progress_shown = true;
     }
   }
   std::printf("\n");
+  std::fflush(stdout);  // the text's end before the timings on stderr, also through a pipe
   if (terminal || stats) {
     const double first = std::chrono::duration<double>(stream.first_token - start).count();
     const double decode = seconds_since(stream.first_token);
