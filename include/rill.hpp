@@ -337,6 +337,7 @@ class LanguageModel {
     rill_lm* raw = nullptr;
     check(rill_lm_load(ctx.get(), path.c_str(), options, &raw));
     handle_.reset(raw);
+    vocab_size_ = info().vocab_size;
   }
 
   rill_lm* get() const noexcept { return handle_.get(); }
@@ -353,7 +354,7 @@ class LanguageModel {
   std::vector<float> logits(KvCache* cache, int32_t batch, const std::vector<int32_t>& ids, bool last_only = false) {
     const int32_t tokens = batch > 0 ? static_cast<int32_t>(ids.size() / static_cast<size_t>(batch)) : 0;
     const size_t rows = static_cast<size_t>(last_only ? batch : batch * tokens);
-    std::vector<float> out(rows * static_cast<size_t>(info().vocab_size));
+    std::vector<float> out(rows * static_cast<size_t>(vocab_size_));
     check(rill_lm_logits(get(), cache ? cache->get() : nullptr, batch, tokens, ids.data(), last_only ? 1u : 0u,
                          out.data(), out.size()));
     return out;
@@ -364,6 +365,7 @@ class LanguageModel {
     void operator()(rill_lm* lm) const noexcept { rill_lm_destroy(lm); }
   };
   std::unique_ptr<rill_lm, Destroy> handle_;
+  int32_t vocab_size_ = 0; /* read once: logits() sizes every result by it */
 };
 
 /* Owns a rill_session: one conversation with a language model. Move-only;

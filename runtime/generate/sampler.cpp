@@ -4,7 +4,6 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
-#include <numeric>
 #include <unordered_map>
 
 namespace rill::generate {
@@ -68,8 +67,11 @@ void top_p(double p, std::vector<double>& scores) {
   if (p >= 1.0) return;
   std::vector<double> probs;
   softmax(scores, probs);
-  std::vector<size_t> order(scores.size());
-  std::iota(order.begin(), order.end(), size_t{0});
+  // Removed tokens have probability 0: leaving them out of the sort changes
+  // no running sum, and after top-k only k tokens are left to sort.
+  std::vector<size_t> order;
+  for (size_t i = 0; i < scores.size(); ++i)
+    if (scores[i] != kRemoved) order.push_back(i);
   std::sort(order.begin(), order.end(),
             [&](size_t a, size_t b) { return scores[a] != scores[b] ? scores[a] < scores[b] : a > b; });
   double cumulative = 0.0;

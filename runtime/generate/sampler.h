@@ -17,6 +17,11 @@ namespace rill::generate {
 // naming the field, what was expected and what was given.
 std::string read_params(const rill_sampler_params& given, rill_sampler_params& out);
 
+// read_params for a public entry point f: NULL and invalid fields fail with
+// RILL_ERROR_INVALID_ARGUMENT naming "<field_prefix>.<field>".
+rill_status check_params(const std::string& f, const std::string& field_prefix, const rill_sampler_params* given,
+                         rill_sampler_params& out);
+
 // "" when every logit is finite or -inf, at least one is finite, and every
 // history id is in [0, vocab); else what is wrong.
 std::string check_inputs(const float* logits, size_t vocab, const int32_t* history, size_t history_count);

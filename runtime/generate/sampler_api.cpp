@@ -27,14 +27,21 @@ rill_status check_row(const std::string& f, const float* logits, size_t vocab_si
   return RILL_OK;
 }
 
-rill_status read_params(const std::string& f, const rill_sampler_params* given, rill_sampler_params& out) {
-  if (given == nullptr) return rill::fail(RILL_ERROR_INVALID_ARGUMENT, f + ": params: expected a pointer, got NULL");
-  const std::string problem = rill::generate::read_params(*given, out);
-  if (!problem.empty()) return rill::fail(RILL_ERROR_INVALID_ARGUMENT, f + ": params." + problem);
+}  // namespace
+
+namespace rill::generate {
+
+rill_status check_params(const std::string& f, const std::string& field_prefix, const rill_sampler_params* given,
+                         rill_sampler_params& out) {
+  if (given == nullptr) {
+    return rill::fail(RILL_ERROR_INVALID_ARGUMENT, f + ": " + field_prefix + ": expected a pointer, got NULL");
+  }
+  const std::string problem = read_params(*given, out);
+  if (!problem.empty()) return rill::fail(RILL_ERROR_INVALID_ARGUMENT, f + ": " + field_prefix + "." + problem);
   return RILL_OK;
 }
 
-}  // namespace
+}  // namespace rill::generate
 
 extern "C" {
 
@@ -59,7 +66,7 @@ RILL_API rill_status rill_sampler_probabilities(const rill_sampler_params* param
   return rill::guarded(fn, [&]() -> rill_status {
     const std::string f(fn);
     rill_sampler_params p;
-    RILL_CHECK(read_params(f, params, p));
+    RILL_CHECK(rill::generate::check_params(f, "params", params, p));
     RILL_CHECK(check_row(f, logits, vocab_size, history, history_count));
     if (out_probabilities == nullptr)
       return rill::fail(RILL_ERROR_INVALID_ARGUMENT, f + ": out_probabilities: expected a pointer, got NULL");
@@ -80,7 +87,7 @@ RILL_API rill_status rill_sampler_create(const rill_sampler_params* params, rill
   return rill::guarded(fn, [&]() -> rill_status {
     const std::string f(fn);
     rill_sampler_params p;
-    RILL_CHECK(read_params(f, params, p));
+    RILL_CHECK(rill::generate::check_params(f, "params", params, p));
     if (out_sampler == nullptr)
       return rill::fail(RILL_ERROR_INVALID_ARGUMENT, f + ": out_sampler: expected a pointer, got NULL");
     *out_sampler = new rill_sampler{p, rill::generate::Random(p.seed)};

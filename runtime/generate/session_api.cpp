@@ -18,13 +18,6 @@ rill_status check_session(const std::string& f, const rill_session* session) {
   return RILL_OK;
 }
 
-rill_status read_sampler(const std::string& f, const rill_sampler_params* given, rill_sampler_params& out) {
-  if (given == nullptr) return rill::fail(RILL_ERROR_INVALID_ARGUMENT, f + ": params: expected a pointer, got NULL");
-  const std::string problem = rill::generate::read_params(*given, out);
-  if (!problem.empty()) return rill::fail(RILL_ERROR_INVALID_ARGUMENT, f + ": params." + problem);
-  return RILL_OK;
-}
-
 rill_status check_eos(const std::string& f, int32_t vocab_size, const int32_t* ids, size_t count) {
   if (ids == nullptr && count != 0)
     return rill::fail(RILL_ERROR_INVALID_ARGUMENT, f + ": ids: expected a pointer for count " + std::to_string(count) + ", got NULL");
@@ -125,8 +118,7 @@ RILL_API rill_status rill_session_create(rill_lm* lm, const rill_session_options
                         f + ": options->max_new_tokens: expected >= 0 (0 = no budget), got " + std::to_string(o.max_new_tokens));
     }
     rill_sampler_params sampler;
-    const std::string problem = rill::generate::read_params(o.sampler, sampler);
-    if (!problem.empty()) return rill::fail(RILL_ERROR_INVALID_ARGUMENT, f + ": options->sampler." + problem);
+    RILL_CHECK(rill::generate::check_params(f, "options->sampler", &o.sampler, sampler));
     rill_lm_info info{};
     info.struct_size = sizeof(info);
     RILL_CHECK(rill_lm_get_info(lm, &info));
@@ -158,7 +150,7 @@ RILL_API rill_status rill_session_set_sampler(rill_session* session, const rill_
   return rill::guarded(fn, [&]() -> rill_status {
     RILL_CHECK(check_session(fn, session));
     rill_sampler_params p;
-    RILL_CHECK(read_sampler(fn, params, p));
+    RILL_CHECK(rill::generate::check_params(fn, "params", params, p));
     session->sampler = p;
     session->random = rill::generate::Random(p.seed);
     return RILL_OK;
