@@ -87,11 +87,33 @@ typedef enum rill_status {
   RILL_STATUS_MAX_ENUM = 0x7FFFFFFF
 } rill_status;
 
-/* Storage formats. Arithmetic and reductions are always f32. */
+/* Storage formats. Arithmetic and reductions are always f32.
+   F32, F16 and BF16 are element dtypes: any tensor, any op.
+   Q8_0 to Q6_K are weight-only block formats, bit for bit GGUF's (llama.cpp's)
+   layouts, so a GGUF tensor is used in place. A block holds a fixed run of
+   consecutive elements of one row (rill_dtype_block_elements) in a fixed
+   number of bytes (rill_dtype_block_bytes), little-endian; "d" is an f16 scale.
+   A tensor of a block dtype is 2-dim [N, K] with K a multiple of the block:
+   the w of rill_gemm or the table of rill_get_rows. Every op operand that
+   holds activations refuses it (RILL_ERROR_DTYPE naming the argument).
+   docs/QUANTIZATION.md gives each layout byte by byte. */
 typedef enum rill_dtype {
   RILL_DTYPE_F32 = 0,
   RILL_DTYPE_F16 = 1,  /* IEEE 754 binary16 */
   RILL_DTYPE_BF16 = 2, /* bfloat16: the top 16 bits of an f32, rounded to nearest even */
+  /* 32 elements in 34 bytes: d, then 32 int8 q; x = d * q. */
+  RILL_DTYPE_Q8_0 = 3,
+  /* 32 elements in 18 bytes: d, then 16 bytes of 4-bit q (element j in the
+     low nibble of byte j, element j + 16 in its high nibble); x = d * (q - 8). */
+  RILL_DTYPE_Q4_0 = 4,
+  /* 256 elements in 144 bytes: d, dmin, 12 bytes of eight 6-bit scales and
+     mins, 128 bytes of 4-bit q; x = d * scale * q - dmin * min per 32. */
+  RILL_DTYPE_Q4_K = 5,
+  /* 256 elements in 176 bytes: Q4_K's fields plus 32 bytes of fifth bits. */
+  RILL_DTYPE_Q5_K = 6,
+  /* 256 elements in 210 bytes: 128 bytes of low 4 bits, 64 of high 2 bits,
+     16 int8 scales (one per 16), then d; x = d * scale * (q - 32). */
+  RILL_DTYPE_Q6_K = 7,
   RILL_DTYPE_MAX_ENUM = 0x7FFFFFFF
 } rill_dtype;
 
@@ -119,10 +141,23 @@ RILL_API const char* rill_status_string(rill_status status);
    same thread. Never NULL. */
 RILL_API const char* rill_last_error(void);
 
-/* Bytes per element of a dtype (4 or 2), or 0 for a value that is not a dtype. */
+/* Bytes per element of an element dtype (4 or 2); 0 for a block dtype, whose
+   elements have no whole byte size (see rill_dtype_block_bytes), and for a
+   value that is not a dtype. */
 RILL_API size_t rill_dtype_size(rill_dtype dtype);
 
-/* A static name for a dtype ("f32", "f16", "bf16"), or "invalid". Never NULL. */
+/* Elements per block: 32 (Q8_0, Q4_0), 256 (Q4_K, Q5_K, Q6_K), 1 for an
+   element dtype, 0 for a value that is not a dtype. Thread-safe. */
+RILL_API size_t rill_dtype_block_elements(rill_dtype dtype);
+
+/* Bytes per block: 34 (Q8_0), 18 (Q4_0), 144 (Q4_K), 176 (Q5_K), 210 (Q6_K),
+   the element size for an element dtype, 0 for a value that is not a dtype.
+   A row of K elements takes K / rill_dtype_block_elements * this many bytes.
+   Thread-safe. */
+RILL_API size_t rill_dtype_block_bytes(rill_dtype dtype);
+
+/* A static name for a dtype ("f32", "f16", "bf16", "q8_0", "q4_0", "q4_k",
+   "q5_k", "q6_k"), or "invalid". Never NULL. */
 RILL_API const char* rill_dtype_name(rill_dtype dtype);
 
 /* Severity of a log message. */
@@ -246,9 +281,11 @@ RILL_API rill_status rill_context_synchronize(rill_context* ctx);
    contents are undefined until written. Row-major and contiguous; "rows" is the
    product of all dims but the last and D is the last dim.
    ndim: 1 to RILL_MAX_DIMS. shape: ndim dims, each >= 1; the byte size must fit
-   in size_t.
+   in size_t. A block dtype (RILL_DTYPE_Q8_0 ...) needs ndim 2 and a last dim
+   that is a multiple of its block (rill_dtype_block_elements).
    Errors: RILL_ERROR_INVALID_ARGUMENT (NULL ctx, shape or out_tensor; bad dtype
-   or ndim), RILL_ERROR_SHAPE (a dim < 1, or a size that overflows),
+   or ndim), RILL_ERROR_SHAPE (a dim < 1, a size that overflows, a block
+   tensor's shape),
    RILL_ERROR_OUT_OF_MEMORY. The tensor belongs to ctx and must not outlive it. */
 RILL_API rill_status rill_tensor_create(rill_context* ctx, rill_dtype dtype, int32_t ndim, const int64_t* shape,
                                         rill_tensor** out_tensor);
@@ -269,10 +306,12 @@ RILL_API rill_status rill_tensor_write(rill_tensor* tensor, const void* src, siz
 RILL_API rill_status rill_tensor_read(const rill_tensor* tensor, void* dst, size_t bytes);
 
 /* Writes count floats, converting them to the tensor's dtype (round to nearest
-   even). count must equal rill_tensor_numel. */
+   even; a block dtype is quantized as GGUF's reference quantizers do, see
+   docs/QUANTIZATION.md). count must equal rill_tensor_numel. */
 RILL_API rill_status rill_tensor_write_f32(rill_tensor* tensor, const float* src, size_t count);
 
-/* Reads the tensor converted to floats; count must equal rill_tensor_numel. */
+/* Reads the tensor converted to floats (a block dtype dequantized);
+   count must equal rill_tensor_numel. */
 RILL_API rill_status rill_tensor_read_f32(const rill_tensor* tensor, float* dst, size_t count);
 
 /* Accessors. For a NULL tensor they return 0 (dtype: RILL_DTYPE_MAX_ENUM,
@@ -330,9 +369,23 @@ RILL_API rill_status rill_fused_add_layer_norm(rill_context* ctx, rill_tensor* x
    a: [..., K] (rows = product of the leading dims). w: 2-dim [N, K].
    bias: [N] or NULL. out: a's leading dims and N. With beta == 0, out's prior
    contents are ignored (NaNs in it do not propagate). out must not alias a or w.
-   alpha, beta: finite. */
+   alpha, beta: finite.
+   w may also be of a block dtype (quantized weights); a, bias and out then
+   share a's element dtype. The CPU backend quantizes each block of a row of a
+   to 8 bits and takes integer dot products with w's blocks, as llama.cpp does
+   (docs/QUANTIZATION.md gives the error this adds); a backend that cannot run
+   w's format returns RILL_ERROR_UNSUPPORTED naming it, before any work. */
 RILL_API rill_status rill_gemm(rill_context* ctx, const rill_tensor* a, const rill_tensor* w, const rill_tensor* bias,
                                float alpha, float beta, rill_tensor* out);
+
+/* Gathers rows of a table (an embedding lookup): out[i, :] = table[ids[i], :].
+   table: 2-dim [V, D], of any dtype (a block dtype is dequantized). ids: host
+   memory, id_count values, each in [0, V), read before the call returns.
+   out: [id_count, D] (or any shape of id_count rows of D) in f32, f16 or bf16;
+   a table of an element dtype must have out's dtype. A backend without the
+   op or the table's format returns RILL_ERROR_UNSUPPORTED. */
+RILL_API rill_status rill_get_rows(rill_context* ctx, const rill_tensor* table, const int32_t* ids, size_t id_count,
+                                   rill_tensor* out);
 
 /* ------------------------------------------------------------------------- */
 /* Decoder-layer operators                                                   */

@@ -65,6 +65,15 @@
  *      (the scaled RoPE variants: linear, dynamic NTK, llama3, YaRN,
  *      LongRoPE). A backend without it makes a model with rope scaling
  *      return RILL_ERROR_UNSUPPORTED naming the op before any work is queued.
+ *   4  Quantized weights. A tensor may have a block dtype (RILL_DTYPE_Q8_0 to
+ *      RILL_DTYPE_Q6_K, GGUF's layouts); only gemm's w and get_rows' table
+ *      ever do. rill_backend_op_desc.weight_dtype gives w's (or the table's)
+ *      dtype; the runtime sends a gemm with block weights, or a get_rows from
+ *      a block table, only to a version 4 backend whose supports accepts that
+ *      weight_dtype (a backend without supports gets none). Versions 1-3 get
+ *      element dtypes only.
+ *      rill_backend_ops.get_rows (optional), RILL_BACKEND_OP_GET_ROWS: an
+ *      embedding lookup, rows of a table of any dtype into f32/f16/bf16.
  */
 #ifndef RILL_BACKEND_H
 #define RILL_BACKEND_H
@@ -78,7 +87,7 @@ extern "C" {
 #endif
 
 /* The newest interface version this header describes. */
-#define RILL_BACKEND_ABI_VERSION 3u
+#define RILL_BACKEND_ABI_VERSION 4u
 /* The oldest interface version the runtime built from this header accepts. */
 #define RILL_BACKEND_ABI_MIN_VERSION 1u
 
@@ -87,6 +96,45 @@ extern "C" {
    struct_size rule above, for C and C++. */
 #define RILL_STRUCT_HAS(type, ptr, member) \
   ((size_t)(ptr)->struct_size >= offsetof(type, member) + sizeof(((const type*)0)->member))
+
+/* (version 4) The dtype facts of rill.h for backends, which never link
+   against librill: rill_dtype_block_elements, rill_dtype_block_bytes and
+   rill_dtype_name are these. */
+static inline size_t rill_backend_block_elements(rill_dtype dtype) {
+  switch (dtype) {
+    case RILL_DTYPE_F32: case RILL_DTYPE_F16: case RILL_DTYPE_BF16: return 1;
+    case RILL_DTYPE_Q8_0: case RILL_DTYPE_Q4_0: return 32;
+    case RILL_DTYPE_Q4_K: case RILL_DTYPE_Q5_K: case RILL_DTYPE_Q6_K: return 256;
+    default: return 0;
+  }
+}
+static inline size_t rill_backend_block_bytes(rill_dtype dtype) {
+  switch (dtype) {
+    case RILL_DTYPE_F32: return 4;
+    case RILL_DTYPE_F16: case RILL_DTYPE_BF16: return 2;
+    case RILL_DTYPE_Q8_0: return 34;
+    case RILL_DTYPE_Q4_0: return 18;
+    case RILL_DTYPE_Q4_K: return 144;
+    case RILL_DTYPE_Q5_K: return 176;
+    case RILL_DTYPE_Q6_K: return 210;
+    default: return 0;
+  }
+}
+static inline const char* rill_backend_dtype_name(rill_dtype dtype) {
+  switch (dtype) {
+    case RILL_DTYPE_F32: return "f32";
+    case RILL_DTYPE_F16: return "f16";
+    case RILL_DTYPE_BF16: return "bf16";
+    case RILL_DTYPE_Q8_0: return "q8_0";
+    case RILL_DTYPE_Q4_0: return "q4_0";
+    case RILL_DTYPE_Q4_K: return "q4_k";
+    case RILL_DTYPE_Q5_K: return "q5_k";
+    case RILL_DTYPE_Q6_K: return "q6_k";
+    default: return "invalid";
+  }
+}
+/* Nonzero for a block (quantized weight) dtype. */
+static inline int rill_backend_dtype_is_block(rill_dtype dtype) { return rill_backend_block_elements(dtype) > 1; }
 
 /* ------------------------------------------------------------------------- */
 /* Host services: what the runtime offers a backend                           */
@@ -120,7 +168,10 @@ typedef struct rill_backend_context rill_backend_context;
 /* A view of a tensor: a byte range of one buffer with a dtype and a shape.
    Row-major and contiguous: element (i0, .., iN) lies at
    offset + ((i0*shape[1] + i1)*shape[2] + ..)*dtype_size. offset is a multiple
-   of the dtype size. Unused entries of shape are 1. */
+   of the dtype size. Unused entries of shape are 1.
+   (version 4) A tensor of a block dtype is 2-dim [N, K], K a multiple of the
+   block: row r is K / rill_dtype_block_elements(dtype) blocks of
+   rill_dtype_block_bytes(dtype) bytes starting at offset + r * that row size. */
 typedef struct rill_backend_tensor {
   rill_backend_buffer* buffer;
   uint64_t offset; /* bytes from the start of buffer */
@@ -212,6 +263,7 @@ typedef enum rill_backend_op {
   RILL_BACKEND_OP_ATTENTION = 7,
   RILL_BACKEND_OP_ACTIVATION = 8,
   RILL_BACKEND_OP_ROPE_FREQS = 9, /* version 3 */
+  RILL_BACKEND_OP_GET_ROWS = 10,  /* version 4 */
   RILL_BACKEND_OP_MAX_ENUM = 0x7FFFFFFF
 } rill_backend_op;
 
@@ -229,6 +281,7 @@ static inline const char* rill_backend_op_name(rill_backend_op op) {
     case RILL_BACKEND_OP_ATTENTION: return "attention";
     case RILL_BACKEND_OP_ACTIVATION: return "activation";
     case RILL_BACKEND_OP_ROPE_FREQS: return "rope_freqs";
+    case RILL_BACKEND_OP_GET_ROWS: return "get_rows";
     default: return "unknown op";
   }
 }
@@ -244,6 +297,12 @@ static inline const char* rill_backend_op_name(rill_backend_op op) {
                                heads, kv_heads, head_dim, and window and
                                softcap when attention_ex will run it
      activation:               rows * cols elements, act_fn, gated
+     get_rows:                 rows = ids, cols = D, n = V (table rows),
+                               dtype = out's dtype
+   (version 4) weight_dtype: for gemm w's dtype, for get_rows the table's;
+   the runtime sets it for these two ops even when it equals dtype. A desc
+   whose struct_size does not hold it (a version 3 host) means w's dtype is
+   dtype. A backend refuses a block weight_dtype it cannot run.
    A dimension of 0 means "not known yet": the backend answers for the
    parameters given and checks the rest when the op runs. */
 typedef struct rill_backend_op_desc {
@@ -264,6 +323,8 @@ typedef struct rill_backend_op_desc {
   uint32_t has_bias; /* gemm: nonzero with a bias operand */
   int32_t window;    /* attention: the sliding window, 0 = none (through attention_ex) */
   float softcap;     /* attention: the logit soft-cap, 0 = off (through attention_ex) */
+  /* ---- version 4 ---- */
+  rill_dtype weight_dtype; /* gemm: w's dtype; get_rows: the table's dtype */
 } rill_backend_op_desc;
 
 typedef struct rill_backend_ops {
@@ -284,7 +345,9 @@ typedef struct rill_backend_ops {
                                       const rill_backend_tensor* residual, const rill_backend_tensor* gain,
                                       const rill_backend_tensor* weight, const rill_backend_tensor* bias, float eps,
                                       float residual_scale, float update_scale);
-  /* out = alpha * a · w^T + beta * out + bias; a viewed as [rows, K], w [N, K]. */
+  /* out = alpha * a · w^T + beta * out + bias; a viewed as [rows, K], w [N, K].
+     (version 4) w may have a block dtype the backend's supports accepted for
+     gemm; a, bias and out then have one element dtype. */
   rill_status (*gemm)(rill_backend_context* ctx, const rill_backend_tensor* a, const rill_backend_tensor* w,
                       const rill_backend_tensor* bias, float alpha, float beta, const rill_backend_tensor* out);
 
@@ -354,6 +417,16 @@ typedef struct rill_backend_ops {
      Angles, cos and sin in at least f32 from the f32 inv_freq, math in f32. */
   rill_status (*rope_freqs)(rill_backend_context* ctx, const rill_backend_tensor* x, const int32_t* positions,
                             const float* inv_freq, float attention_factor, int32_t rotary_dim);
+
+  /* ---- version 4 ---- */
+
+  /* (optional) Gathers rows: out row i = table row ids[i], converted to out's
+     dtype (a block table dequantized). table: [V, D], element dtype equal to
+     out's, or a block dtype supports accepted for get_rows. ids: host memory,
+     count values in [0, V), read before the call returns. out: [count, D] in
+     f32, f16 or bf16; out does not alias table. */
+  rill_status (*get_rows)(rill_backend_context* ctx, const rill_backend_tensor* table, const int32_t* ids,
+                          uint64_t count, const rill_backend_tensor* out);
 } rill_backend_ops;
 
 /* The struct_size of rill_backend_ops at interface version v (1 to
@@ -362,6 +435,7 @@ typedef struct rill_backend_ops {
 #define RILL_BACKEND_OPS_SIZE(v)                                                    \
   ((v) <= 1u   ? (uint32_t)offsetof(rill_backend_ops, rope)                       \
    : (v) == 2u ? (uint32_t)offsetof(rill_backend_ops, supports)                   \
+   : (v) == 3u ? (uint32_t)offsetof(rill_backend_ops, get_rows)                   \
                : (uint32_t)sizeof(rill_backend_ops))
 
 /* ------------------------------------------------------------------------- */

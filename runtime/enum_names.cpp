@@ -23,7 +23,12 @@ std::string name_among(const Enum& value, std::initializer_list<std::pair<int32_
 std::string enum_name(const rill_dtype& value) {
   return name_among(value, {{RILL_DTYPE_F32, "RILL_DTYPE_F32"},
                             {RILL_DTYPE_F16, "RILL_DTYPE_F16"},
-                            {RILL_DTYPE_BF16, "RILL_DTYPE_BF16"}});
+                            {RILL_DTYPE_BF16, "RILL_DTYPE_BF16"},
+                            {RILL_DTYPE_Q8_0, "RILL_DTYPE_Q8_0"},
+                            {RILL_DTYPE_Q4_0, "RILL_DTYPE_Q4_0"},
+                            {RILL_DTYPE_Q4_K, "RILL_DTYPE_Q4_K"},
+                            {RILL_DTYPE_Q5_K, "RILL_DTYPE_Q5_K"},
+                            {RILL_DTYPE_Q6_K, "RILL_DTYPE_Q6_K"}});
 }
 
 std::string enum_name(const rill_norm_kind& value) {

@@ -21,7 +21,19 @@ rill_status OpChecks::operand(const rill_tensor* tensor, const char* name) const
 }
 
 rill_status OpChecks::optional_operand(const rill_tensor* tensor, const char* name) const {
-  if (tensor != nullptr && tensor->context != ctx_) {
+  if (tensor == nullptr) return RILL_OK;
+  RILL_CHECK(weight_operand(tensor, name));
+  if (rill_dtype_size(tensor->dtype) == 0) {
+    return failure(RILL_ERROR_DTYPE, std::string(name) + ": expected an f32, f16 or bf16 tensor, got a " +
+                                         rill_dtype_name(tensor->dtype) +
+                                         " tensor (a block format holds weights only: gemm's w, get_rows' table)");
+  }
+  return RILL_OK;
+}
+
+rill_status OpChecks::weight_operand(const rill_tensor* tensor, const char* name) const {
+  if (tensor == nullptr) return failure(RILL_ERROR_INVALID_ARGUMENT, std::string(name) + ": expected a tensor, got NULL");
+  if (tensor->context != ctx_) {
     return failure(RILL_ERROR_INVALID_ARGUMENT,
                    std::string(name) + ": expected a tensor of ctx, got a tensor of another context");
   }

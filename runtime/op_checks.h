@@ -19,10 +19,14 @@ class OpChecks {
 
   // The context is not NULL.
   rill_status context() const;
-  // A required operand: not NULL and a tensor of the context.
+  // A required operand: not NULL, a tensor of the context, and of an element
+  // dtype (f32, f16, bf16): block dtypes hold weights only.
   rill_status operand(const rill_tensor* tensor, const char* name) const;
-  // An optional operand: NULL, or a tensor of the context.
+  // An optional operand: NULL, or a tensor of the context of an element dtype.
   rill_status optional_operand(const rill_tensor* tensor, const char* name) const;
+  // A weight operand (gemm's w, get_rows' table): not NULL, a tensor of the
+  // context, of any dtype, block dtypes included.
+  rill_status weight_operand(const rill_tensor* tensor, const char* name) const;
   // tensor (NULL is fine) has the dtype of reference.
   rill_status same_dtype(const rill_tensor* tensor, const char* name, const rill_tensor& reference,
                          const char* reference_name) const;

@@ -85,6 +85,28 @@ rill_status check_attention(const OpChecks& check, const rill_tensor* q, const r
   return RILL_OK;
 }
 
+// A gemm or get_rows whose weights are of a block dtype runs only on a
+// version 4 backend whose capability query accepts that weight dtype (a
+// version 3 backend would read the blocks as floats).
+rill_status check_block_weights(const char* function, const OpChecks& check, const rill_context& ctx,
+                                const rill_backend_op_desc& desc, const char* weight_name) {
+  const Backend& backend = *ctx.backend;
+  const std::string what = std::string(weight_name) + ": " + rill_dtype_name(desc.weight_dtype) + " weights: the " +
+                           backend.name + " backend ";
+  if (backend.abi_version < 4) {
+    return check.failure(RILL_ERROR_UNSUPPORTED, what + "speaks interface version " +
+                                                     std::to_string(backend.abi_version) +
+                                                     ", and block formats need version 4");
+  }
+  const auto supports = RILL_BACKEND_OP(backend, supports);
+  if (supports == nullptr) {
+    return check.failure(RILL_ERROR_UNSUPPORTED, what + "has no capability query to accept them with");
+  }
+  clear_backend_message();
+  const rill_status status = supports(ctx.impl, &desc);
+  return status == RILL_OK ? RILL_OK : backend_failure(function, backend.name, status);
+}
+
 // Checks shared by the fused ops: x and residual alike and distinct, and the
 // [D] operands (gain, weight, bias) well formed.
 rill_status check_fused(const OpChecks& check, const rill_tensor* x, const rill_tensor* residual,
@@ -234,10 +256,11 @@ RILL_API rill_status rill_gemm(rill_context* ctx, const rill_tensor* a, const ri
     const OpChecks check(fn, ctx);
     RILL_CHECK(check.context());
     RILL_CHECK(check.operand(a, "a"));
-    RILL_CHECK(check.operand(w, "w"));
+    RILL_CHECK(check.weight_operand(w, "w"));
     RILL_CHECK(check.optional_operand(bias, "bias"));
     RILL_CHECK(check.operand(out, "out"));
-    RILL_CHECK(check.same_dtype(w, "w", *a, "a"));
+    const bool block_w = rill_dtype_size(w->dtype) == 0;
+    if (!block_w) RILL_CHECK(check.same_dtype(w, "w", *a, "a"));
     RILL_CHECK(check.same_dtype(bias, "bias", *a, "a"));
     RILL_CHECK(check.same_dtype(out, "out", *a, "a"));
     const int64_t k = rill::last_dim(*a);
@@ -255,10 +278,72 @@ RILL_API rill_status rill_gemm(rill_context* ctx, const rill_tensor* a, const ri
     RILL_CHECK(check.distinct(out, "out", bias, "bias"));
     RILL_CHECK(check.finite(alpha, "alpha"));
     RILL_CHECK(check.finite(beta, "beta"));
+    if (block_w) {
+      rill_backend_op_desc desc{};
+      desc.struct_size = sizeof desc;
+      desc.op = RILL_BACKEND_OP_GEMM;
+      desc.dtype = a->dtype;
+      desc.rows = static_cast<int64_t>(a->numel) / k;
+      desc.cols = k;
+      desc.n = n;
+      desc.has_bias = bias != nullptr ? 1u : 0u;
+      desc.weight_dtype = w->dtype;
+      RILL_CHECK(rill::check_block_weights(fn, check, *ctx, desc, "w"));
+    }
     rill_backend_tensor av = rill::backend_view(*a), wv = rill::backend_view(*w), ov = rill::backend_view(*out), b{};
     return rill::dispatch(fn, *ctx, RILL_BACKEND_OP(*ctx->backend, gemm), "gemm",
                           static_cast<const rill_backend_tensor*>(&av), static_cast<const rill_backend_tensor*>(&wv),
                           rill::view_or_null(bias, b), alpha, beta, static_cast<const rill_backend_tensor*>(&ov));
+  });
+}
+
+RILL_API rill_status rill_get_rows(rill_context* ctx, const rill_tensor* table, const int32_t* ids, size_t id_count,
+                                   rill_tensor* out) {
+  constexpr const char* fn = "rill_get_rows";
+  return rill::guarded(fn, [&] {
+    const OpChecks check(fn, ctx);
+    RILL_CHECK(check.context());
+    RILL_CHECK(check.weight_operand(table, "table"));
+    RILL_CHECK(check.operand(out, "out"));
+    const bool block_table = rill_dtype_size(table->dtype) == 0;
+    if (!block_table) RILL_CHECK(check.same_dtype(table, "table", *out, "out"));
+    if (table->ndim != 2) {
+      return check.failure(RILL_ERROR_SHAPE, "table: expected 2 dims [V, D], got " + rill::shape_text(*table));
+    }
+    const int64_t vocab = table->shape[0], d = table->shape[1];
+    RILL_CHECK(check.array(ids, "ids"));
+    if (rill::last_dim(*out) != d || out->numel != id_count * static_cast<size_t>(d)) {
+      return check.failure(RILL_ERROR_SHAPE, "out: expected " + std::to_string(id_count) + " rows of D = " +
+                                                 std::to_string(d) + " (id_count, and the last dim of table), got " +
+                                                 rill::shape_text(*out));
+    }
+    for (size_t i = 0; i < id_count; ++i) {
+      if (ids[i] < 0 || ids[i] >= vocab) {
+        return check.failure(RILL_ERROR_INVALID_ARGUMENT, "ids[" + std::to_string(i) + "]: expected 0 to V - 1 = " +
+                                                              std::to_string(vocab - 1) + ", got " +
+                                                              std::to_string(ids[i]));
+      }
+    }
+    RILL_CHECK(check.distinct(out, "out", table, "table"));
+    if (block_table) {
+      rill_backend_op_desc desc{};
+      desc.struct_size = sizeof desc;
+      desc.op = RILL_BACKEND_OP_GET_ROWS;
+      desc.dtype = out->dtype;
+      desc.rows = static_cast<int64_t>(id_count);
+      desc.cols = d;
+      desc.n = vocab;
+      desc.weight_dtype = table->dtype;
+      RILL_CHECK(rill::check_block_weights(fn, check, *ctx, desc, "table"));
+    }
+    rill_backend_tensor tv = rill::backend_view(*table), ov = rill::backend_view(*out);
+    ov.ndim = 2;
+    ov.shape[0] = static_cast<int64_t>(id_count);
+    ov.shape[1] = d;
+    ov.shape[2] = ov.shape[3] = 1;
+    return rill::dispatch(fn, *ctx, RILL_BACKEND_OP(*ctx->backend, get_rows), "get_rows",
+                          static_cast<const rill_backend_tensor*>(&tv), ids, static_cast<uint64_t>(id_count),
+                          static_cast<const rill_backend_tensor*>(&ov));
   });
 }
 

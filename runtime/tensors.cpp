@@ -11,6 +11,7 @@
 #include "enum_names.h"
 #include "errors.h"
 #include "host_services.h"
+#include "quant.h"
 
 namespace rill {
 
@@ -62,18 +63,41 @@ rill_status read_bytes(const std::string& where, const rill_tensor& tensor, uint
 
 }  // namespace
 
+namespace {
+
+// A block dtype's shape rule: 2 dims, the last a multiple of the block.
+rill_status check_block_shape(const std::string& where, rill_dtype dtype, int32_t ndim, const int64_t* shape) {
+  const auto block = static_cast<int64_t>(rill_dtype_block_elements(dtype));
+  if (ndim != 2) {
+    return fail(RILL_ERROR_SHAPE, where + ": ndim: a " + rill_dtype_name(dtype) +
+                                      " tensor (a block format) must be 2-dim [N, K], got " + std::to_string(ndim) +
+                                      " dims");
+  }
+  if (shape[1] % block != 0) {
+    return fail(RILL_ERROR_SHAPE, where + ": shape[1]: a " + rill_dtype_name(dtype) + " row must be a multiple of " +
+                                      std::to_string(block) + " elements (its block), got " + std::to_string(shape[1]));
+  }
+  return RILL_OK;
+}
+
+}  // namespace
+
 rill_status tensor_create(const std::string& where, rill_context& ctx, rill_dtype dtype, int32_t ndim,
                           const int64_t* shape, rill_tensor*& out) {
-  if (rill_dtype_size(dtype) == 0) {
+  if (rill_dtype_block_elements(dtype) == 0) {
     return fail(RILL_ERROR_INVALID_ARGUMENT,
-                where + ": dtype: expected RILL_DTYPE_F32, _F16 or _BF16, got " + enum_name(dtype));
+                where + ": dtype: expected RILL_DTYPE_F32, _F16, _BF16 or a block dtype (_Q8_0 ... _Q6_K), got " +
+                    enum_name(dtype));
   }
   if (ndim < 1 || ndim > RILL_MAX_DIMS) {
     return fail(RILL_ERROR_INVALID_ARGUMENT,
                 where + ": ndim: expected 1 to " + std::to_string(RILL_MAX_DIMS) + ", got " + std::to_string(ndim));
   }
   if (shape == nullptr) return fail(RILL_ERROR_INVALID_ARGUMENT, where + ": shape: expected ndim dims, got NULL");
-  const size_t element_size = rill_dtype_size(dtype);
+  const bool block = quant::is_block(dtype);
+  // The byte size is numel * element_size / block_elements; checking numel *
+  // element_size for overflow covers it (a block holds fewer bytes than elements * 4).
+  const size_t element_size = block ? 4 : rill_dtype_size(dtype);
   size_t numel = 1;
   for (int32_t i = 0; i < ndim; ++i) {
     if (shape[i] < 1) {
@@ -87,13 +111,14 @@ rill_status tensor_create(const std::string& where, rill_context& ctx, rill_dtyp
     }
     numel *= static_cast<size_t>(dim);
   }
+  if (block) RILL_CHECK(check_block_shape(where, dtype, ndim, shape));
   auto tensor = std::make_unique<rill_tensor>();
   tensor->context = &ctx;
   tensor->dtype = dtype;
   tensor->ndim = ndim;
   for (int32_t i = 0; i < ndim; ++i) tensor->shape[i] = shape[i];
   tensor->numel = numel;
-  tensor->nbytes = numel * element_size;
+  tensor->nbytes = block ? static_cast<size_t>(shape[0]) * quant::row_bytes(dtype, shape[1]) : numel * element_size;
   ctx.tensors.reserve(ctx.tensors.size() + 1);  // so that the insert below cannot fail
   rill_backend_buffer* buffer = nullptr;
   clear_backend_message();
@@ -126,8 +151,46 @@ rill_status tensor_read(const std::string& where, const rill_tensor& tensor, voi
   return read_bytes(where, tensor, 0, dst, bytes);
 }
 
+namespace {
+
+// How many rows of a block tensor one staged transfer moves.
+int64_t staged_rows(const rill_tensor& tensor) {
+  return std::max<int64_t>(1, static_cast<int64_t>(kStagingElements) / tensor.shape[1]);
+}
+
+rill_status write_quantized(const std::string& where, rill_tensor& tensor, const float* src) {
+  const int64_t rows = tensor.shape[0], cols = tensor.shape[1], batch = staged_rows(tensor);
+  const size_t row_bytes = quant::row_bytes(tensor.dtype, cols);
+  std::vector<unsigned char> staging(static_cast<size_t>(std::min(rows, batch)) * row_bytes);
+  for (int64_t first = 0; first < rows; first += batch) {
+    const int64_t n = std::min(rows - first, batch);
+    for (int64_t r = 0; r < n; ++r) {
+      quant::quantize_row(tensor.dtype, src + (first + r) * cols, staging.data() + r * row_bytes, cols);
+    }
+    RILL_CHECK(write_bytes(where, tensor, first * row_bytes, staging.data(), n * row_bytes));
+  }
+  return RILL_OK;
+}
+
+rill_status read_dequantized(const std::string& where, const rill_tensor& tensor, float* dst) {
+  const int64_t rows = tensor.shape[0], cols = tensor.shape[1], batch = staged_rows(tensor);
+  const size_t row_bytes = quant::row_bytes(tensor.dtype, cols);
+  std::vector<unsigned char> staging(static_cast<size_t>(std::min(rows, batch)) * row_bytes);
+  for (int64_t first = 0; first < rows; first += batch) {
+    const int64_t n = std::min(rows - first, batch);
+    RILL_CHECK(read_bytes(where, tensor, first * row_bytes, staging.data(), n * row_bytes));
+    for (int64_t r = 0; r < n; ++r) {
+      quant::dequantize_row(tensor.dtype, staging.data() + r * row_bytes, dst + (first + r) * cols, cols);
+    }
+  }
+  return RILL_OK;
+}
+
+}  // namespace
+
 rill_status tensor_write_f32(const std::string& where, rill_tensor& tensor, const float* src, size_t count) {
   RILL_CHECK(check_count(where, "count", tensor.numel, count, tensor));
+  if (quant::is_block(tensor.dtype)) return write_quantized(where, tensor, src);
   if (tensor.dtype == RILL_DTYPE_F32) return write_bytes(where, tensor, 0, src, tensor.nbytes);
   const size_t element_size = rill_dtype_size(tensor.dtype);
   std::vector<uint16_t> staging(std::min(count, kStagingElements));
@@ -142,6 +205,7 @@ rill_status tensor_write_f32(const std::string& where, rill_tensor& tensor, cons
 
 rill_status tensor_read_f32(const std::string& where, const rill_tensor& tensor, float* dst, size_t count) {
   RILL_CHECK(check_count(where, "count", tensor.numel, count, tensor));
+  if (quant::is_block(tensor.dtype)) return read_dequantized(where, tensor, dst);
   if (tensor.dtype == RILL_DTYPE_F32) return read_bytes(where, tensor, 0, dst, tensor.nbytes);
   const size_t element_size = rill_dtype_size(tensor.dtype);
   std::vector<uint16_t> staging(std::min(count, kStagingElements));

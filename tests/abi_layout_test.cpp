@@ -57,7 +57,7 @@ static_assert(offsetof(rill_backend_device_info, details) == 276);
 static_assert(sizeof(rill_backend_device_info::details) == 512);
 static_assert(sizeof(rill_backend_device_info) == 792);
 
-// rill_backend_ops: version 1 members, then version 2's, then version 3's.
+// rill_backend_ops: version 1 members, then version 2's, 3's and 4's.
 static_assert(offsetof(rill_backend_ops, abi_version) == 0);
 static_assert(offsetof(rill_backend_ops, struct_size) == 4);
 static_assert(offsetof(rill_backend_ops, residual_add) == 8);
@@ -72,8 +72,10 @@ static_assert(offsetof(rill_backend_ops, activation) == 72);
 static_assert(offsetof(rill_backend_ops, supports) == 80);
 static_assert(offsetof(rill_backend_ops, attention_ex) == 88);
 static_assert(offsetof(rill_backend_ops, rope_freqs) == 96);
-static_assert(sizeof(rill_backend_ops) == 104);
-static_assert(RILL_BACKEND_OPS_SIZE(1) == 56 && RILL_BACKEND_OPS_SIZE(2) == 80 && RILL_BACKEND_OPS_SIZE(3) == 104);
+static_assert(offsetof(rill_backend_ops, get_rows) == 104);  // version 4
+static_assert(sizeof(rill_backend_ops) == 112);
+static_assert(RILL_BACKEND_OPS_SIZE(1) == 56 && RILL_BACKEND_OPS_SIZE(2) == 80 && RILL_BACKEND_OPS_SIZE(3) == 104 &&
+              RILL_BACKEND_OPS_SIZE(4) == 112);
 
 // rill_backend_op_desc (version 3)
 static_assert(offsetof(rill_backend_op_desc, struct_size) == 0);
@@ -93,7 +95,8 @@ static_assert(offsetof(rill_backend_op_desc, gated) == 72);
 static_assert(offsetof(rill_backend_op_desc, has_bias) == 76);
 static_assert(offsetof(rill_backend_op_desc, window) == 80);
 static_assert(offsetof(rill_backend_op_desc, softcap) == 84);
-static_assert(sizeof(rill_backend_op_desc) == 88);
+static_assert(offsetof(rill_backend_op_desc, weight_dtype) == 88);  // version 4
+static_assert(sizeof(rill_backend_op_desc) == 96);
 
 // rill_attention_params (rill.h)
 static_assert(offsetof(rill_attention_params, struct_size) == 0);
@@ -126,7 +129,7 @@ static_assert(sizeof(rill_backend_op) == 4 && RILL_BACKEND_OP_RESIDUAL_ADD == 0 
               RILL_BACKEND_OP_LAYER_NORM == 2 && RILL_BACKEND_OP_FUSED_ADD_RMS_NORM == 3 &&
               RILL_BACKEND_OP_FUSED_ADD_LAYER_NORM == 4 && RILL_BACKEND_OP_GEMM == 5 && RILL_BACKEND_OP_ROPE == 6 &&
               RILL_BACKEND_OP_ATTENTION == 7 && RILL_BACKEND_OP_ACTIVATION == 8 &&
-              RILL_BACKEND_OP_ROPE_FREQS == 9);
+              RILL_BACKEND_OP_ROPE_FREQS == 9 && RILL_BACKEND_OP_GET_ROWS == 10);
 
 // rill_backend
 static_assert(offsetof(rill_backend, abi_version) == 0);
@@ -153,7 +156,8 @@ static_assert(RILL_OK == 0 && RILL_ERROR_INVALID_ARGUMENT == 1 && RILL_ERROR_SHA
               RILL_ERROR_OUT_OF_MEMORY == 4 && RILL_ERROR_BACKEND_UNAVAILABLE == 5 && RILL_ERROR_CONFIG == 6 &&
               RILL_ERROR_IO == 7 && RILL_ERROR_UNSUPPORTED == 8 && RILL_ERROR_BACKEND == 9 &&
               RILL_ERROR_INTERNAL == 10 && RILL_ERROR_NOT_FOUND == 11);
-static_assert(RILL_DTYPE_F32 == 0 && RILL_DTYPE_F16 == 1 && RILL_DTYPE_BF16 == 2);
+static_assert(RILL_DTYPE_F32 == 0 && RILL_DTYPE_F16 == 1 && RILL_DTYPE_BF16 == 2 && RILL_DTYPE_Q8_0 == 3 &&
+              RILL_DTYPE_Q4_0 == 4 && RILL_DTYPE_Q4_K == 5 && RILL_DTYPE_Q5_K == 6 && RILL_DTYPE_Q6_K == 7);
 static_assert(RILL_LOG_DEBUG == 0 && RILL_LOG_INFO == 1 && RILL_LOG_WARNING == 2 && RILL_LOG_ERROR == 3);
 static_assert(RILL_DEVICE_TYPE_CPU == 0 && RILL_DEVICE_TYPE_DISCRETE_GPU == 1 && RILL_DEVICE_TYPE_INTEGRATED_GPU == 2 &&
               RILL_DEVICE_TYPE_VIRTUAL_GPU == 3 && RILL_DEVICE_TYPE_CPU_IMPLEMENTATION == 4 &&

@@ -194,7 +194,7 @@ TEST_CASE("model descriptors: every field checked, with its name") {
        "expected a finite value >= 0 (0 = head_dim), got -2"},
       {[](rill_model_desc& d) { d.query_pre_attn_scalar = INFINITY; }, "query_pre_attn_scalar", "got inf"},
       {[](rill_model_desc& d) { d.query_pre_attn_scalar = NAN; }, "query_pre_attn_scalar", "got nan"},
-      {[](rill_model_desc& d) { d.dtype = static_cast<rill_dtype>(3); }, "dtype", "got unknown value 3"},
+      {[](rill_model_desc& d) { d.dtype = static_cast<rill_dtype>(8); }, "dtype", "got unknown value 8"},
       {[](rill_model_desc& d) { d.struct_size = 0; }, "struct_size"},
       {[](rill_model_desc& d) { d.parallel_norms = 2; }, "parallel_norms", "only with parallel_residual"},
       {[](rill_model_desc& d) {

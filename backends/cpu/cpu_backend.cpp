@@ -5,6 +5,7 @@
 #include "cpu_backend.h"
 #include "cpu_internal.h"
 #include "cpu_layer_ops.h"
+#include "cpu_quant.h"
 
 namespace rill::cpu {
 
@@ -20,13 +21,14 @@ const rill_backend_ops kOps = {
     /* .layer_norm = */ Reported<op_layer_norm>::call,
     /* .fused_add_rms_norm = */ Reported<op_fused_add_rms_norm>::call,
     /* .fused_add_layer_norm = */ Reported<op_fused_add_layer_norm>::call,
-    /* .gemm = */ Reported<op_gemm>::call,
+    /* .gemm = */ Reported<op_gemm_any_weights>::call,
     /* .rope = */ Reported<op_rope>::call,
     /* .attention = */ Reported<op_attention>::call,
     /* .activation = */ Reported<op_activation>::call,
     /* .supports = */ supports,
     /* .attention_ex = */ Reported<op_attention_ex>::call,
     /* .rope_freqs = */ Reported<op_rope_freqs>::call,
+    /* .get_rows = */ Reported<op_get_rows>::call,
 };
 
 const rill_backend kBackend = {

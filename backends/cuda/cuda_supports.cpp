@@ -17,6 +17,13 @@ rill_status rill_cuda_supports(rill_backend_context* ctx, const rill_backend_op_
     return rill_cuda_fail(RILL_ERROR_DTYPE, std::string("cuda: ") + op + ": dtype must be f32, f16 or bf16, given " +
                                                 std::to_string(static_cast<int32_t>(desc->dtype)));
   }
+  // Quantized weights come with the dequantizing kernels, in a later version
+  // of this backend: until then a block format is refused by name.
+  if (RILL_STRUCT_HAS(rill_backend_op_desc, desc, weight_dtype) && rill_backend_dtype_is_block(desc->weight_dtype)) {
+    return rill_cuda_fail(RILL_ERROR_UNSUPPORTED, std::string("cuda: ") + op + ": weights of dtype " +
+                                                      rill_backend_dtype_name(desc->weight_dtype) +
+                                                      " (a block format) are not supported by this backend yet");
+  }
   switch (desc->op) {
     case RILL_BACKEND_OP_RMS_NORM:
     case RILL_BACKEND_OP_LAYER_NORM:

@@ -268,6 +268,7 @@ const rill_backend_ops g_ops = {
        float attention_factor, int32_t rotary_dim) {
       return guarded("rope_freqs", layer_rope_freqs, ctx, x, positions, inv_freq, attention_factor, rotary_dim);
     },
+    /* .get_rows = */ nullptr,
 };
 
 }  // namespace rill_vk

@@ -46,6 +46,13 @@ rill_status supports(rill_backend_context* ctx, const rill_backend_op_desc* desc
   }
   rill_status status = check_dtype(ctx, op, desc->dtype);
   if (status != RILL_OK) return status;
+  /* Quantized weights come with the dequantizing kernels, in a later version
+     of this backend: until then a block format is refused by name. */
+  if (RILL_STRUCT_HAS(rill_backend_op_desc, desc, weight_dtype) && rill_backend_dtype_is_block(desc->weight_dtype)) {
+    return fail(RILL_ERROR_UNSUPPORTED, std::string("Vulkan: ") + op + ": weights of dtype " +
+                                            rill_backend_dtype_name(desc->weight_dtype) +
+                                            " (a block format) are not supported by this backend yet");
+  }
   /* Each operand is bound as one storage buffer range (bind_range). */
   const uint64_t bytes = largest_operand(desc) * dtype_size(desc->dtype);
   if (bytes > ctx->caps.limits.maxStorageBufferRange) {

@@ -29,7 +29,8 @@ namespace Rill
     }
 
     /// <summary>rill_dtype. bf16 and f16 values travel as ushort bits.</summary>
-    public enum DType : int { F32 = 0, F16 = 1, BF16 = 2 }
+    /// Q8_0 .. Q6_K are weight-only block formats (GGUF's layouts); see rill.h.
+    public enum DType : int { F32 = 0, F16 = 1, BF16 = 2, Q8_0 = 3, Q4_0 = 4, Q4_K = 5, Q5_K = 6, Q6_K = 7 }
 
     /// <summary>rill_log_level.</summary>
     public enum LogLevel : int { Debug = 0, Info = 1, Warning = 2, Error = 3 }
@@ -236,6 +237,8 @@ namespace Rill
         [DllImport(Library, CallingConvention = Cdecl)] public static extern IntPtr rill_last_error();
         [DllImport(Library, CallingConvention = Cdecl)] public static extern UIntPtr rill_dtype_size(DType dtype);
         [DllImport(Library, CallingConvention = Cdecl)] public static extern IntPtr rill_dtype_name(DType dtype);
+        [DllImport(Library, CallingConvention = Cdecl)] public static extern UIntPtr rill_dtype_block_elements(DType dtype);
+        [DllImport(Library, CallingConvention = Cdecl)] public static extern UIntPtr rill_dtype_block_bytes(DType dtype);
         [DllImport(Library, CallingConvention = Cdecl)]
         public static extern Status rill_set_log_callback(NativeLogFn fn, IntPtr userData, LogLevel minLevel);
         [DllImport(Library, CallingConvention = Cdecl)]
@@ -293,6 +296,9 @@ namespace Rill
         [DllImport(Library, CallingConvention = Cdecl)]
         public static extern Status rill_gemm(ContextHandle ctx, TensorHandle a, TensorHandle w, IntPtr bias, float alpha, float beta,
                                               TensorHandle output);
+        [DllImport(Library, CallingConvention = Cdecl)]
+        public static extern Status rill_get_rows(ContextHandle ctx, TensorHandle table, int[] ids, UIntPtr idCount,
+                                                  TensorHandle output);
 
         [DllImport(Library, CallingConvention = Cdecl)]
         public static extern Status rill_rope(ContextHandle ctx, TensorHandle x, int[] positions, UIntPtr positionCount, float theta,

@@ -232,6 +232,8 @@ namespace Rill
         public static string LastError { get { return Utf8.Decode(Native.rill_last_error()); } }
         public static int DTypeSize(DType dtype) { return (int)Native.rill_dtype_size(dtype); }
         public static string DTypeName(DType dtype) { return Utf8.Decode(Native.rill_dtype_name(dtype)); }
+        public static int DTypeBlockElements(DType dtype) { return (int)Native.rill_dtype_block_elements(dtype); }
+        public static int DTypeBlockBytes(DType dtype) { return (int)Native.rill_dtype_block_bytes(dtype); }
 
         /// <summary>Routes log messages to fn (null: the default, stderr per RILL_LOG).
         /// fn may be called from any thread that uses rill.</summary>

@@ -174,6 +174,7 @@ class Forward {
       rill_backend_op_desc desc = op_desc(RILL_BACKEND_OP_GEMM, k);
       desc.n = n;
       desc.has_bias = bias != kAbsent ? 1u : 0u;
+      desc.weight_dtype = d_.dtype;
       return Needed{gemm, desc};
     };
     std::vector<Needed> needed;

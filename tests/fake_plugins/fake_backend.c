@@ -266,7 +266,7 @@ static rill_status caps_supports(rill_backend_context* ctx, const rill_backend_o
 
 static const rill_backend_ops g_ops = {
     /* .abi_version = */ 3,
-    /* .struct_size = */ (uint32_t)sizeof(rill_backend_ops),
+    /* .struct_size = */ RILL_BACKEND_OPS_SIZE(3),
     /* .residual_add = */ caps_residual_add,
     /* .rms_norm = */ caps_rms_norm,
     /* .layer_norm = */ NULL,
@@ -279,6 +279,7 @@ static const rill_backend_ops g_ops = {
     /* .supports = */ caps_supports,
     /* .attention_ex = */ NULL,
     /* .rope_freqs = */ NULL,
+    /* .get_rows = */ NULL,
 };
 #else
 static float* f32_data(const rill_backend_tensor* t) { return (float*)(void*)(t->buffer->data + t->offset); }
@@ -343,6 +344,7 @@ static const rill_backend_ops g_ops = {
     /* .supports = */ NULL,
     /* .attention_ex = */ NULL,
     /* .rope_freqs = */ NULL,
+    /* .get_rows = */ NULL,
 };
 #endif
 

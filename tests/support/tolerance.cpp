@@ -10,7 +10,16 @@ namespace rill_tol {
 namespace {
 // Not rill_dtype_name: the tests that load a plugin directly do not link librill.
 const char* dtype_name(rill_dtype dtype) {
-  return dtype == RILL_DTYPE_F32 ? "f32" : dtype == RILL_DTYPE_F16 ? "f16" : "bf16";
+  switch (dtype) {
+    case RILL_DTYPE_F32: return "f32";
+    case RILL_DTYPE_F16: return "f16";
+    case RILL_DTYPE_BF16: return "bf16";
+    case RILL_DTYPE_Q8_0: return "q8_0";
+    case RILL_DTYPE_Q4_0: return "q4_0";
+    case RILL_DTYPE_Q4_K: return "q4_k";
+    case RILL_DTYPE_Q5_K: return "q5_k";
+    default: return "q6_k";
+  }
 }
 }  // namespace
 
@@ -25,6 +34,26 @@ Limits limits(rill_dtype dtype) {
     case RILL_DTYPE_BF16:
       return {5e-5,   // 1.0e-5: fused_add_rms_norm on the CPU and Vulkan
               1e-1};  // 2.2e-2: Vulkan
+    // A block dtype: f32 GEMM results with weights in that format, against the
+    // reference on the dequantized weights. The error is the activations'
+    // rounding to 8 bits per 32 (the weights' own error is not counted), so
+    // it depends on the format only through the weights' spread; the CPU
+    // backend's figures (quant_test, a = N(0,1), w from N(0,1)):
+    case RILL_DTYPE_Q8_0:
+      return {1e-4,   // 3.1e-5
+              5e-2};  // 1.7e-2
+    case RILL_DTYPE_Q4_0:
+      return {1e-4,   // 3.2e-5
+              5e-2};  // 1.6e-2
+    case RILL_DTYPE_Q4_K:
+      return {1e-4,   // 3.1e-5
+              5e-2};  // 1.7e-2
+    case RILL_DTYPE_Q5_K:
+      return {1e-4,   // 3.2e-5
+              5e-2};  // 1.7e-2
+    case RILL_DTYPE_Q6_K:
+      return {1e-4,   // 3.1e-5
+              5e-2};  // 1.7e-2
     default:
       return {1e-10,  // 3.2e-11: Vulkan layer_norm of rows with mean 50 and spread 1 (CPU: 6.6e-12, GELU)
               5e-5};  // 1.3e-5: the same Vulkan layer_norm (CPU: 5.5e-6, GELU)
@@ -79,11 +108,11 @@ std::string describe(const Score& s, rill_dtype dtype) {
 }
 
 namespace {
-Score g_largest[3];  // by rill_dtype value
+Score g_largest[8];  // by rill_dtype value
 }  // namespace
 
 void note(const Score& s, rill_dtype dtype) {
-  if (dtype < 0 || dtype > 2) return;
+  if (dtype < 0 || dtype > RILL_DTYPE_Q6_K) return;
   Score& largest = g_largest[dtype];
   largest.nmse = std::max(largest.nmse, s.nmse);
   largest.worst = std::max(largest.worst, s.worst);
@@ -92,8 +121,10 @@ void note(const Score& s, rill_dtype dtype) {
 
 std::string largest_noted() {
   std::ostringstream text;
-  for (rill_dtype dtype : {RILL_DTYPE_F32, RILL_DTYPE_F16, RILL_DTYPE_BF16}) {
+  for (rill_dtype dtype : {RILL_DTYPE_F32, RILL_DTYPE_F16, RILL_DTYPE_BF16, RILL_DTYPE_Q8_0, RILL_DTYPE_Q4_0,
+                           RILL_DTYPE_Q4_K, RILL_DTYPE_Q5_K, RILL_DTYPE_Q6_K}) {
     const Score& s = g_largest[dtype];
+    if (dtype > RILL_DTYPE_BF16 && s.nmse == 0.0) continue;  // no quantized GEMM noted
     text << "largest error " << dtype_name(dtype) << ": NMSE " << s.nmse << ", worst element " << s.worst
          << "\n";
   }

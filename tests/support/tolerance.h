@@ -24,7 +24,9 @@ struct Limits {
   double worst;
 };
 
-// The limits for results stored in dtype.
+// The limits for results stored in dtype; for a block dtype, the limits of
+// an f32 GEMM whose weights are stored in it (against the reference on the
+// dequantized weights).
 Limits limits(rill_dtype dtype);
 
 struct Score {

@@ -10,7 +10,8 @@ Every failing call raises a subclass of RillError carrying rill_last_error().
 The raw library, with every function of rill.h declared, is rill.lib().
 """
 
-from ._core import (MAX_DIMS, Context, DType, LogLevel, Tensor, as_dtype, bf16_to_f32, dtype_name, dtype_size,
+from ._core import (MAX_DIMS, Context, DType, LogLevel, Tensor, as_dtype, bf16_to_f32, dtype_block_bytes,
+                    dtype_block_elements, dtype_name, dtype_size,
                     f32_to_bf16, info_report, last_error, library_path, set_log_callback, status_string,
                     storage_numpy_dtype, version, version_number)
 from ._generate import Session, StopReason
@@ -25,7 +26,8 @@ from .errors import (BackendError, BackendUnavailableError, ConfigError, DtypeEr
 __version__ = "0.1.0"
 
 __all__ = [
-    "MAX_DIMS", "Context", "DType", "LogLevel", "Tensor", "as_dtype", "bf16_to_f32", "dtype_name", "dtype_size",
+    "MAX_DIMS", "Context", "DType", "LogLevel", "Tensor", "as_dtype", "bf16_to_f32", "dtype_block_bytes",
+    "dtype_block_elements", "dtype_name", "dtype_size",
     "f32_to_bf16", "info_report", "last_error", "library_path", "set_log_callback", "status_string",
     "storage_numpy_dtype", "version", "version_number", "lib", "load_library", "ModelDesc", "ActFn", "KVCache",
     "LanguageModel", "SamplerParams", "Session", "StopReason",

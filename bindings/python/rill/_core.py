@@ -16,11 +16,18 @@ MAX_DIMS = 4  # RILL_MAX_DIMS
 
 
 class DType(enum.IntEnum):
-    """rill_dtype. bf16 tensors exchange their bits with numpy as uint16."""
+    """rill_dtype. bf16 tensors exchange their bits with numpy as uint16;
+    tensors of the block formats (Q8_0 ... Q6_K, weight-only, GGUF's
+    layouts) exchange theirs as uint8 arrays of [N, bytes per row]."""
 
     F32 = 0
     F16 = 1
     BF16 = 2
+    Q8_0 = 3
+    Q4_0 = 4
+    Q4_K = 5
+    Q5_K = 6
+    Q6_K = 7
 
 
 class LogLevel(enum.IntEnum):
@@ -34,8 +41,10 @@ class LogLevel(enum.IntEnum):
 
 # The numpy dtype that holds each storage format bit for bit.
 _STORAGE = {DType.F32: np.dtype(np.float32), DType.F16: np.dtype(np.float16), DType.BF16: np.dtype(np.uint16)}
+_STORAGE.update({d: np.dtype(np.uint8) for d in (DType.Q8_0, DType.Q4_0, DType.Q4_K, DType.Q5_K, DType.Q6_K)})
 _NAMES = {"f32": DType.F32, "float32": DType.F32, "f16": DType.F16, "float16": DType.F16,
-          "bf16": DType.BF16, "bfloat16": DType.BF16}
+          "bf16": DType.BF16, "bfloat16": DType.BF16, "q8_0": DType.Q8_0, "q4_0": DType.Q4_0,
+          "q4_k": DType.Q4_K, "q5_k": DType.Q5_K, "q6_k": DType.Q6_K}
 
 
 def as_dtype(value, argument="dtype"):
@@ -155,8 +164,18 @@ def last_error():
 
 
 def dtype_size(dtype):
-    """Bytes per element (0 for a value that is not a dtype, as in C)."""
+    """Bytes per element (0 for a block dtype or a value that is not a dtype, as in C)."""
     return int(lib().rill_dtype_size(int(dtype)))
+
+
+def dtype_block_elements(dtype):
+    """Elements per block: 32 or 256 for a block dtype, 1 for f32/f16/bf16, 0 for no dtype."""
+    return int(lib().rill_dtype_block_elements(int(dtype)))
+
+
+def dtype_block_bytes(dtype):
+    """Bytes per block (the element size for f32/f16/bf16), 0 for no dtype."""
+    return int(lib().rill_dtype_block_bytes(int(dtype)))
 
 
 def dtype_name(dtype):
@@ -397,6 +416,17 @@ class Context(Owned):
                               _finite(alpha, "alpha"), _finite(beta, "beta"), self._arg(out, "out")))
         return out
 
+    def get_rows(self, table, ids, out=None, dtype=DType.F32):
+        """out[i, :] = table[ids[i], :] (an embedding lookup; a block table is
+        dequantized). out None: a new [len(ids), D] tensor of dtype."""
+        handle = self._arg(table, "table")
+        rows = int32_array(ids, "ids")
+        if out is None:
+            out = self.empty((len(rows), table.shape[-1]), dtype)
+        check(lib().rill_get_rows(self.handle, handle, rows.ctypes.data_as(_library.c_int32_p), len(rows),
+                                  self._arg(out, "out")))
+        return out
+
     def rope(self, x, positions, theta=10000.0, rotary_dim=None):
         """Rotary embedding (NeoX rotate-half layout) of x [tokens, heads, hd] or
         [B, T, heads, hd] in place; positions: one int per token; rotary_dim
@@ -543,9 +573,16 @@ class Tensor(Owned):
     def nbytes(self):
         return int(lib().rill_tensor_nbytes(self.handle))
 
-    def _check_array_shape(self, arr, argument):
-        if arr.shape != self._shape:
-            raise ShapeError("{}: expected shape {} (the tensor's), got {}".format(argument, self._shape, arr.shape))
+    def _storage_shape(self):
+        """The shape of the storage array: the tensor's, or [N, bytes per row] for a block dtype."""
+        if dtype_size(self._dtype) == 0:
+            return (self._shape[0], self.nbytes // self._shape[0])
+        return self._shape
+
+    def _check_array_shape(self, arr, argument, shape=None):
+        expected = self._shape if shape is None else shape
+        if arr.shape != expected:
+            raise ShapeError("{}: expected shape {} (the tensor's), got {}".format(argument, expected, arr.shape))
 
     def write(self, array):
         """Copies an array of the tensor's shape in. An array already in the
@@ -553,8 +590,8 @@ class Tensor(Owned):
         is copied bit for bit; other float arrays are converted to float32 and
         rounded to the storage dtype by librill (nearest even)."""
         arr = np.asarray(array)
-        self._check_array_shape(arr, "array")
         storage = _STORAGE[self._dtype]
+        self._check_array_shape(arr, "array", self._storage_shape() if arr.dtype == storage else None)
         if arr.dtype == storage:
             data = np.ascontiguousarray(arr)
             check(lib().rill_tensor_write(self.handle, data.ctypes.data, data.nbytes))
@@ -576,7 +613,7 @@ class Tensor(Owned):
 
     def read(self):
         """The contents in the storage format: float32, float16, or uint16 bits for bf16."""
-        out = np.empty(self._shape, dtype=_STORAGE[self._dtype])
+        out = np.empty(self._storage_shape(), dtype=_STORAGE[self._dtype])
         check(lib().rill_tensor_read(self.handle, out.ctypes.data, out.nbytes))
         return out
 

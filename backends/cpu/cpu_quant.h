@@ -1,0 +1,64 @@
+// GEMM on quantized (block-format) weights and row gathers from quantized
+// tables. Activations are quantized per 32-element block to 8 bits with an
+// f32 scale (QuantizedRow); each weight block's integer dot product with them
+// is exact, and the f32 arithmetic around it follows one fixed order, written
+// once below, so the portable and the AVX2 kernels give bitwise equal results
+// for any thread count.
+#pragma once
+
+#include <cstdint>
+
+#include "cpu_internal.h"
+#include "quant_blocks.h"
+
+namespace rill::cpu {
+
+// Ops-table entries (cpu_quant_gemm.cpp). gemm: w of a block dtype runs here,
+// any other w goes on to op_gemm. get_rows: tables of every dtype.
+rill_status op_gemm_any_weights(rill_backend_context* ctx, const rill_backend_tensor* a, const rill_backend_tensor* w,
+                                const rill_backend_tensor* bias, float alpha, float beta,
+                                const rill_backend_tensor* out);
+rill_status op_get_rows(rill_backend_context* ctx, const rill_backend_tensor* table, const int32_t* ids,
+                        uint64_t count, const rill_backend_tensor* out);
+
+namespace quantized {
+
+// 32 activations as d * q, with the sum of q (for the formats with mins and offsets).
+struct ActBlock {
+  float d;
+  int32_t sum;
+  int8_t q[quant::kBlock32];
+};
+
+// One weight row (k elements) dotted with one quantized activation row,
+// accumulated block after block in f32: the whole float part of the kernel.
+using RowDot = float (*)(const void* w_row, const ActBlock* a, int64_t k);
+
+// The row-dot functions of one ISA, by format.
+struct Kernels {
+  RowDot q8_0, q4_0, q4_k, q5_k, q6_k;
+};
+
+namespace scalar {
+extern const Kernels kKernels;
+}
+namespace avx2 {
+extern const Kernels kKernels;
+}
+
+// The f32 steps every ISA shares. Static: each translation unit keeps its own
+// copy, compiled without contraction into FMAs (see CMakeLists.txt).
+
+// A Q8_0 / Q4_0 block: da * (dw * isum).
+static inline float term_32(float da, float dw, int32_t isum) { return da * (dw * static_cast<float>(isum)); }
+
+// A Q4_K / Q5_K sub-block: da * (dl * isum - ml * asum), dl = d * sc, ml = dmin * m.
+static inline float term_k(float da, float dl, float ml, int32_t isum, int32_t asum) {
+  return da * (dl * static_cast<float>(isum) - ml * static_cast<float>(asum));
+}
+
+// Q6_K, per 32 activations: isum already holds both 16-element halves times their scales.
+static inline float term_q6(float da, float d, int32_t isum) { return da * (d * static_cast<float>(isum)); }
+
+}  // namespace quantized
+}  // namespace rill::cpu

@@ -1,0 +1,79 @@
+// The AVX2 integer primitives of the quantized row dots (see
+// cpu_quant_dot.inc). _mm256_maddubs_epi16 multiplies unsigned weight bytes
+// with signed activations into int16 pairs (at most 2 * 63 * 127, or
+// 2 * 128 * 127 for Q8_0's magnitudes: no saturation), _mm256_madd_epi16
+// widens them to int32, and the lanes are added: exact, as the scalar loops.
+#include <immintrin.h>
+
+#include "cpu_convert.h"
+#include "cpu_quant.h"
+
+namespace rill::cpu::quantized::avx2 {
+namespace {
+
+inline int32_t hsum(__m256i v) {
+  __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, _MM_SHUFFLE(1, 0, 3, 2)));
+  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, _MM_SHUFFLE(2, 3, 0, 1)));
+  return _mm_cvtsi128_si32(s);
+}
+
+inline __m128i hsum_halves(__m256i v) {  // lane 0: the low 128 bits' sum, lane 1: the high's
+  __m128i lo = _mm256_castsi256_si128(v), hi = _mm256_extracti128_si256(v, 1);
+  lo = _mm_hadd_epi32(lo, hi);  // lo0+lo1, lo2+lo3, hi0+hi1, hi2+hi3
+  return _mm_hadd_epi32(lo, lo);
+}
+
+// Sum of u[l] * a[l], u unsigned bytes < 128 or Q8_0 magnitudes, a signed.
+inline __m256i dot_u8_s8(__m256i u, __m256i a) {
+  return _mm256_madd_epi16(_mm256_maddubs_epi16(u, a), _mm256_set1_epi16(1));
+}
+
+inline __m256i load32(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
+
+int32_t dot_s8(const int8_t* w, const int8_t* a) {
+  const __m256i wv = load32(w), av = load32(a);
+  // w * a = |w| * (a with w's sign), so the unsigned operand is |w|.
+  return hsum(dot_u8_s8(_mm256_sign_epi8(wv, wv), _mm256_sign_epi8(av, wv)));
+}
+
+int32_t dot_q4_0(const uint8_t* qs, const int8_t* a) {
+  const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
+  const __m128i mask = _mm_set1_epi8(15);
+  const __m256i q = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(bytes, 4), mask), _mm_and_si128(bytes, mask));
+  return hsum(dot_u8_s8(q, load32(a)));
+}
+
+inline __m256i nibbles(const uint8_t* qs, int shift) {
+  return _mm256_and_si256(_mm256_srl_epi16(load32(qs), _mm_cvtsi32_si128(shift)), _mm256_set1_epi8(15));
+}
+
+// Bits `shift` .. `shift + width - 1` of each of 32 bytes, as bytes.
+inline __m256i bit_field(const uint8_t* p, int shift, int width) {
+  return _mm256_and_si256(_mm256_srl_epi16(load32(p), _mm_cvtsi32_si128(shift)),
+                          _mm256_set1_epi8(static_cast<char>((1 << width) - 1)));
+}
+
+int32_t dot_nib(const uint8_t* qs, int shift, const int8_t* a) { return hsum(dot_u8_s8(nibbles(qs, shift), load32(a))); }
+
+int32_t dot_q5(const uint8_t* qs, int shift, const uint8_t* qh, int bit, const int8_t* a) {
+  const __m256i q = _mm256_or_si256(nibbles(qs, shift), _mm256_slli_epi16(bit_field(qh, bit, 1), 4));
+  return hsum(dot_u8_s8(q, load32(a)));
+}
+
+void dot_q6(const uint8_t* ql, int shift, const uint8_t* qh, int hshift, const int8_t* a, int32_t* out) {
+  const __m256i q = _mm256_or_si256(nibbles(ql, shift), _mm256_slli_epi16(bit_field(qh, hshift, 2), 4));
+  const __m256i av = load32(a);
+  // sum of (q - 32) * a = sum of q * a - 32 * sum of a, per 16-element half.
+  const __m256i qa = dot_u8_s8(q, av);
+  const __m256i a32 = dot_u8_s8(_mm256_set1_epi8(32), av);
+  const __m128i halves = hsum_halves(_mm256_sub_epi32(qa, a32));
+  out[0] = _mm_cvtsi128_si32(halves);
+  out[1] = _mm_extract_epi32(halves, 1);
+}
+
+}  // namespace
+
+#include "cpu_quant_dot.inc"
+
+}  // namespace rill::cpu::quantized::avx2

@@ -1,0 +1,29 @@
+// The reference quantizers and dequantizers of the block dtypes (rill.h's
+// RILL_DTYPE_Q8_0 ... RILL_DTYPE_Q6_K), on rows of k elements, k a multiple of
+// the block. Dequantization computes each element with the float operations
+// GGUF's reference does, in the same order, so its results are bit for bit
+// those of gguf.quants and llama.cpp. Quantization of Q8_0 and Q4_0 is bit for
+// bit gguf.quants'; the K formats use rill's own search (docs/QUANTIZATION.md)
+// and are stable: quantizing a dequantized row gives back the same blocks.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "rill.h"
+
+namespace rill::quant {
+
+// True for a block (weight-only) dtype.
+bool is_block(rill_dtype dtype);
+
+// Bytes of one row of k elements of dtype (a block dtype: k a multiple of its block).
+size_t row_bytes(rill_dtype dtype, int64_t k);
+
+// dst: k floats from the k elements of blocks at src (any alignment).
+void dequantize_row(rill_dtype dtype, const void* src, float* dst, int64_t k);
+
+// dst: row_bytes(dtype, k) bytes of blocks for the k floats at src.
+void quantize_row(rill_dtype dtype, const float* src, void* dst, int64_t k);
+
+}  // namespace rill::quant

@@ -1,0 +1,24 @@
+// Per-format block functions behind quant.h's row functions: one block at a
+// time, between a block struct (quant_blocks.h) and its floats.
+#pragma once
+
+#include "quant_blocks.h"
+
+namespace rill::quant {
+
+// quant_legacy.cpp: bit for bit gguf.quants' quantize and dequantize.
+void dequantize_block(const BlockQ8_0& b, float* y);
+void dequantize_block(const BlockQ4_0& b, float* y);
+void quantize_block(const float* x, BlockQ8_0& b);
+void quantize_block(const float* x, BlockQ4_0& b);
+
+// quant_kquants.cpp: dequantize bit for bit GGUF's; quantize by rill's own
+// search, refined until quantizing its own dequantized block gives it back.
+void dequantize_block(const BlockQ4_K& b, float* y);
+void dequantize_block(const BlockQ5_K& b, float* y);
+void dequantize_block(const BlockQ6_K& b, float* y);
+void quantize_block(const float* x, BlockQ4_K& b);
+void quantize_block(const float* x, BlockQ5_K& b);
+void quantize_block(const float* x, BlockQ6_K& b);
+
+}  // namespace rill::quant

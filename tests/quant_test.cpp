@@ -1,0 +1,257 @@
+// Quantized weights through the C API: the block dtypes' sizes and shape rules,
+// every activation operand refusing them, rill_gemm on block weights against
+// the double-precision reference on the dequantized weights (tolerance.h's
+// per-format limits, and a negative control), the portable and AVX2 kernels
+// and any thread count giving the same bits, and rill_get_rows from block
+// tables. Bit-exactness of the formats against GGUF's reference is checked by
+// tests/torch/quant_reference.py (PyPI's gguf).
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "reference.h"
+#include "rill.h"
+#include "test_helpers.h"
+#include "tolerance.h"
+
+namespace {
+
+using rill_test::expect_failure;
+using rill_test::ScopedContext;
+
+const rill_dtype kBlockDtypes[] = {RILL_DTYPE_Q8_0, RILL_DTYPE_Q4_0, RILL_DTYPE_Q4_K, RILL_DTYPE_Q5_K,
+                                   RILL_DTYPE_Q6_K};
+
+std::vector<float> normal(size_t count, uint32_t seed, float sigma = 1.0f) {
+  std::mt19937 gen(seed);
+  std::normal_distribution<float> dist(0.0f, sigma);
+  std::vector<float> v(count);
+  for (float& x : v) x = dist(gen);
+  return v;
+}
+
+std::vector<float> read_f32(const rill_tensor* t) {
+  std::vector<float> v(rill_tensor_numel(t));
+  REQUIRE_MESSAGE(rill_tensor_read_f32(t, v.data(), v.size()) == RILL_OK, rill_last_error());
+  return v;
+}
+
+std::vector<unsigned char> read_raw(const rill_tensor* t) {
+  std::vector<unsigned char> v(rill_tensor_nbytes(t));
+  REQUIRE_MESSAGE(rill_tensor_read(t, v.data(), v.size()) == RILL_OK, rill_last_error());
+  return v;
+}
+
+// A [n, k] weight tensor of dtype quantized from N(0, 1) values.
+rill_tensor* quantized_weights(ScopedContext& c, rill_dtype dtype, int64_t n, int64_t k, uint32_t seed) {
+  rill_tensor* w = c.tensor({n, k}, dtype);
+  const std::vector<float> values = normal(static_cast<size_t>(n * k), seed);
+  REQUIRE_MESSAGE(rill_tensor_write_f32(w, values.data(), values.size()) == RILL_OK, rill_last_error());
+  return w;
+}
+
+// out = a · w^T + bias on ctx, read back as floats.
+std::vector<float> run_gemm(ScopedContext& c, rill_tensor* w, const std::vector<float>& a, const std::vector<float>& bias,
+                            int64_t rows, int64_t n, int64_t k, rill_dtype act = RILL_DTYPE_F32) {
+  rill_tensor* ta = c.tensor({rows, k}, act);
+  rill_tensor* tb = bias.empty() ? nullptr : c.tensor({n}, act);
+  rill_tensor* out = c.tensor({rows, n}, act);
+  REQUIRE(rill_tensor_write_f32(ta, a.data(), a.size()) == RILL_OK);
+  if (tb) REQUIRE(rill_tensor_write_f32(tb, bias.data(), bias.size()) == RILL_OK);
+  REQUIRE_MESSAGE(rill_gemm(c.ctx, ta, w, tb, 1.0f, 0.0f, out) == RILL_OK, rill_last_error());
+  std::vector<float> result = read_f32(out);
+  rill_tensor_destroy(ta);
+  rill_tensor_destroy(tb);
+  rill_tensor_destroy(out);
+  return result;
+}
+
+// Sets RILL_CPU_ISA for the life of the object (the quantized kernels read it at each call).
+struct ScopedIsa {
+  explicit ScopedIsa(const char* isa) { setenv("RILL_CPU_ISA", isa, 1); }
+  ~ScopedIsa() { unsetenv("RILL_CPU_ISA"); }
+};
+
+}  // namespace
+
+TEST_CASE("block dtypes: names, block sizes, and the shape rule") {
+  const size_t elements[] = {32, 32, 256, 256, 256}, bytes[] = {34, 18, 144, 176, 210};
+  const char* names[] = {"q8_0", "q4_0", "q4_k", "q5_k", "q6_k"};
+  for (size_t i = 0; i < 5; ++i) {
+    CHECK(rill_dtype_block_elements(kBlockDtypes[i]) == elements[i]);
+    CHECK(rill_dtype_block_bytes(kBlockDtypes[i]) == bytes[i]);
+    CHECK(rill_dtype_size(kBlockDtypes[i]) == 0);
+    CHECK(std::string(rill_dtype_name(kBlockDtypes[i])) == names[i]);
+  }
+  CHECK(rill_dtype_block_elements(RILL_DTYPE_BF16) == 1);
+  CHECK(rill_dtype_block_bytes(RILL_DTYPE_F32) == 4);
+  CHECK(rill_dtype_block_elements(static_cast<rill_dtype>(8)) == 0);
+  CHECK(rill_dtype_block_bytes(RILL_DTYPE_MAX_ENUM) == 0);
+
+  ScopedContext c;
+  rill_tensor* t = c.tensor({3, 512}, RILL_DTYPE_Q4_K);
+  CHECK(rill_tensor_numel(t) == 3 * 512);
+  CHECK(rill_tensor_nbytes(t) == 3 * 2 * 144);
+  rill_tensor_destroy(t);
+  rill_tensor* out = nullptr;
+  const int64_t odd[] = {3, 896}, three[] = {2, 3, 256};
+  expect_failure(rill_tensor_create(c.ctx, RILL_DTYPE_Q4_K, 2, odd, &out), RILL_ERROR_SHAPE,
+                 {"shape[1]", "multiple of 256", "896"});
+  expect_failure(rill_tensor_create(c.ctx, RILL_DTYPE_Q8_0, 3, three, &out), RILL_ERROR_SHAPE,
+                 {"q8_0", "2-dim", "3 dims"});
+  CHECK(out == nullptr);
+  CHECK(rill_tensor_create(c.ctx, RILL_DTYPE_Q8_0, 2, odd, &out) == RILL_OK);  // 896 = 28 blocks of 32
+  rill_tensor_destroy(out);
+}
+
+TEST_CASE("block dtypes: every activation operand refuses them, naming the argument") {
+  ScopedContext c;
+  rill_tensor* q = c.tensor({4, 256}, RILL_DTYPE_Q8_0);
+  rill_tensor* x = c.tensor({4, 256});
+  rill_tensor* w = c.tensor({8, 256}, RILL_DTYPE_Q4_K);
+  rill_tensor* out = c.tensor({4, 8});
+  expect_failure(rill_rms_norm(c.ctx, q, nullptr, 1e-5f, x), RILL_ERROR_DTYPE, {"rill_rms_norm", "x:", "q8_0"});
+  expect_failure(rill_residual_add(c.ctx, x, q, nullptr, 1, 1), RILL_ERROR_DTYPE, {"update:", "q8_0"});
+  expect_failure(rill_gemm(c.ctx, q, w, nullptr, 1, 0, out), RILL_ERROR_DTYPE, {"rill_gemm", "a:", "q8_0"});
+  expect_failure(rill_gemm(c.ctx, x, w, nullptr, 1, 0, q), RILL_ERROR_DTYPE, {"out:", "q8_0"});
+  rill_tensor* w_bad_k = c.tensor({8, 512}, RILL_DTYPE_Q4_K);
+  expect_failure(rill_gemm(c.ctx, x, w_bad_k, nullptr, 1, 0, out), RILL_ERROR_SHAPE, {"w:", "[N, 256]"});
+  rill_tensor* rows = c.tensor({2, 256});
+  const int32_t ids[] = {1, 8};
+  expect_failure(rill_get_rows(c.ctx, w, ids, 2, rows), RILL_ERROR_INVALID_ARGUMENT, {"ids[1]", "0 to V - 1 = 7", "8"});
+  expect_failure(rill_get_rows(c.ctx, w, ids, 2, q), RILL_ERROR_DTYPE, {"out:", "q8_0"});
+  for (rill_tensor* t : {q, x, w, out, w_bad_k, rows}) rill_tensor_destroy(t);
+}
+
+TEST_CASE("rill_gemm on block weights: against the double reference on the dequantized weights") {
+  ScopedContext c;
+  // M = 1 (decode), a few rows, and a prefill-sized batch; K of 2 and 3 super-blocks.
+  const int64_t shapes[][3] = {{1, 24, 512}, {3, 40, 768}, {17, 16, 256}};
+  for (rill_dtype dtype : kBlockDtypes) {
+    for (const auto& shape : shapes) {
+      const int64_t rows = shape[0], n = shape[1], k = shape[2];
+      CAPTURE(rill_dtype_name(dtype));
+      CAPTURE(rows);
+      rill_tensor* w = quantized_weights(c, dtype, n, k, 7);
+      const std::vector<float> a = normal(static_cast<size_t>(rows * k), 11);
+      const std::vector<float> bias = normal(static_cast<size_t>(n), 13);
+      const std::vector<float> got = run_gemm(c, w, a, bias, rows, n, k);
+      const std::vector<float> dequantized = read_f32(w);
+      const std::vector<double> expected = rill_ref::gemm(a, dequantized, bias, 1.0f, 0.0f, {}, rows, n, k);
+      const rill_tol::Score s = rill_tol::score(got, expected);
+      rill_tol::note(s, dtype);
+      CHECK_MESSAGE(rill_tol::within(s, dtype), rill_tol::describe(s, dtype));
+      // Negative control: against the weights with the first two runs of 32
+      // of every row swapped (as a nibble-order mistake would read them), the
+      // same limits must fail.
+      std::vector<float> off = dequantized;
+      for (int64_t r = 0; r < n; ++r) {
+        const auto row = static_cast<size_t>(r * k);
+        for (size_t i = 0; i < 32; ++i) std::swap(off[row + i], off[row + 32 + i]);
+      }
+      const rill_tol::Score control = rill_tol::score(got, rill_ref::gemm(a, off, bias, 1.0f, 0.0f, {}, rows, n, k));
+      CHECK_MESSAGE(!rill_tol::within(control, dtype), "the limits miss a shifted weight block: ",
+                    rill_tol::describe(control, dtype));
+      rill_tensor_destroy(w);
+    }
+  }
+  MESSAGE(rill_tol::largest_noted());
+}
+
+TEST_CASE("rill_gemm on block weights: f16 and bf16 activations") {
+  ScopedContext c;
+  const int64_t rows = 2, n = 8, k = 256;
+  rill_tensor* w = quantized_weights(c, RILL_DTYPE_Q4_K, n, k, 3);
+  const std::vector<float> a = normal(static_cast<size_t>(rows * k), 5);
+  const std::vector<double> expected = rill_ref::gemm(a, read_f32(w), {}, 1.0f, 0.0f, {}, rows, n, k);
+  for (rill_dtype act : {RILL_DTYPE_F16, RILL_DTYPE_BF16}) {
+    CAPTURE(rill_dtype_name(act));
+    const rill_tol::Score s = rill_tol::score(run_gemm(c, w, a, {}, rows, n, k, act), expected);
+    // The output's own rounding to 16 bits is the larger error here.
+    CHECK_MESSAGE(s.nmse <= rill_tol::limits(act).nmse + rill_tol::limits(RILL_DTYPE_Q4_K).nmse,
+                  rill_tol::describe(s, act));
+  }
+  rill_tensor_destroy(w);
+}
+
+TEST_CASE("rill_gemm on block weights: the same bits from the portable and AVX2 kernels and any thread count") {
+  const int64_t rows = 5, n = 67, k = 512;
+  const std::vector<float> a = normal(static_cast<size_t>(rows * k), 21);
+  for (rill_dtype dtype : kBlockDtypes) {
+    CAPTURE(rill_dtype_name(dtype));
+    std::vector<std::vector<float>> results;
+    for (const char* threads : {"1", "3", "8"}) {
+      ScopedContext c(std::string("[runtime]\nbackend = \"cpu\"\n[backend.cpu]\nthreads = ") + threads + "\n");
+      rill_tensor* w = quantized_weights(c, dtype, n, k, 23);
+      results.push_back(run_gemm(c, w, a, {}, rows, n, k));
+      {
+        const ScopedIsa portable("scalar");
+        results.push_back(run_gemm(c, w, a, {}, rows, n, k));
+      }
+      rill_tensor_destroy(w);
+    }
+    for (const std::vector<float>& r : results) {
+      CHECK(std::memcmp(r.data(), results[0].data(), r.size() * sizeof(float)) == 0);
+    }
+  }
+}
+
+TEST_CASE("rill_get_rows: rows of block tables, dequantized, and of element tables, copied") {
+  ScopedContext c;
+  const int64_t vocab = 6, d = 512;
+  const int32_t ids[] = {5, 0, 5, 2};
+  for (rill_dtype dtype : kBlockDtypes) {
+    CAPTURE(rill_dtype_name(dtype));
+    rill_tensor* table = quantized_weights(c, dtype, vocab, d, 31);
+    const std::vector<float> all = read_f32(table);
+    for (rill_dtype out_dtype : {RILL_DTYPE_F32, RILL_DTYPE_F16, RILL_DTYPE_BF16}) {
+      rill_tensor* out = c.tensor({4, d}, out_dtype);
+      REQUIRE_MESSAGE(rill_get_rows(c.ctx, table, ids, 4, out) == RILL_OK, rill_last_error());
+      const std::vector<float> got = read_f32(out);
+      for (size_t i = 0; i < 4; ++i) {
+        for (int64_t j = 0; j < d; ++j) {
+          const double want = rill_ref::round_to_dtype(all[static_cast<size_t>(ids[i] * d + j)], out_dtype);
+          if (got[i * static_cast<size_t>(d) + static_cast<size_t>(j)] != static_cast<float>(want)) {
+            FAIL_CHECK("row ", i, " element ", j, ": got ", got[i * static_cast<size_t>(d) + static_cast<size_t>(j)],
+                       ", expected ", want);
+            break;
+          }
+        }
+      }
+      rill_tensor_destroy(out);
+    }
+    rill_tensor_destroy(table);
+  }
+  rill_tensor* table = c.tensor({vocab, 4});
+  const std::vector<float> values = normal(static_cast<size_t>(vocab * 4), 3);
+  REQUIRE(rill_tensor_write_f32(table, values.data(), values.size()) == RILL_OK);
+  rill_tensor* out = c.tensor({4, 4});
+  REQUIRE_MESSAGE(rill_get_rows(c.ctx, table, ids, 4, out) == RILL_OK, rill_last_error());
+  const std::vector<float> got = read_f32(out);
+  for (size_t i = 0; i < 4; ++i) {
+    CHECK(std::memcmp(&got[4 * i], &values[static_cast<size_t>(ids[i]) * 4], 4 * sizeof(float)) == 0);
+  }
+  rill_tensor_destroy(out);
+  rill_tensor_destroy(table);
+}
+
+TEST_CASE("quantize then dequantize: within the format's error, and stable") {
+  ScopedContext c;
+  const int64_t n = 16, k = 1024;
+  const std::vector<float> x = normal(static_cast<size_t>(n * k), 41);
+  for (rill_dtype dtype : kBlockDtypes) {
+    CAPTURE(rill_dtype_name(dtype));
+    rill_tensor* t = c.tensor({n, k}, dtype);
+    REQUIRE(rill_tensor_write_f32(t, x.data(), x.size()) == RILL_OK);
+    const std::vector<unsigned char> q = read_raw(t);
+    const std::vector<float> y = read_f32(t);
+    REQUIRE(rill_tensor_write_f32(t, y.data(), y.size()) == RILL_OK);
+    CHECK(read_raw(t) == q);
+    rill_tensor_destroy(t);
+  }
+}
