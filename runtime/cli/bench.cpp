@@ -33,7 +33,9 @@ void print_help(std::FILE* to) {
                "usage: rill bench [--backend NAME] [--dtype f32|f16|bf16|all] [--json] [--repeat N] [--config FILE]\n\n"
                "Times each op (median of N samples) over rows {1, 64, 4096} x D {896, 4096} and GEMM with\n"
                "M {1, 16, 512} against 4096x4096 weights, printing GB/s, GFLOP/s, the fraction of a\n"
-               "STREAM-style triad measured in the same run, and GEMM beside OpenBLAS sgemm.\n"
+               "STREAM-style triad measured in the same run, and GEMM beside OpenBLAS sgemm; then GEMV\n"
+               "(M = 1, f32 activations) on 4096x4096 weights of each block format (q8_0 ... q6_k), whose\n"
+               "GB/s counts the weights' bytes.\n"
                "  --backend NAME  auto, cpu, cuda or vulkan (default: the config's, else auto)\n"
                "  --dtype D       storage dtype to time (default f32)\n"
                "  --json          print machine-readable results instead of tables\n"
@@ -238,6 +240,25 @@ std::vector<GemmResult> bench_gemm(rill::Context& ctx, rill_dtype dtype, int rep
   return results;
 }
 
+// GEMV (M = 1) with f32 activations on weights of each block format, 4096 x
+// 4096: decode's weight-streaming case, whose GB/s (the weights' bytes, read
+// once per call) sits beside the triad.
+std::vector<GemmResult> bench_quantized_gemv(rill::Context& ctx, int repeat) {
+  constexpr int64_t n = 4096, k = 4096;
+  std::vector<GemmResult> results;
+  const std::vector<float> w_values = random_values(size_t(n * k), 5), a_values = random_values(size_t(k), 6);
+  rill::Tensor a(ctx, RILL_DTYPE_F32, {1, k}), out(ctx, RILL_DTYPE_F32, {1, n});
+  a.write_f32(a_values);
+  for (rill_dtype format : {RILL_DTYPE_Q8_0, RILL_DTYPE_Q4_0, RILL_DTYPE_Q4_K, RILL_DTYPE_Q5_K, RILL_DTYPE_Q6_K}) {
+    rill::Tensor w(ctx, format, {n, k});
+    w.write_f32(w_values);
+    const double seconds = time_median(
+        repeat, [&] { rill::gemm(ctx, a, w, nullptr, 1.0f, 0.0f, out); }, [&] { ctx.synchronize(); });
+    results.push_back({format, 1, n, k, seconds, double(w.nbytes()) + 4.0 * double(k + n), 2.0 * double(n * k), 0.0});
+  }
+  return results;
+}
+
 }  // namespace
 
 int bench_main(int argc, char** argv) {
@@ -295,6 +316,8 @@ int bench_main(int argc, char** argv) {
       std::vector<GemmResult> g = bench_gemm(ctx, dtype, repeat, threads);
       gemms.insert(gemms.end(), g.begin(), g.end());
     }
+    const std::vector<GemmResult> quantized = bench_quantized_gemv(ctx, repeat);
+    gemms.insert(gemms.end(), quantized.begin(), quantized.end());
     const double triad_after = triad_gbps(threads, std::max(repeat, 5));
     const double triad = std::max(triad_before, triad_after);
 
