@@ -306,8 +306,11 @@ RILL_API rill_status rill_tensor_write(rill_tensor* tensor, const void* src, siz
 RILL_API rill_status rill_tensor_read(const rill_tensor* tensor, void* dst, size_t bytes);
 
 /* Writes count floats, converting them to the tensor's dtype (round to nearest
-   even; a block dtype is quantized as GGUF's reference quantizers do, see
-   docs/QUANTIZATION.md). count must equal rill_tensor_numel. */
+   even). count must equal rill_tensor_numel. A block dtype is quantized
+   (Q8_0 and Q4_0 as GGUF's reference quantizers, the K formats by rill's own
+   fit; docs/QUANTIZATION.md) and takes finite values of magnitude at most
+   2^18 = 262144, so that its f16 scales stay finite; any other value is
+   RILL_ERROR_INVALID_ARGUMENT naming its index, with nothing written. */
 RILL_API rill_status rill_tensor_write_f32(rill_tensor* tensor, const float* src, size_t count);
 
 /* Reads the tensor converted to floats (a block dtype dequantized);

@@ -9,7 +9,9 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <cmath>
 #include <cstring>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
@@ -238,6 +240,24 @@ TEST_CASE("rill_get_rows: rows of block tables, dequantized, and of element tabl
   }
   rill_tensor_destroy(out);
   rill_tensor_destroy(table);
+}
+
+TEST_CASE("block dtypes: non-finite or huge values are refused, NaN activations propagate") {
+  ScopedContext c;
+  rill_tensor* w = c.tensor({2, 256}, RILL_DTYPE_Q4_K);
+  std::vector<float> values(512, 0.5f);
+  values[300] = std::numeric_limits<float>::quiet_NaN();
+  expect_failure(rill_tensor_write_f32(w, values.data(), values.size()), RILL_ERROR_INVALID_ARGUMENT,
+                 {"src[300]", "q4_k", "finite"});
+  values[300] = 3e5f;
+  expect_failure(rill_tensor_write_f32(w, values.data(), values.size()), RILL_ERROR_INVALID_ARGUMENT,
+                 {"src[300]", "262144"});
+  values[300] = 0.25f;
+  REQUIRE(rill_tensor_write_f32(w, values.data(), values.size()) == RILL_OK);
+  std::vector<float> a(256, 1.0f);
+  a[7] = std::numeric_limits<float>::infinity();
+  for (float out : run_gemm(c, w, a, {}, 1, 2, 256)) CHECK(std::isnan(out));
+  rill_tensor_destroy(w);
 }
 
 TEST_CASE("quantize then dequantize: within the format's error, and stable") {

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <vector>
 
 #include "cpu_convert.h"
@@ -38,16 +39,20 @@ RowDot row_dot(const Kernels& k, rill_dtype dtype) {
 }
 
 // One row of k activations of dtype DT as k / 32 blocks: d = max|x| / 127 and
-// q = x / d rounded to nearest (even on ties).
+// q = x / d rounded to nearest (even on ties). A block holding a NaN or an
+// infinity gets d = NaN, so that the outputs it feeds are NaN, as in f32.
 template <rill_dtype DT>
 void quantize_activations(const void* row, int64_t k, ActBlock* out) {
   for (int64_t b = 0; b < k / quant::kBlock32; ++b) {
     float x[quant::kBlock32], amax = 0.0f;
+    bool finite = true;
     for (int l = 0; l < quant::kBlock32; ++l) {
       x[l] = load_scalar<DT>(row, b * quant::kBlock32 + l);
+      finite = finite && std::isfinite(x[l]);
       amax = std::fmax(amax, std::fabs(x[l]));
     }
-    const float d = amax / 127.0f, id = d > 0.0f ? 1.0f / d : 0.0f;
+    const float d = finite ? amax / 127.0f : std::numeric_limits<float>::quiet_NaN();
+    const float id = d > 0.0f ? 1.0f / d : 0.0f;
     int32_t sum = 0;
     for (int l = 0; l < quant::kBlock32; ++l) {
       const float q = std::fmin(127.0f, std::fmax(-127.0f, std::nearbyint(x[l] * id)));
