@@ -58,8 +58,9 @@ rill_tensor* quantized_weights(ScopedContext& c, rill_dtype dtype, int64_t n, in
 }
 
 // out = a · w^T + bias on ctx, read back as floats.
-std::vector<float> run_gemm(ScopedContext& c, rill_tensor* w, const std::vector<float>& a, const std::vector<float>& bias,
-                            int64_t rows, int64_t n, int64_t k, rill_dtype act = RILL_DTYPE_F32) {
+std::vector<float> run_gemm(ScopedContext& c, rill_tensor* w, const std::vector<float>& a,
+                            const std::vector<float>& bias, int64_t rows, int64_t n, int64_t k,
+                            rill_dtype act = RILL_DTYPE_F32) {
   rill_tensor* ta = c.tensor({rows, k}, act);
   rill_tensor* tb = bias.empty() ? nullptr : c.tensor({n}, act);
   rill_tensor* out = c.tensor({rows, n}, act);

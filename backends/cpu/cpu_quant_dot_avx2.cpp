@@ -3,6 +3,7 @@
 // with signed activations into int16 pairs (at most 2 * 63 * 127, or
 // 2 * 128 * 127 for Q8_0's magnitudes: no saturation), _mm256_madd_epi16
 // widens them to int32, and the lanes are added: exact, as the scalar loops.
+// The _x4/_x8 primitives reduce four blocks' lanes with one horizontal-add tree.
 #include <immintrin.h>
 
 #include "cpu_convert.h"
@@ -24,6 +25,12 @@ inline __m128i hsum_halves(__m256i v) {  // lane 0: the low 128 bits' sum, lane 
   return _mm_hadd_epi32(lo, lo);
 }
 
+// The four int32 sums of v0 .. v3's lanes, in order.
+inline __m128i reduce4(__m256i v0, __m256i v1, __m256i v2, __m256i v3) {
+  const __m256i pairs = _mm256_hadd_epi32(_mm256_hadd_epi32(v0, v1), _mm256_hadd_epi32(v2, v3));
+  return _mm_add_epi32(_mm256_castsi256_si128(pairs), _mm256_extracti128_si256(pairs, 1));
+}
+
 // Sum of u[l] * a[l], u unsigned bytes < 128 or Q8_0 magnitudes, a signed.
 inline __m256i dot_u8_s8(__m256i u, __m256i a) {
   return _mm256_madd_epi16(_mm256_maddubs_epi16(u, a), _mm256_set1_epi16(1));
@@ -31,17 +38,33 @@ inline __m256i dot_u8_s8(__m256i u, __m256i a) {
 
 inline __m256i load32(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
 
-int32_t dot_s8(const int8_t* w, const int8_t* a) {
+// w * a = |w| * (a with w's sign), so the unsigned operand is |w|.
+inline __m256i dot_s8_vec(const int8_t* w, const int8_t* a) {
   const __m256i wv = load32(w), av = load32(a);
-  // w * a = |w| * (a with w's sign), so the unsigned operand is |w|.
-  return hsum(dot_u8_s8(_mm256_sign_epi8(wv, wv), _mm256_sign_epi8(av, wv)));
+  return dot_u8_s8(_mm256_sign_epi8(wv, wv), _mm256_sign_epi8(av, wv));
 }
 
-int32_t dot_q4_0(const uint8_t* qs, const int8_t* a) {
+inline __m256i dot_q4_0_vec(const uint8_t* qs, const int8_t* a) {
   const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
   const __m128i mask = _mm_set1_epi8(15);
   const __m256i q = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(bytes, 4), mask), _mm_and_si128(bytes, mask));
-  return hsum(dot_u8_s8(q, load32(a)));
+  return dot_u8_s8(q, load32(a));
+}
+
+int32_t dot_s8(const int8_t* w, const int8_t* a) { return hsum(dot_s8_vec(w, a)); }
+
+int32_t dot_q4_0(const uint8_t* qs, const int8_t* a) { return hsum(dot_q4_0_vec(qs, a)); }
+
+void dot_s8_x4(const quant::BlockQ8_0* w, const ActBlock* a, int32_t* out) {
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(out),
+                   reduce4(dot_s8_vec(w[0].qs, a[0].q), dot_s8_vec(w[1].qs, a[1].q), dot_s8_vec(w[2].qs, a[2].q),
+                           dot_s8_vec(w[3].qs, a[3].q)));
+}
+
+void dot_q4_0_x4(const quant::BlockQ4_0* w, const ActBlock* a, int32_t* out) {
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(out),
+                   reduce4(dot_q4_0_vec(w[0].qs, a[0].q), dot_q4_0_vec(w[1].qs, a[1].q),
+                           dot_q4_0_vec(w[2].qs, a[2].q), dot_q4_0_vec(w[3].qs, a[3].q)));
 }
 
 inline __m256i nibbles(const uint8_t* qs, int shift) {
@@ -54,11 +77,25 @@ inline __m256i bit_field(const uint8_t* p, int shift, int width) {
                           _mm256_set1_epi8(static_cast<char>((1 << width) - 1)));
 }
 
-int32_t dot_nib(const uint8_t* qs, int shift, const int8_t* a) { return hsum(dot_u8_s8(nibbles(qs, shift), load32(a))); }
+void dot_nib_x8(const uint8_t* qs, const ActBlock* a, int32_t* out) {
+  __m256i v[8];
+  for (int r = 0; r < 4; ++r) {
+    v[2 * r] = dot_u8_s8(nibbles(qs + 32 * r, 0), load32(a[2 * r].q));
+    v[2 * r + 1] = dot_u8_s8(nibbles(qs + 32 * r, 4), load32(a[2 * r + 1].q));
+  }
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(out), reduce4(v[0], v[1], v[2], v[3]));
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(out + 4), reduce4(v[4], v[5], v[6], v[7]));
+}
 
-int32_t dot_q5(const uint8_t* qs, int shift, const uint8_t* qh, int bit, const int8_t* a) {
-  const __m256i q = _mm256_or_si256(nibbles(qs, shift), _mm256_slli_epi16(bit_field(qh, bit, 1), 4));
-  return hsum(dot_u8_s8(q, load32(a)));
+void dot_q5_x8(const uint8_t* qs, const uint8_t* qh, const ActBlock* a, int32_t* out) {
+  __m256i v[8];
+  for (int j = 0; j < 8; ++j) {
+    const __m256i fifth = _mm256_slli_epi16(bit_field(qh, j, 1), 4);
+    const __m256i q = _mm256_or_si256(nibbles(qs + 32 * (j / 2), 4 * (j % 2)), fifth);
+    v[j] = dot_u8_s8(q, load32(a[j].q));
+  }
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(out), reduce4(v[0], v[1], v[2], v[3]));
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(out + 4), reduce4(v[4], v[5], v[6], v[7]));
 }
 
 void dot_q6(const uint8_t* ql, int shift, const uint8_t* qh, int hshift, const int8_t* a, int32_t* out) {

@@ -18,16 +18,30 @@ int32_t dot_q4_0(const uint8_t* qs, const int8_t* a) {
   return sum;
 }
 
-int32_t dot_nib(const uint8_t* qs, int shift, const int8_t* a) {
-  int32_t sum = 0;
-  for (int l = 0; l < 32; ++l) sum += ((qs[l] >> shift) & 15) * a[l];
-  return sum;
+void dot_q5_x8(const uint8_t* qs, const uint8_t* qh, const ActBlock* a, int32_t* out) {
+  for (int j = 0; j < 8; ++j) {
+    const int shift = 4 * (j % 2);
+    out[j] = 0;
+    for (int l = 0; l < 32; ++l) {
+      out[j] += (((qs[32 * (j / 2) + l] >> shift) & 15) | (((qh[l] >> j) & 1) << 4)) * a[j].q[l];
+    }
+  }
 }
 
-int32_t dot_q5(const uint8_t* qs, int shift, const uint8_t* qh, int bit, const int8_t* a) {
-  int32_t sum = 0;
-  for (int l = 0; l < 32; ++l) sum += (((qs[l] >> shift) & 15) | (((qh[l] >> bit) & 1) << 4)) * a[l];
-  return sum;
+void dot_s8_x4(const quant::BlockQ8_0* w, const ActBlock* a, int32_t* out) {
+  for (int i = 0; i < 4; ++i) out[i] = dot_s8(w[i].qs, a[i].q);
+}
+
+void dot_q4_0_x4(const quant::BlockQ4_0* w, const ActBlock* a, int32_t* out) {
+  for (int i = 0; i < 4; ++i) out[i] = dot_q4_0(w[i].qs, a[i].q);
+}
+
+void dot_nib_x8(const uint8_t* qs, const ActBlock* a, int32_t* out) {
+  for (int j = 0; j < 8; ++j) {
+    const int shift = 4 * (j % 2);
+    out[j] = 0;
+    for (int l = 0; l < 32; ++l) out[j] += ((qs[32 * (j / 2) + l] >> shift) & 15) * a[j].q[l];
+  }
 }
 
 void dot_q6(const uint8_t* ql, int shift, const uint8_t* qh, int hshift, const int8_t* a, int32_t* out) {
