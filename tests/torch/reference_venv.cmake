@@ -1,11 +1,13 @@
 # Test setup: a virtual environment beside the build with Hugging Face
 # transformers, for the PyTorch tests that take their reference from it
-# (layer_reference.py's transformers group). It sees the interpreter's own
+# (layer_reference.py's transformers group), and PyPI's gguf, which writes the
+# GGUF tests' files. It sees the interpreter's own
 # packages (torch, numpy), so only transformers and the pure-Python packages it
 # needs come from PyPI, pinned to versions that work with Debian's torch 1.13.
 # Without PyPI it warns and succeeds: those tests then report skipped.
 #   cmake -DPYTHON=<python with torch> -DVENV=<dir> -P reference_venv.cmake
-set(_packages transformers==4.47.1 tokenizers==0.21.4 huggingface_hub==0.26.5 safetensors regex filelock tqdm fsspec)
+set(_packages transformers==4.47.1 tokenizers==0.21.4 huggingface_hub==0.26.5 safetensors regex filelock tqdm fsspec
+    gguf==0.19.0)
 set(_stamp "${VENV}/rill-packages.txt")
 string(JOIN " " _wanted ${_packages})
 if(EXISTS "${_stamp}")
