@@ -11,6 +11,10 @@ the model's own logits computed by transformers in float64 on the weights as
 the file holds them (rounded to f16 for the f16 file). Limits are
 tests/python/tolerance.py's "lm" profile.
 
+`rill generate --model FILE.gguf --prompt TEXT` (greedy) on one file that also
+holds a Llama 3 tokenizer (tests/tokenizer's, as GGUF metadata) must give the
+token ids transformers' generate gives from the prompt tokenizers encodes.
+
 Negative control: a llama file written without the q/k permutation must
 fail the comparison (rill undoes a permutation that is not there).
 Refusals: an architecture rill does not map, a block-quantized tensor and an
@@ -20,14 +24,18 @@ Exit codes: 0 all passed, 1 a failure, 77 skipped (torch, transformers or
 gguf missing).
 """
 import argparse
-import glob
+import copy
+import json
 import os
+import subprocess
 import sys
 import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, os.pardir, "torch"))
+sys.path.insert(0, os.path.join(HERE, os.pardir, "tokenizer"))
+sys.path.insert(0, os.path.join(HERE, os.pardir, "generate"))
 from outcome import SKIP, conclude  # noqa: E402
 
 try:
@@ -119,9 +127,9 @@ def write_gguf(gguf, path, model, arch, storage, permuted=True, extra=None, quan
     w.close()
 
 
-def make_model(transformers, name, seed):
+def make_model(transformers, name, seed, **overrides):
     class_name, keys, arch = CASES[name]
-    config = getattr(transformers, class_name)(**{**SIZES, **keys})
+    config = getattr(transformers, class_name)(**{**SIZES, **keys, **overrides})
     config._attn_implementation = "eager"
     gen = torch.Generator().manual_seed(seed)
     torch.manual_seed(seed)
@@ -189,16 +197,47 @@ def check_refusals(gguf, transformers, rill, workdir):
     return failures
 
 
+def check_generate(gguf, transformers, rill, workdir):
+    """One file with the model and its tokenizer through `rill generate`, greedy."""
+    import tokenizers as tk
+    from gguf_tokenizer_reference import add_tokenizer
+    from hf_generate import hf_greedy
+    from tokenizer_reference import build_tokenizers
+    data = build_tokenizers(tk)["llama3"]
+    vocab = tk.Tokenizer.from_str(json.dumps(data)).get_vocab(with_added_tokens=True)
+    bos, eos = vocab["<|begin_of_text|>"], vocab["<|end_of_text|>"]
+    model, arch, _ = make_model(transformers, "llama", 7, vocab_size=max(vocab.values()) + 1, bos_token_id=bos,
+                                eos_token_id=eos, pad_token_id=eos)
+    path = os.path.join(workdir, "generate.gguf")
+    refs = []
+    write_gguf(gguf, path, model, arch, "f32",
+               extra=lambda w: refs.append(add_tokenizer(gguf, w, tk, data, "llama-bpe", bos_id=False)))
+    prompt = "Hello, world! The quick brown fox"
+    ids = refs[0].encode(prompt).ids
+    expected = hf_greedy(copy.deepcopy(model).to(torch.float64), ids, 12)
+    if eos in expected:  # rill stops there
+        expected = expected[:expected.index(eos) + 1]
+    proc = subprocess.run([rill, "generate", "--model", path, "--prompt", prompt, "--max-new-tokens", "12",
+                           "--temperature", "0", "--backend", "cpu", "--print-ids"], capture_output=True, text=True)
+    got = [int(t) for t in proc.stdout.split()] if proc.returncode == 0 else None
+    print(f"  generate: prompt {ids}\n    transformers {expected}\n    rill         {got} "
+          f"{'ok' if got == expected else 'FAIL'}")
+    if got != expected:
+        return [f"rill generate gave {got} ({proc.returncode}: {proc.stderr.strip()}), transformers {expected}"]
+    return []
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rill", required=True, help="the rill executable")
     parser.add_argument("--venv", help="the reference venv (tests/torch/reference_venv.cmake)")
     args = parser.parse_args()
-    if args.venv:
-        sys.path += glob.glob(os.path.join(args.venv, "lib", "python*", "site-packages"))
+    from hf_generate import import_transformers  # transformers from the venv, generate() usable
+    transformers = import_transformers(args.venv or "")
+    if transformers is None:
+        return SKIP
     try:
         import gguf
-        import transformers
     except ImportError as missing:
         print(f"skipped: {missing}")
         return SKIP
@@ -210,6 +249,7 @@ def main():
         for seed, name in enumerate(CASES):
             failed += [f"{name}: {p}" for p in check_case(gguf, transformers, args.rill, workdir, name, seed)]
         failed += check_refusals(gguf, transformers, args.rill, workdir)
+        failed += check_generate(gguf, transformers, args.rill, workdir)
     return conclude(failed, None, "cpu", f"{len(CASES)}/{len(CASES)} GGUF cases passed in {time.time() - start:.0f} s")
 
 

@@ -36,9 +36,10 @@ from tokenizer_reference import CORPUS, build_tokenizers, scrambled_texts  # noq
 KINDS = {"gpt2": "gpt-2", "llama3": "llama-bpe", "qwen2": "qwen2"}
 
 
-def write_gguf(gguf, path, tk, data, pre, model="gpt2"):
-    """data's vocabulary as GGUF metadata; returns the tokenizers reference for it. Added tokens that
-    strip spaces or match single words (which GGUF's token types cannot carry) are left out of both."""
+def add_tokenizer(gguf, w, tk, data, pre, model="gpt2", bos_id=True):
+    """data's vocabulary as GGUF metadata on writer w; returns the tokenizers reference for it. Added
+    tokens that strip spaces or match single words (which GGUF's token types cannot carry) are left out
+    of both. bos_id: write the BOS id (else the caller writes it)."""
     data = dict(data, added_tokens=[t for t in data.get("added_tokens", [])
                                     if not (t["lstrip"] or t["rstrip"] or t["single_word"])])
     ref = tk.Tokenizer.from_str(json.dumps(data))
@@ -50,7 +51,6 @@ def write_gguf(gguf, path, tk, data, pre, model="gpt2"):
     types = [gguf.TokenType.NORMAL if i not in added else
              gguf.TokenType.CONTROL if added[i] else gguf.TokenType.USER_DEFINED for i in range(len(tokens))]
     merges = [m if isinstance(m, str) else " ".join(m) for m in data["model"]["merges"]]
-    w = gguf.GGUFWriter(path, "llama")
     w.add_tokenizer_model(model)
     w.add_tokenizer_pre(pre)
     w.add_token_list(tokens)
@@ -58,8 +58,15 @@ def write_gguf(gguf, path, tk, data, pre, model="gpt2"):
     w.add_token_merges(merges)
     bos = ref.encode("", add_special_tokens=True).ids
     if bos:  # a tokenizer that adds BOS (Llama 3's template)
-        w.add_bos_token_id(bos[0])
+        if bos_id:
+            w.add_bos_token_id(bos[0])
         w.add_add_bos_token(True)
+    return ref
+
+
+def write_gguf(gguf, path, tk, data, pre, model="gpt2"):
+    w = gguf.GGUFWriter(path, "llama")
+    ref = add_tokenizer(gguf, w, tk, data, pre, model)
     w.write_header_to_file()
     w.write_kv_data_to_file()
     w.write_tensors_to_file()
