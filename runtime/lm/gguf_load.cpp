@@ -31,15 +31,19 @@ struct Refusal {
 };
 
 // GGUF architectures rill loads, with the model_type their metadata maps to
-// and whether llama.cpp's converter permuted the q/k rows.
+// and what llama.cpp's converter changed: q/k rows permuted (llama), norm
+// weights stored as 1 + w (Gemma, whose RMSNorm scales by 1 + w; its config
+// also always names head_dim).
 struct Architecture {
   const char* model_type;
   bool permuted_qk;
+  bool norms_hold_offset;
 };
 const std::map<std::string, Architecture>& architectures() {
   static const std::map<std::string, Architecture> kArchitectures = {
-      {"llama", {"llama", true}},
-      {"qwen2", {"qwen2", false}},
+      {"gemma", {"gemma", false, true}},
+      {"llama", {"llama", true, false}},
+      {"qwen2", {"qwen2", false, false}},
   };
   return kArchitectures;
 }
@@ -149,7 +153,7 @@ json config_json(const gguf::Contents& c, const std::string& arch, const Archite
   if (k.integer("attention.value_length", head_dim) != head_dim) {
     k.refuse(RILL_ERROR_UNSUPPORTED, arch + ".attention.value_length", "differs from attention.key_length");
   }
-  if (head_dim != hidden / heads) config["head_dim"] = head_dim;
+  if (head_dim != hidden / heads || a.norms_hold_offset) config["head_dim"] = head_dim;
   if (k.integer("rope.dimension_count", head_dim) != head_dim) {
     k.refuse(RILL_ERROR_UNSUPPORTED, arch + ".rope.dimension_count",
              "rotates part of each head; rill's " + arch + " rotates all " + std::to_string(head_dim) + " dims");
@@ -309,6 +313,8 @@ rill_status load_gguf(const char* fn, rill_context& ctx, const std::string& path
       return fail(RILL_ERROR_UNSUPPORTED, where + config.torch_dtype_problem);
     }
     config.desc.dtype = options.override_dtype != 0 ? options.dtype : config.torch_dtype;
+    // The file's norms already hold 1 + w: stored as they are.
+    if (found->second.norms_hold_offset) config.desc.norm_weight_offset = 0.0f;
     const Views views = tensor_views(contents, found->second, config.desc);
     const std::vector<int64_t> table = {config.vocab_size, config.desc.hidden_size};
     const io::SafetensorsTensor* embedding = find_view(views, config.embedding_name);

@@ -5,7 +5,8 @@ Each case builds a random-weight model from a transformers config class (the
 sizes and weights of tests/torch/lm_reference.py), writes it as a GGUF file
 with PyPI's gguf (GGUFWriter, with the metadata keys and tensor names
 llama.cpp's convert_hf_to_gguf.py gives them, q/k rows permuted for the llama
-architecture as it does), in f32 and in f16 (matrices f16, norms f32, as the
+architecture and Gemma's norm weights stored as 1 + w as it does), in f32
+and in f16 (matrices f16, norms f32, as the
 converter's f16 output), and compares rill's logits at every position with
 the model's own logits computed by transformers in float64 on the weights as
 the file holds them (rounded to f16 for the f16 file). Limits are
@@ -15,8 +16,8 @@ tests/python/tolerance.py's "lm" profile.
 holds a Llama 3 tokenizer (tests/tokenizer's, as GGUF metadata) must give the
 token ids transformers' generate gives from the prompt tokenizers encodes.
 
-Negative control: a llama file written without the q/k permutation must
-fail the comparison (rill undoes a permutation that is not there).
+Negative controls: a llama file written without the q/k permutation, and a
+gemma file with its norms as w instead of 1 + w, must fail the comparison.
 Refusals: an architecture rill does not map, a block-quantized tensor and an
 architecture key rill does not implement are each refused by name.
 
@@ -53,6 +54,7 @@ CASES = {
     "llama": ("LlamaConfig", dict(rope_theta=500000.0, rms_norm_eps=1e-5), "llama"),
     "llama_tied": ("LlamaConfig", dict(tie_word_embeddings=True), "llama"),
     "qwen2": ("Qwen2Config", dict(rope_theta=1e6), "qwen2"),
+    "gemma": ("GemmaConfig", dict(head_dim=12, num_key_value_heads=1), "gemma"),
 }
 
 # Hugging Face's names (after "model.layers.{i}.") and GGUF's.
@@ -83,7 +85,7 @@ def gguf_name(name):
     return f"blk.{parts[2]}." + LAYER_NAMES[".".join(parts[3:])]
 
 
-def write_gguf(gguf, path, model, arch, storage, permuted=True, extra=None, quantize=None):
+def write_gguf(gguf, path, model, arch, storage, permuted=True, offset_norms=True, extra=None, quantize=None):
     """model as convert_hf_to_gguf.py would write it; extra(writer) adds keys, quantize names one tensor
     to write as Q8_0."""
     c = model.config
@@ -101,6 +103,9 @@ def write_gguf(gguf, path, model, arch, storage, permuted=True, extra=None, quan
     if arch == "llama":
         w.add_vocab_size(c.vocab_size)
         w.add_rope_dimension_count(c.hidden_size // c.num_attention_heads)
+    if arch == "gemma":
+        w.add_key_length(c.head_dim)
+        w.add_value_length(c.head_dim)
     w.add_bos_token_id(c.bos_token_id)
     w.add_eos_token_id(c.eos_token_id)
     if extra:
@@ -113,6 +118,8 @@ def write_gguf(gguf, path, model, arch, storage, permuted=True, extra=None, quan
             data = permute(data, c.num_attention_heads)
         if arch == "llama" and permuted and name.endswith("k_proj.weight"):
             data = permute(data, c.num_key_value_heads)
+        if arch == "gemma" and offset_norms and name.endswith("norm.weight"):
+            data = data + 1  # the converter stores Gemma's 1 + w, for llama.cpp's plain RMSNorm
         gname = gguf_name(name)
         if gname == quantize:
             w.add_tensor(gname, gguf.quants.quantize(data, gguf.GGMLQuantizationType.Q8_0),
@@ -159,27 +166,30 @@ def check_case(gguf, transformers, rill, workdir, name, seed):
             print(f"  {name:12s} {storage:4s} {label:15s} {result} {'ok' if result.ok else 'FAIL'}")
             if not result.ok:
                 failures.append(f"{storage} {label}: {result}")
-    if arch == "llama":  # the negative control
-        path = os.path.join(workdir, f"{name}_unpermuted.gguf")
-        write_gguf(gguf, path, model, arch, "f32", permuted=False)
-        out = os.path.join(workdir, f"{name}_unpermuted.npy")
+    # The negative controls: the file as the converter would not write it.
+    control = {"llama": ("q/k not permuted in the file", dict(permuted=False)),
+               "gemma": ("norms stored as w, not 1 + w", dict(offset_norms=False))}.get(arch)
+    if control:
+        label, how = control
+        path = os.path.join(workdir, f"{name}_control.gguf")
+        write_gguf(gguf, path, model, arch, "f32", **how)
+        out = os.path.join(workdir, f"{name}_control.npy")
         code, log = run_logits(rill, path, ids, out, "cpu", None, None)
         if code != 0:
-            failures.append(f"unpermuted control: rill logits failed ({code}): {log.strip()}")
+            failures.append(f"control ({label}): rill logits failed ({code}): {log.strip()}")
         else:
             caught = compare(np.load(out), reference_logits(model, ids), "f32", "lm")
-            print(f"  {name:12s} control: q/k not permuted in the file: {caught} "
-                  f"{'FAIL (passed)' if caught.ok else 'caught'}")
+            print(f"  {name:12s} control: {label}: {caught} {'FAIL (passed)' if caught.ok else 'caught'}")
             if caught.ok:
-                failures.append(f"negative control passed: a file without the q/k permutation: {caught}")
+                failures.append(f"negative control passed: {label}: {caught}")
     return failures
 
 
 def check_refusals(gguf, transformers, rill, workdir):
     model, _, ids = make_model(transformers, "llama", 0)
     cases = [
-        ("unknown architecture", dict(arch="gemma"),
-         ["RILL_ERROR_UNSUPPORTED", 'architecture "gemma" is not supported']),
+        ("unknown architecture", dict(arch="gemma2"),
+         ["RILL_ERROR_UNSUPPORTED", 'architecture "gemma2" is not supported']),
         ("quantized tensor", dict(arch="llama", quantize="blk.0.ffn_up.weight"),
          ["RILL_ERROR_UNSUPPORTED", "tensor 'blk.0.ffn_up.weight' has type Q8_0"]),
         ("rope scaling", dict(arch="llama", extra=lambda w: w.add_rope_scaling_type(gguf.RopeScalingType.LINEAR)),
