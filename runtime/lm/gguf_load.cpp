@@ -34,16 +34,24 @@ struct Refusal {
 // and what llama.cpp's converter changed: q/k rows permuted (llama), norm
 // weights stored as 1 + w (Gemma, whose RMSNorm scales by 1 + w; its config
 // also always names head_dim).
+// own_names: the architecture's tensor names (after "blk.{i}.") that differ
+// from layer_tensor_names()'s, with Hugging Face's.
 struct Architecture {
   const char* model_type;
   bool permuted_qk;
   bool norms_hold_offset;
+  std::map<std::string, std::string> own_names;
 };
 const std::map<std::string, Architecture>& architectures() {
   static const std::map<std::string, Architecture> kArchitectures = {
-      {"gemma", {"gemma", false, true}},
-      {"llama", {"llama", true, false}},
-      {"qwen2", {"qwen2", false, false}},
+      {"gemma", {"gemma", false, true, {}}},
+      {"llama", {"llama", true, false, {}}},
+      {"phi3",
+       {"phi3",
+        false,
+        false,
+        {{"attn_qkv.weight", "self_attn.qkv_proj.weight"}, {"ffn_up.weight", "mlp.gate_up_proj.weight"}}}},
+      {"qwen2", {"qwen2", false, false, {}}},
   };
   return kArchitectures;
 }
@@ -163,6 +171,13 @@ json config_json(const gguf::Contents& c, const std::string& arch, const Archite
   config["vocab_size"] = k.integer("vocab_size", static_cast<int64_t>(embedding->dims.back()));
   config["tie_word_embeddings"] = c.find_tensor("output.weight") == nullptr;
   if (arch == "qwen2") config["use_sliding_window"] = false;
+  if (arch == "phi3") {
+    // 0 (what the converter writes for none) is no window for the family reader too.
+    config["sliding_window"] = k.integer("attention.sliding_window", 0, 0);
+    if (const int64_t original = k.integer("rope.scaling.original_context_length", 0, 0); original > 0) {
+      config["original_max_position_embeddings"] = original;
+    }
+  }
   k.refuse_unread();
 
   if (const int64_t bos = token_id(c, "tokenizer.ggml.bos_token_id"); bos >= 0) config["bos_token_id"] = bos;
@@ -198,7 +213,7 @@ const std::map<std::string, std::string>& global_tensor_names() {
 }
 
 // Hugging Face's name for a GGUF tensor; refuses a name rill does not map.
-std::string hf_name(const std::string& name) {
+std::string hf_name(const std::string& name, const Architecture& a) {
   if (const auto global = global_tensor_names().find(name); global != global_tensor_names().end()) {
     return global->second;
   }
@@ -208,7 +223,10 @@ std::string hf_name(const std::string& name) {
     const bool digits = !layer.empty() && layer.size() < 10 &&
                         layer.find_first_not_of("0123456789") == std::string::npos;
     if (digits && dot != std::string::npos) {
-      const auto found = layer_tensor_names().find(name.substr(dot + 1));
+      const std::string suffix = name.substr(dot + 1);
+      const auto own = a.own_names.find(suffix);
+      if (own != a.own_names.end()) return "model.layers." + layer + "." + own->second;
+      const auto found = layer_tensor_names().find(suffix);
       if (found != layer_tensor_names().end()) return "model.layers." + layer + "." + found->second;
     }
   }
@@ -254,7 +272,7 @@ Views tensor_views(const gguf::Contents& c, const Architecture& a, const rill_mo
                                                 ", which rill does not run; F32, F16 and BF16 are supported"};
     }
     io::SafetensorsTensor view;
-    view.name = hf_name(name);
+    view.name = hf_name(name, a);
     view.dtype = view_dtype(dtype);
     for (auto d = info.dims.rbegin(); d != info.dims.rend(); ++d) view.shape.push_back(static_cast<int64_t>(*d));
     view.data = info.data;
@@ -333,8 +351,8 @@ rill_status load_gguf(const char* fn, rill_context& ctx, const std::string& path
     if (created != RILL_OK) return fail(created, where + rill_last_error());
     add_family_names(*lm->model, config);
     for (const io::SafetensorsTensor& t : views.tensors) {
-      const bool used = lm->model->weight_index.count(t.name) != 0 || t.name == config.embedding_name ||
-                        t.name == config.head_name;
+      const bool used = lm->model->weight_index.count(t.name) != 0 || lm->model->fused_index.count(t.name) != 0 ||
+                        t.name == config.embedding_name || t.name == config.head_name;
       if (!used) {
         return fail(RILL_ERROR_IO, where + "tensor '" + t.name + "' is not a weight of this " + arch +
                                        " model as its metadata describes it");

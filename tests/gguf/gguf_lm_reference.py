@@ -5,9 +5,9 @@ Each case builds a random-weight model from a transformers config class (the
 sizes and weights of tests/torch/lm_reference.py), writes it as a GGUF file
 with PyPI's gguf (GGUFWriter, with the metadata keys and tensor names
 llama.cpp's convert_hf_to_gguf.py gives them, q/k rows permuted for the llama
-architecture and Gemma's norm weights stored as 1 + w as it does), in f32
-and in f16 (matrices f16, norms f32, as the
-converter's f16 output), and compares rill's logits at every position with
+architecture, Gemma's norm weights stored as 1 + w and Phi-3's fused qkv and
+gate/up tensors kept as it does), in f32 and in f16 (matrices f16, norms f32,
+as the converter's f16 output), and compares rill's logits at every position with
 the model's own logits computed by transformers in float64 on the weights as
 the file holds them (rounded to f16 for the f16 file). Limits are
 tests/python/tolerance.py's "lm" profile.
@@ -55,6 +55,7 @@ CASES = {
     "llama_tied": ("LlamaConfig", dict(tie_word_embeddings=True), "llama"),
     "qwen2": ("Qwen2Config", dict(rope_theta=1e6), "qwen2"),
     "gemma": ("GemmaConfig", dict(head_dim=12, num_key_value_heads=1), "gemma"),
+    "phi3": ("Phi3Config", dict(), "phi3"),
 }
 
 # Hugging Face's names (after "model.layers.{i}.") and GGUF's.
@@ -67,6 +68,7 @@ LAYER_NAMES = {
     "self_attn.o_proj.weight": "attn_output.weight",
     "mlp.gate_proj.weight": "ffn_gate.weight", "mlp.up_proj.weight": "ffn_up.weight",
     "mlp.down_proj.weight": "ffn_down.weight",
+    "self_attn.qkv_proj.weight": "attn_qkv.weight", "mlp.gate_up_proj.weight": "ffn_up.weight",  # Phi-3's fused
 }
 GLOBAL_NAMES = {"model.embed_tokens.weight": "token_embd.weight", "model.norm.weight": "output_norm.weight",
                 "lm_head.weight": "output.weight"}
@@ -103,6 +105,10 @@ def write_gguf(gguf, path, model, arch, storage, permuted=True, offset_norms=Tru
     if arch == "llama":
         w.add_vocab_size(c.vocab_size)
         w.add_rope_dimension_count(c.hidden_size // c.num_attention_heads)
+    if arch == "phi3":
+        w.add_rope_dimension_count(c.hidden_size // c.num_attention_heads)
+        w.add_sliding_window(c.sliding_window or 0)
+        w.add_rope_scaling_orig_ctx_len(c.original_max_position_embeddings)
     if arch == "gemma":
         w.add_key_length(c.head_dim)
         w.add_value_length(c.head_dim)
