@@ -45,6 +45,13 @@ struct Architecture {
 const std::map<std::string, Architecture>& architectures() {
   static const std::map<std::string, Architecture> kArchitectures = {
       {"gemma", {"gemma", false, true, {}}},
+      {"gemma2",
+       {"gemma2",
+        false,
+        true,
+        {{"ffn_norm.weight", "pre_feedforward_layernorm.weight"},
+         {"post_attention_norm.weight", "post_attention_layernorm.weight"},
+         {"post_ffw_norm.weight", "post_feedforward_layernorm.weight"}}}},
       {"llama", {"llama", true, false, {}}},
       {"phi3",
        {"phi3",
@@ -171,6 +178,18 @@ json config_json(const gguf::Contents& c, const std::string& arch, const Archite
   config["vocab_size"] = k.integer("vocab_size", static_cast<int64_t>(embedding->dims.back()));
   config["tie_word_embeddings"] = c.find_tensor("output.weight") == nullptr;
   if (arch == "qwen2") config["use_sliding_window"] = false;
+  if (arch == "gemma2") {
+    for (const char* key : {"attn_logit_softcapping", "final_logit_softcapping"}) {
+      if (const double cap = k.number(key, -1.0); cap >= 0) config[key] = cap;
+    }
+    if (k.get("attention.sliding_window") != nullptr) {
+      config["sliding_window"] = k.integer("attention.sliding_window", 0, 0);
+    }
+    // The file does not say how queries are scaled; llama.cpp scales by
+    // 1/sqrt(head_dim), and by 1/sqrt(hidden / heads) for the 46-layer 27B,
+    // as Gemma 2's published configs do.
+    config["query_pre_attn_scalar"] = config["num_hidden_layers"].get<int64_t>() == 46 ? hidden / heads : head_dim;
+  }
   if (arch == "phi3") {
     // 0 (what the converter writes for none) is no window for the family reader too.
     config["sliding_window"] = k.integer("attention.sliding_window", 0, 0);

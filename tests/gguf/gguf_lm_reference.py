@@ -16,8 +16,9 @@ tests/python/tolerance.py's "lm" profile.
 holds a Llama 3 tokenizer (tests/tokenizer's, as GGUF metadata) must give the
 token ids transformers' generate gives from the prompt tokenizers encodes.
 
-Negative controls: a llama file written without the q/k permutation, and a
-gemma file with its norms as w instead of 1 + w, must fail the comparison.
+Negative controls: a llama file written without the q/k permutation, and
+gemma and gemma2 files with their norms as w instead of 1 + w, must fail the
+comparison.
 Refusals: an architecture rill does not map, a block-quantized tensor and an
 architecture key rill does not implement are each refused by name.
 
@@ -56,6 +57,9 @@ CASES = {
     "qwen2": ("Qwen2Config", dict(rope_theta=1e6), "qwen2"),
     "gemma": ("GemmaConfig", dict(head_dim=12, num_key_value_heads=1), "gemma"),
     "phi3": ("Phi3Config", dict(), "phi3"),
+    # query_pre_attn_scalar = head_dim: GGUF does not carry it; rill (as llama.cpp) assumes it.
+    "gemma2": ("Gemma2Config", dict(head_dim=8, query_pre_attn_scalar=8, sliding_window=4,
+                                    attn_logit_softcapping=2.0, final_logit_softcapping=3.0), "gemma2"),
 }
 
 # Hugging Face's names (after "model.layers.{i}.") and GGUF's.
@@ -70,6 +74,12 @@ LAYER_NAMES = {
     "mlp.down_proj.weight": "ffn_down.weight",
     "self_attn.qkv_proj.weight": "attn_qkv.weight", "mlp.gate_up_proj.weight": "ffn_up.weight",  # Phi-3's fused
 }
+# Gemma 2's sandwich norms: its names where they differ from LAYER_NAMES.
+GEMMA2_NAMES = {
+    "post_attention_layernorm.weight": "post_attention_norm.weight",
+    "pre_feedforward_layernorm.weight": "ffn_norm.weight",
+    "post_feedforward_layernorm.weight": "post_ffw_norm.weight",
+}
 GLOBAL_NAMES = {"model.embed_tokens.weight": "token_embd.weight", "model.norm.weight": "output_norm.weight",
                 "lm_head.weight": "output.weight"}
 
@@ -79,12 +89,14 @@ def permute(w, heads):
     return w.reshape(heads, 2, w.shape[0] // heads // 2, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape)
 
 
-def gguf_name(name):
+def gguf_name(name, arch):
     if name in GLOBAL_NAMES:
         return GLOBAL_NAMES[name]
     parts = name.split(".")
     assert parts[:2] == ["model", "layers"], name
-    return f"blk.{parts[2]}." + LAYER_NAMES[".".join(parts[3:])]
+    suffix = ".".join(parts[3:])
+    return f"blk.{parts[2]}." + (GEMMA2_NAMES.get(suffix) if arch == "gemma2" and suffix in GEMMA2_NAMES
+                                 else LAYER_NAMES[suffix])
 
 
 def write_gguf(gguf, path, model, arch, storage, permuted=True, offset_norms=True, extra=None, quantize=None):
@@ -109,9 +121,13 @@ def write_gguf(gguf, path, model, arch, storage, permuted=True, offset_norms=Tru
         w.add_rope_dimension_count(c.hidden_size // c.num_attention_heads)
         w.add_sliding_window(c.sliding_window or 0)
         w.add_rope_scaling_orig_ctx_len(c.original_max_position_embeddings)
-    if arch == "gemma":
+    if arch in ("gemma", "gemma2"):
         w.add_key_length(c.head_dim)
         w.add_value_length(c.head_dim)
+    if arch == "gemma2":
+        w.add_attn_logit_softcapping(c.attn_logit_softcapping)
+        w.add_final_logit_softcapping(c.final_logit_softcapping)
+        w.add_sliding_window(c.sliding_window)
     w.add_bos_token_id(c.bos_token_id)
     w.add_eos_token_id(c.eos_token_id)
     if extra:
@@ -124,9 +140,9 @@ def write_gguf(gguf, path, model, arch, storage, permuted=True, offset_norms=Tru
             data = permute(data, c.num_attention_heads)
         if arch == "llama" and permuted and name.endswith("k_proj.weight"):
             data = permute(data, c.num_key_value_heads)
-        if arch == "gemma" and offset_norms and name.endswith("norm.weight"):
+        if arch in ("gemma", "gemma2") and offset_norms and name.endswith("norm.weight"):
             data = data + 1  # the converter stores Gemma's 1 + w, for llama.cpp's plain RMSNorm
-        gname = gguf_name(name)
+        gname = gguf_name(name, arch)
         if gname == quantize:
             w.add_tensor(gname, gguf.quants.quantize(data, gguf.GGMLQuantizationType.Q8_0),
                          raw_dtype=gguf.GGMLQuantizationType.Q8_0)
@@ -174,7 +190,8 @@ def check_case(gguf, transformers, rill, workdir, name, seed):
                 failures.append(f"{storage} {label}: {result}")
     # The negative controls: the file as the converter would not write it.
     control = {"llama": ("q/k not permuted in the file", dict(permuted=False)),
-               "gemma": ("norms stored as w, not 1 + w", dict(offset_norms=False))}.get(arch)
+               "gemma": ("norms stored as w, not 1 + w", dict(offset_norms=False)),
+               "gemma2": ("norms stored as w, not 1 + w", dict(offset_norms=False))}.get(arch)
     if control:
         label, how = control
         path = os.path.join(workdir, f"{name}_control.gguf")
@@ -194,8 +211,8 @@ def check_case(gguf, transformers, rill, workdir, name, seed):
 def check_refusals(gguf, transformers, rill, workdir):
     model, _, ids = make_model(transformers, "llama", 0)
     cases = [
-        ("unknown architecture", dict(arch="gemma2"),
-         ["RILL_ERROR_UNSUPPORTED", 'architecture "gemma2" is not supported']),
+        ("unknown architecture", dict(arch="olmo"),
+         ["RILL_ERROR_UNSUPPORTED", 'architecture "olmo" is not supported']),
         ("quantized tensor", dict(arch="llama", quantize="blk.0.ffn_up.weight"),
          ["RILL_ERROR_UNSUPPORTED", "tensor 'blk.0.ffn_up.weight' has type Q8_0"]),
         ("rope scaling", dict(arch="llama", extra=lambda w: w.add_rope_scaling_type(gguf.RopeScalingType.LINEAR)),
