@@ -30,6 +30,13 @@ namespace {
 // A buffer older checkpoints saved; rill computes RoPE from the config.
 constexpr std::string_view kRotaryBuffer = "rotary_emb.inv_freq";
 
+}  // namespace
+
+bool ends_with(const std::string& text, std::string_view suffix) {
+  return text.size() >= suffix.size() && text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+namespace {
 
 using Shards = std::vector<std::unique_ptr<io::SafetensorsFile>>;
 
@@ -155,6 +162,45 @@ rill_status find_table(const std::string& f, const Shards& shards, const std::ve
   return RILL_OK;
 }
 
+}  // namespace
+
+// Creates a tensor of the source's shape in dtype and fills it from the
+// mapped file, converting a bounded number of elements at a time (never a
+// second full copy of an embedding table).
+rill_status store_table(const std::string& where, rill_context& ctx, rill_dtype dtype,
+                        const io::SafetensorsTensor& source, rill_dtype source_dtype, rill_tensor*& out) {
+  rill_tensor* tensor = nullptr;
+  RILL_CHECK(tensor_create(where, ctx, dtype, static_cast<int32_t>(source.shape.size()), source.shape.data(), tensor));
+  out = tensor;
+  if (source_dtype == dtype) return tensor_write(where, *tensor, source.data, source.bytes);
+  const size_t total = source.bytes / rill_dtype_size(source_dtype);
+  const size_t chunk = std::min<size_t>(total, size_t{1} << 20);
+  std::vector<float> f32(chunk);
+  std::vector<unsigned char> converted(chunk * rill_dtype_size(dtype));
+  const auto* src = static_cast<const unsigned char*>(source.data);
+  for (size_t first = 0; first < total; first += chunk) {
+    const size_t count = std::min(chunk, total - first);
+    convert_to_f32(source_dtype, src + first * rill_dtype_size(source_dtype), f32.data(), count);
+    convert_from_f32(dtype, f32.data(), converted.data(), count);
+    clear_backend_message();
+    const rill_status status = ctx.backend->table->buffer_write(
+        ctx.impl, tensor->buffer, first * rill_dtype_size(dtype), converted.data(), count * rill_dtype_size(dtype));
+    if (status != RILL_OK) return backend_failure(where.c_str(), ctx.backend->name, status);
+  }
+  return RILL_OK;
+}
+
+// The family's names for decoder weights, as aliases of rill's.
+void add_family_names(rill_model& model, const HfConfig& config) {
+  for (int32_t i = 0; i < config.desc.num_layers; ++i) {
+    const std::string prefix = "model.layers." + std::to_string(i) + ".";
+    for (const auto& [theirs, ours] : config.layer_names) layer::add_alias(model, prefix + theirs, prefix + ours);
+  }
+  for (const auto& [theirs, ours] : config.global_names) layer::add_alias(model, theirs, ours);
+}
+
+namespace {
+
 // OLMo's LayerNorms have no parameters: every norm weight 1, every bias 0.
 rill_status set_unit_norms(const std::string& f, rill_model& model) {
   for (const layer::Weight& w : model.weights) {
@@ -169,6 +215,19 @@ rill_status set_unit_norms(const std::string& f, rill_model& model) {
   }
   return RILL_OK;
 }
+
+}  // namespace
+
+void destroy_lm(rill_lm* lm) {
+  if (lm == nullptr) return;
+  tensor_destroy(lm->head_bias);
+  if (lm->lm_head != lm->embedding) tensor_destroy(lm->lm_head);
+  tensor_destroy(lm->embedding);
+  rill_model_destroy(lm->model);
+  delete lm;
+}
+
+namespace {
 
 rill_status load(const char* fn, rill_context& ctx, const std::string& folder, const rill_lm_load_options& options,
                  rill_lm*& out) {
@@ -226,55 +285,6 @@ rill_status load(const char* fn, rill_context& ctx, const std::string& folder, c
 }
 
 }  // namespace
-
-bool ends_with(const std::string& text, std::string_view suffix) {
-  return text.size() >= suffix.size() && text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
-// Creates a tensor of the source's shape in dtype and fills it from the
-// mapped file, converting a bounded number of elements at a time (never a
-// second full copy of an embedding table).
-rill_status store_table(const std::string& where, rill_context& ctx, rill_dtype dtype,
-                        const io::SafetensorsTensor& source, rill_dtype source_dtype, rill_tensor*& out) {
-  rill_tensor* tensor = nullptr;
-  RILL_CHECK(tensor_create(where, ctx, dtype, static_cast<int32_t>(source.shape.size()), source.shape.data(), tensor));
-  out = tensor;
-  if (source_dtype == dtype) return tensor_write(where, *tensor, source.data, source.bytes);
-  const size_t total = source.bytes / rill_dtype_size(source_dtype);
-  const size_t chunk = std::min<size_t>(total, size_t{1} << 20);
-  std::vector<float> f32(chunk);
-  std::vector<unsigned char> converted(chunk * rill_dtype_size(dtype));
-  const auto* src = static_cast<const unsigned char*>(source.data);
-  for (size_t first = 0; first < total; first += chunk) {
-    const size_t count = std::min(chunk, total - first);
-    convert_to_f32(source_dtype, src + first * rill_dtype_size(source_dtype), f32.data(), count);
-    convert_from_f32(dtype, f32.data(), converted.data(), count);
-    clear_backend_message();
-    const rill_status status = ctx.backend->table->buffer_write(
-        ctx.impl, tensor->buffer, first * rill_dtype_size(dtype), converted.data(), count * rill_dtype_size(dtype));
-    if (status != RILL_OK) return backend_failure(where.c_str(), ctx.backend->name, status);
-  }
-  return RILL_OK;
-}
-
-// The family's names for decoder weights, as aliases of rill's.
-void add_family_names(rill_model& model, const HfConfig& config) {
-  for (int32_t i = 0; i < config.desc.num_layers; ++i) {
-    const std::string prefix = "model.layers." + std::to_string(i) + ".";
-    for (const auto& [theirs, ours] : config.layer_names) layer::add_alias(model, prefix + theirs, prefix + ours);
-  }
-  for (const auto& [theirs, ours] : config.global_names) layer::add_alias(model, theirs, ours);
-}
-
-void destroy_lm(rill_lm* lm) {
-  if (lm == nullptr) return;
-  tensor_destroy(lm->head_bias);
-  if (lm->lm_head != lm->embedding) tensor_destroy(lm->lm_head);
-  tensor_destroy(lm->embedding);
-  rill_model_destroy(lm->model);
-  delete lm;
-}
-
 }  // namespace rill::lm
 
 extern "C" {
