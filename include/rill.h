@@ -965,6 +965,9 @@ RILL_API void rill_lm_load_options_init(rill_lm_load_options* options);
                              lm_head.weight (absent with tie_word_embeddings),
                              or the family's own names for them;
      generation_config.json  optional: EOS and BOS ids, sampling defaults.
+   A path ending in ".gguf" is loaded instead as one GGUF file (v2 or v3):
+   its architecture metadata, F32/F16/BF16 tensors and special ids
+   (docs/GGUF.md lists the architectures and keys read and refused).
    Weights are memory-mapped and converted once to the compute dtype.
    All-or-nothing: every shard is opened and validated (and checked against
    the index) before the model is made, each shard's tensors are checked
@@ -1056,7 +1059,10 @@ typedef struct rill_tokenizer rill_tokenizer;
    path: a tokenizer.json file, or a folder holding tokenizer.json. A folder's
      tokenizer_config.json, when present, adds the added tokens of its
      added_tokens_decoder that tokenizer.json lacks and, where tokenizer.json
-     has no post_processor, applies add_bos_token / add_eos_token.
+     has no post_processor, applies add_bos_token / add_eos_token. A path
+     ending in ".gguf" reads the file's byte-level BPE tokenizer metadata
+     (docs/GGUF.md); RILL_ERROR_UNSUPPORTED names a vocabulary kind or
+     pre-tokenizer it cannot map.
    out: receives the tokenizer; the caller owns it.
    Errors: RILL_ERROR_INVALID_ARGUMENT for NULL arguments; RILL_ERROR_IO for a
    file that cannot be read or is not JSON (the file named); RILL_ERROR_CONFIG

@@ -192,8 +192,9 @@ int generate_main(int argc, char** argv) {
   status = rill_lm_load(h.ctx, model_path.c_str(), &load_options, &h.lm);
   if (terminal) std::fprintf(stderr, " %.2f s\n", seconds_since(load_start));
   if (status != RILL_OK) return fail_status(model_path, status);
-  // The folder's tokenizer, for --prompt and for printing text.
-  const std::string tokenizer_path = model_path + "/tokenizer.json";
+  // The folder's tokenizer (a GGUF file's own), for --prompt and for printing text.
+  const bool gguf = model_path.size() > 5 && model_path.compare(model_path.size() - 5, 5, ".gguf") == 0;
+  const std::string tokenizer_path = gguf ? model_path : model_path + "/tokenizer.json";
   if (std::FILE* file = std::fopen(tokenizer_path.c_str(), "rb")) {
     std::fclose(file);
     status = rill_tokenizer_load(model_path.c_str(), &h.tokenizer);

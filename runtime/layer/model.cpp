@@ -193,7 +193,18 @@ void add_alias(rill_model& model, const std::string& other, const std::string& n
 }
 
 rill_status load_safetensors(const char* fn, rill_model& model, const io::SafetensorsFile& file) {
+  return load_tensors(fn, model, file.path(), file.tensors());
+}
+
+rill_status load_tensors(const char* fn, rill_model& model, const std::string& path,
+                         const std::vector<io::SafetensorsTensor>& tensors) {
   const std::string f(fn);
+  auto find = [&](const std::string& name) -> const io::SafetensorsTensor* {
+    for (const io::SafetensorsTensor& t : tensors) {
+      if (t.name == name) return &t;
+    }
+    return nullptr;
+  };
   // Every tensor of the file that gives this model weights, under its own
   // name or a fused one, is checked before any is stored.
   struct Source {
@@ -206,7 +217,7 @@ rill_status load_safetensors(const char* fn, rill_model& model, const io::Safete
   std::vector<const std::string*> given_by(model.weights.size(), nullptr);
   auto take = [&](const io::SafetensorsTensor& t, const std::vector<int64_t>& expected,
                   const std::vector<int32_t>& weights, Source source) -> rill_status {
-    const std::string where = f + ": " + file.path() + ": tensor '" + t.name + "': ";
+    const std::string where = f + ": " + path + ": tensor '" + t.name + "': ";
     if (!io::safetensors_dtype_to_rill(t.dtype, source.dtype)) {
       return fail(RILL_ERROR_IO, where + "dtype " + t.dtype + " is not supported; expected F32, F16 or BF16");
     }
@@ -218,7 +229,7 @@ rill_status load_safetensors(const char* fn, rill_model& model, const io::Safete
       const std::string*& by = given_by[static_cast<size_t>(w)];
       if (by != nullptr) {
         return fail(RILL_ERROR_INVALID_ARGUMENT,
-                          f + ": " + file.path() + ": tensors '" + *by + "' and '" + t.name + "' both hold weight '" +
+                          f + ": " + path + ": tensors '" + *by + "' and '" + t.name + "' both hold weight '" +
                               model.weights[static_cast<size_t>(w)].name + "'; a checkpoint holds one of them");
       }
       by = &t.name;
@@ -228,17 +239,17 @@ rill_status load_safetensors(const char* fn, rill_model& model, const io::Safete
   };
   for (size_t i = 0; i < model.weights.size(); ++i) {
     const Weight& weight = model.weights[i];
-    if (const io::SafetensorsTensor* t = file.find(weight.name)) {
+    if (const io::SafetensorsTensor* t = find(weight.name)) {
       const auto index = static_cast<int32_t>(i);
       RILL_CHECK(take(*t, weight.shape, {index}, Source{t, RILL_DTYPE_F32, index, nullptr}));
     }
   }
   for (const FusedWeight& fused : model.fused) {
-    const io::SafetensorsTensor* t = file.find(fused.name);
+    const io::SafetensorsTensor* t = find(fused.name);
     if (t == nullptr) continue;
     if (!fused.refusal.empty()) {
       return fail(RILL_ERROR_INVALID_ARGUMENT,
-                        f + ": " + file.path() + ": tensor '" + fused.name + "': this model cannot use it: " + fused.refusal);
+                        f + ": " + path + ": tensor '" + fused.name + "': this model cannot use it: " + fused.refusal);
     }
     RILL_CHECK(take(*t, fused.shape, fused.parts, Source{t, RILL_DTYPE_F32, kAbsent, &fused}));
   }

@@ -130,6 +130,9 @@ void add_alias(rill_model& model, const std::string& other, const std::string& n
 // name, a fused one or an alias); every tensor used is checked before any is
 // stored. fn prefixes the messages. Tensors the model does not use are skipped.
 rill_status load_safetensors(const char* fn, rill_model& model, const io::SafetensorsFile& file);
+// The same for tensor views from another source (a GGUF file), path naming it.
+rill_status load_tensors(const char* fn, rill_model& model, const std::string& path,
+                         const std::vector<io::SafetensorsTensor>& tensors);
 
 // Free a model (its weights and scratch) or a cache (its tensors) and take it
 // off its context's list; NULL is a no-op.

@@ -669,6 +669,43 @@ std::string supported_model_types() {
   return list;
 }
 
+namespace {
+
+// config.json's object (source names it in messages) into config.
+rill_status config_from_object(const std::string& f, const json& object, const std::string& source,
+                               HfConfig& config) {
+  Keys k(object, source);
+  config.model_type = k.string("model_type", "");
+  const auto family = families().find(config.model_type);
+  if (const auto refused = refused_families().find(config.model_type); refused != refused_families().end()) {
+    return fail(RILL_ERROR_UNSUPPORTED, f + ": " + source + ": model_type \"" + config.model_type +
+                                            "\" is not supported: " + refused->second);
+  }
+  if (family == families().end()) {
+    return fail(RILL_ERROR_UNSUPPORTED, f + ": " + source + ": model_type \"" + config.model_type +
+                                            "\" is not supported; supported: " + supported_model_types());
+  }
+  Mapping m{toml::table{}, config};
+  common_keys(k);
+  special_ids(k, config);
+  torch_dtype(k, config);
+  family->second(k, m);
+  k.no_others(config.model_type);
+
+  toml::table root;
+  root.insert("model", std::move(m.model));
+  std::ostringstream text;
+  text << root;
+  const std::string described = source + " (as the [model] table)";
+  const rill_status status = rill_model_desc_from_toml(text.str().c_str(), described.c_str(), &config.desc);
+  if (status != RILL_OK) {
+    return fail(status, f + ": " + source + ": the decoder it describes is refused: " + rill_last_error());
+  }
+  return RILL_OK;
+}
+
+}  // namespace
+
 rill_status read_hf_config(const char* function, const std::string& folder, HfConfig& out) {
   const std::string f(function);
   try {
@@ -677,38 +714,28 @@ rill_status read_hf_config(const char* function, const std::string& folder, HfCo
     const json object = read_json(path, exists);
     if (!exists) return fail(RILL_ERROR_IO, f + ": " + path + ": cannot open (a Hugging Face model folder holds it)");
     HfConfig config;
-    Keys k(object, path);
-    config.model_type = k.string("model_type", "");
-    const auto family = families().find(config.model_type);
-    if (const auto refused = refused_families().find(config.model_type); refused != refused_families().end()) {
-      return fail(RILL_ERROR_UNSUPPORTED, f + ": " + path + ": model_type \"" + config.model_type +
-                                              "\" is not supported: " + refused->second);
-    }
-    if (family == families().end()) {
-      return fail(RILL_ERROR_UNSUPPORTED, f + ": " + path + ": model_type \"" + config.model_type +
-                                              "\" is not supported; supported: " + supported_model_types());
-    }
-    Mapping m{toml::table{}, config};
-    common_keys(k);
-    special_ids(k, config);
-    torch_dtype(k, config);
-    family->second(k, m);
-    k.no_others(config.model_type);
-
-    toml::table root;
-    root.insert("model", std::move(m.model));
-    std::ostringstream text;
-    text << root;
-    const std::string source = path + " (as the [model] table)";
-    const rill_status status = rill_model_desc_from_toml(text.str().c_str(), source.c_str(), &config.desc);
-    if (status != RILL_OK) {
-      return fail(status, f + ": " + path + ": the decoder it describes is refused: " + rill_last_error());
-    }
+    RILL_CHECK(config_from_object(f, object, path, config));
     read_generation_config(folder + "/generation_config.json", config);
     out = std::move(config);
     return RILL_OK;
   } catch (const ConfigError& e) {
     return fail(e.status, f + ": " + e.message);
+  }
+}
+
+rill_status hf_config_from_json(const char* function, const std::string& source, const std::string& json_text,
+                                HfConfig& out) {
+  const std::string f(function);
+  try {
+    const json object = json::parse(json_text);
+    HfConfig config;
+    RILL_CHECK(config_from_object(f, object, source, config));
+    out = std::move(config);
+    return RILL_OK;
+  } catch (const ConfigError& e) {
+    return fail(e.status, f + ": " + e.message);
+  } catch (const json::exception& e) {
+    return fail(RILL_ERROR_INTERNAL, f + ": " + source + ": " + e.what());
   }
 }
 

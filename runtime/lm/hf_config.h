@@ -55,6 +55,12 @@ constexpr size_t kMaxEosIds = 8;
 // run.
 rill_status read_hf_config(const char* function, const std::string& folder, HfConfig& out);
 
+// The same for a config.json object given as JSON text (a GGUF file's
+// metadata mapped onto Hugging Face's keys); source names it in messages.
+// Leaves the generation settings at their defaults.
+rill_status hf_config_from_json(const char* function, const std::string& source, const std::string& json_text,
+                                HfConfig& out);
+
 // "llama, mistral, qwen2": the model_types read_hf_config maps.
 std::string supported_model_types();
 

@@ -4,9 +4,11 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "hf_config.h"
+#include "io/safetensors.h"
 #include "objects.h"
 
 struct rill_lm {
@@ -18,3 +20,29 @@ struct rill_lm {
   rill::lm::HfConfig config;
   rill_dtype dtype = RILL_DTYPE_F32;
 };
+
+namespace rill::lm {
+
+bool ends_with(const std::string& text, std::string_view suffix);
+
+// Creates a tensor of the source's shape in dtype and fills it from the
+// mapped file, converting a bounded number of elements at a time (never a
+// second full copy of an embedding table).
+rill_status store_table(const std::string& where, rill_context& ctx, rill_dtype dtype,
+                        const io::SafetensorsTensor& source, rill_dtype source_dtype, rill_tensor*& out);
+
+// The family's names for decoder weights, as aliases of rill's.
+void add_family_names(rill_model& model, const HfConfig& config);
+
+// Frees everything lm holds; NULL is a no-op.
+void destroy_lm(rill_lm* lm);
+
+struct LmDeleter {
+  void operator()(rill_lm* lm) const { destroy_lm(lm); }
+};
+
+// rill_lm_load on a .gguf file (gguf_load.cpp).
+rill_status load_gguf(const char* fn, rill_context& ctx, const std::string& path,
+                      const rill_lm_load_options& options, rill_lm*& out);
+
+}  // namespace rill::lm

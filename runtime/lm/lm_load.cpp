@@ -30,9 +30,13 @@ namespace {
 // A buffer older checkpoints saved; rill computes RoPE from the config.
 constexpr std::string_view kRotaryBuffer = "rotary_emb.inv_freq";
 
+}  // namespace
+
 bool ends_with(const std::string& text, std::string_view suffix) {
   return text.size() >= suffix.size() && text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
+
+namespace {
 
 using Shards = std::vector<std::unique_ptr<io::SafetensorsFile>>;
 
@@ -158,6 +162,8 @@ rill_status find_table(const std::string& f, const Shards& shards, const std::ve
   return RILL_OK;
 }
 
+}  // namespace
+
 // Creates a tensor of the source's shape in dtype and fills it from the
 // mapped file, converting a bounded number of elements at a time (never a
 // second full copy of an embedding table).
@@ -193,6 +199,8 @@ void add_family_names(rill_model& model, const HfConfig& config) {
   for (const auto& [theirs, ours] : config.global_names) layer::add_alias(model, theirs, ours);
 }
 
+namespace {
+
 // OLMo's LayerNorms have no parameters: every norm weight 1, every bias 0.
 rill_status set_unit_norms(const std::string& f, rill_model& model) {
   for (const layer::Weight& w : model.weights) {
@@ -208,6 +216,8 @@ rill_status set_unit_norms(const std::string& f, rill_model& model) {
   return RILL_OK;
 }
 
+}  // namespace
+
 void destroy_lm(rill_lm* lm) {
   if (lm == nullptr) return;
   tensor_destroy(lm->head_bias);
@@ -217,9 +227,7 @@ void destroy_lm(rill_lm* lm) {
   delete lm;
 }
 
-struct LmDeleter {
-  void operator()(rill_lm* lm) const { destroy_lm(lm); }
-};
+namespace {
 
 rill_status load(const char* fn, rill_context& ctx, const std::string& folder, const rill_lm_load_options& options,
                  rill_lm*& out) {
@@ -316,6 +324,7 @@ RILL_API rill_status rill_lm_load(rill_context* ctx, const char* path, const ril
     }
     std::string folder = path;
     while (folder.size() > 1 && folder.back() == '/') folder.pop_back();
+    if (rill::lm::ends_with(folder, ".gguf")) return rill::lm::load_gguf(fn, *ctx, folder, o, *out);
     return rill::lm::load(fn, *ctx, folder, o, *out);
   });
 }

@@ -8,6 +8,8 @@
 #include <sstream>
 
 #include "errors.h"
+#include "gguf_reader.h"
+#include "tokenizer/gguf_vocab.h"
 #include "tokenizer/utf8.h"
 
 namespace rill {
@@ -138,8 +140,32 @@ void Tokenizer::apply_tokenizer_config(const std::string& file, const std::strin
   if (!prefix.empty() || !suffix.empty()) post_processor_ = tok::make_wrapping_processor(prefix, suffix);
 }
 
+void Tokenizer::load_gguf(const std::string& path, const gguf::Contents& contents) {
+  const std::string file = path + " (its tokenizer metadata)";
+  const tok::GgufVocab vocab = tok::gguf_vocab(contents, file);
+  load_json(file, vocab.json);
+  if (!vocab.prefix.empty() || !vocab.suffix.empty()) {
+    post_processor_ = tok::make_wrapping_processor(vocab.prefix, vocab.suffix);
+  }
+}
+
 rill_status Tokenizer::load(const std::string& path, const char* function, std::unique_ptr<Tokenizer>& out) {
   const bool folder = is_directory(path);
+  if (!folder && path.size() > 5 && path.compare(path.size() - 5, 5, ".gguf") == 0) {
+    std::unique_ptr<gguf::File> file;
+    std::string error;
+    if (const rill_status opened = gguf::File::open(path, file, error); opened != RILL_OK) {
+      return fail(opened, std::string(function) + ": " + path + ": " + error);
+    }
+    std::unique_ptr<Tokenizer> tokenizer(new Tokenizer());
+    try {
+      tokenizer->load_gguf(path, file->contents());
+    } catch (const LoadError& e) {
+      return fail(e.status, std::string(function) + ": " + e.message);
+    }
+    out = std::move(tokenizer);
+    return RILL_OK;
+  }
   const std::string json_path = folder ? path + "/tokenizer.json" : path;
   std::string text;
   if (!read_file(json_path, text)) {

@@ -19,10 +19,14 @@
 
 namespace rill {
 
+namespace gguf {
+struct Contents;
+}
+
 class Tokenizer {
  public:
-  // Loads path: a tokenizer.json file, or a folder holding one (and maybe
-  // tokenizer_config.json). On failure returns RILL_ERROR_IO (a file that
+  // Loads path: a tokenizer.json file, a folder holding one (and maybe
+  // tokenizer_config.json), or a .gguf file's tokenizer metadata. On failure returns RILL_ERROR_IO (a file that
   // cannot be read, malformed JSON) or RILL_ERROR_CONFIG (a field of the wrong
   // type, an unknown component) with rill_last_error() naming the file, the
   // JSON path and what was expected; out is left empty.
@@ -69,6 +73,7 @@ class Tokenizer {
   Tokenizer() = default;
   void load_json(const std::string& file, const std::string& text);
   void apply_tokenizer_config(const std::string& file, const std::string& text);
+  void load_gguf(const std::string& path, const gguf::Contents& contents);
 
   std::unique_ptr<tok::Normalizer> normalizer_;
   std::unique_ptr<tok::PreTokenizer> pre_tokenizer_;

@@ -1,7 +1,8 @@
 # Test setup: a virtual environment beside the build with Hugging Face
 # transformers, for the PyTorch tests that take their reference from it
 # (layer_reference.py's transformers group), and PyPI's gguf, the reference of
-# the quantized block formats (quant_reference.py). It sees the interpreter's own
+# the quantized block formats (quant_reference.py) and the writer of the GGUF
+# tests' files. It sees the interpreter's own
 # packages (torch, numpy), so only transformers and the pure-Python packages it
 # needs come from PyPI, pinned to versions that work with Debian's torch 1.13.
 # Without PyPI it warns and succeeds: those tests then report skipped.

@@ -1,0 +1,402 @@
+// rill_lm_load on a .gguf file: the architecture's metadata mapped onto
+// Hugging Face's config.json keys (so the family readers of hf_config.cpp
+// stay the one home of the descriptor mapping), GGUF tensor names mapped to
+// Hugging Face's, and llama.cpp's q/k row permutation undone for the llama
+// architecture. Every metadata key under the architecture's prefix must be
+// one rill reads, and every tensor one the model uses: anything else is
+// refused by name, so a setting rill does not implement never changes the
+// model silently. All-or-nothing, as the folder loader.
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <set>
+
+#include "errors.h"
+#include "gguf_reader.h"
+#include "gguf_types.h"
+#include "lm.h"
+#include "model.h"
+
+namespace rill::lm {
+namespace {
+
+using nlohmann::json;
+
+struct Refusal {
+  rill_status status;
+  std::string message;
+};
+
+// GGUF architectures rill loads, with the model_type their metadata maps to
+// and what llama.cpp's converter changed: q/k rows permuted (llama), norm
+// weights stored as 1 + w (Gemma, whose RMSNorm scales by 1 + w; its config
+// also always names head_dim).
+// own_names: the architecture's tensor names (after "blk.{i}.") that differ
+// from layer_tensor_names()'s, with Hugging Face's.
+struct Architecture {
+  const char* model_type;
+  bool permuted_qk;
+  bool norms_hold_offset;
+  std::map<std::string, std::string> own_names;
+};
+const std::map<std::string, Architecture>& architectures() {
+  static const std::map<std::string, Architecture> kArchitectures = {
+      {"gemma", {"gemma", false, true, {}}},
+      {"gemma2",
+       {"gemma2",
+        false,
+        true,
+        {{"ffn_norm.weight", "pre_feedforward_layernorm.weight"},
+         {"post_attention_norm.weight", "post_attention_layernorm.weight"},
+         {"post_ffw_norm.weight", "post_feedforward_layernorm.weight"}}}},
+      {"llama", {"llama", true, false, {}}},
+      {"phi3",
+       {"phi3",
+        false,
+        false,
+        {{"attn_qkv.weight", "self_attn.qkv_proj.weight"}, {"ffn_up.weight", "mlp.gate_up_proj.weight"}}}},
+      {"qwen2", {"qwen2", false, false, {}}},
+  };
+  return kArchitectures;
+}
+
+std::string supported_architectures() {
+  std::string list;
+  for (const auto& a : architectures()) list += (list.empty() ? "" : ", ") + a.first;
+  return list;
+}
+
+// The architecture's metadata keys ("llama.block_count", ...), each marked
+// as it is read; refuse_unread() refuses the first one left.
+class ArchKeys {
+ public:
+  ArchKeys(const gguf::Contents& contents, std::string arch) : contents_(contents), prefix_(std::move(arch) + ".") {}
+
+  [[noreturn]] void refuse(rill_status status, const std::string& key, const std::string& text) const {
+    throw Refusal{status, "metadata '" + key + "': " + text};
+  }
+
+  const gguf::Value* get(const char* suffix) {
+    const std::string key = prefix_ + suffix;
+    read_.insert(key);
+    return contents_.find(key);
+  }
+
+  // An integer from min to INT32_MAX, or fallback (-1: required) when absent.
+  int64_t integer(const char* suffix, int64_t fallback, int64_t min = 1) {
+    const gguf::Value* v = get(suffix);
+    const std::string key = prefix_ + suffix;
+    if (v == nullptr) {
+      if (fallback < 0) refuse(RILL_ERROR_IO, key, "required, but absent");
+      return fallback;
+    }
+    int64_t value = 0;
+    if (!v->as_i64(value)) {
+      refuse(RILL_ERROR_IO, key, std::string("expected an integer, got a ") + gguf::value_type_name(v->type()));
+    }
+    if (value < min || value > INT32_MAX) {
+      refuse(RILL_ERROR_IO, key,
+             "expected an integer from " + std::to_string(min) + " to " + std::to_string(INT32_MAX) + ", got " +
+                 std::to_string(value));
+    }
+    return value;
+  }
+
+  // A real, or fallback when absent (NaN: required).
+  double number(const char* suffix, double fallback) {
+    const gguf::Value* v = get(suffix);
+    const std::string key = prefix_ + suffix;
+    if (v == nullptr) {
+      if (std::isnan(fallback)) refuse(RILL_ERROR_IO, key, "required, but absent");
+      return fallback;
+    }
+    double value = 0;
+    if (!v->as_f64(value)) {
+      refuse(RILL_ERROR_IO, key, std::string("expected a number, got a ") + gguf::value_type_name(v->type()));
+    }
+    return value;
+  }
+
+  void refuse_unread() const {
+    for (const gguf::KeyValue& kv : contents_.metadata) {
+      const std::string key(kv.key);
+      if (key.compare(0, prefix_.size(), prefix_) == 0 && read_.count(key) == 0) {
+        refuse(RILL_ERROR_UNSUPPORTED, key,
+               "not understood for this architecture; rill refuses metadata it does not implement, since it may "
+               "change the computation (docs/GGUF.md)");
+      }
+    }
+  }
+
+ private:
+  const gguf::Contents& contents_;
+  const std::string prefix_;
+  std::set<std::string> read_;
+};
+
+// An id from the tokenizer's metadata, or -1 when absent.
+int64_t token_id(const gguf::Contents& c, const char* key) {
+  const gguf::Value* v = c.find(key);
+  int64_t id = -1;
+  if (v != nullptr && (!v->as_i64(id) || id < 0 || id > INT32_MAX)) {
+    throw Refusal{RILL_ERROR_IO, std::string("metadata '") + key + "': expected a token id"};
+  }
+  return id;
+}
+
+// The architecture's metadata as a config.json object.
+json config_json(const gguf::Contents& c, const std::string& arch, const Architecture& a) {
+  ArchKeys k(c, arch);
+  json config = json::object();
+  config["model_type"] = a.model_type;
+  const int64_t hidden = k.integer("embedding_length", -1);
+  const int64_t heads = k.integer("attention.head_count", -1);
+  config["hidden_size"] = hidden;
+  config["num_hidden_layers"] = k.integer("block_count", -1);
+  config["intermediate_size"] = k.integer("feed_forward_length", -1);
+  config["num_attention_heads"] = heads;
+  config["num_key_value_heads"] = k.integer("attention.head_count_kv", heads);
+  config["rms_norm_eps"] = k.number("attention.layer_norm_rms_epsilon", std::nan(""));
+  config["rope_theta"] = k.number("rope.freq_base", 10000.0);
+  if (const int64_t context = k.integer("context_length", 0, 0); context > 0) {
+    config["max_position_embeddings"] = context;
+  }
+  const int64_t head_dim = k.integer("attention.key_length", hidden / heads);
+  if (k.integer("attention.value_length", head_dim) != head_dim) {
+    k.refuse(RILL_ERROR_UNSUPPORTED, arch + ".attention.value_length", "differs from attention.key_length");
+  }
+  if (head_dim != hidden / heads || a.norms_hold_offset) config["head_dim"] = head_dim;
+  if (k.integer("rope.dimension_count", head_dim) != head_dim) {
+    k.refuse(RILL_ERROR_UNSUPPORTED, arch + ".rope.dimension_count",
+             "rotates part of each head; rill's " + arch + " rotates all " + std::to_string(head_dim) + " dims");
+  }
+  const gguf::TensorInfo* embedding = c.find_tensor("token_embd.weight");
+  if (embedding == nullptr) throw Refusal{RILL_ERROR_IO, "lacks tensor 'token_embd.weight' (the token embedding)"};
+  config["vocab_size"] = k.integer("vocab_size", static_cast<int64_t>(embedding->dims.back()));
+  config["tie_word_embeddings"] = c.find_tensor("output.weight") == nullptr;
+  if (arch == "qwen2") config["use_sliding_window"] = false;
+  if (arch == "gemma2") {
+    for (const char* key : {"attn_logit_softcapping", "final_logit_softcapping"}) {
+      if (const double cap = k.number(key, -1.0); cap >= 0) config[key] = cap;
+    }
+    if (k.get("attention.sliding_window") != nullptr) {
+      config["sliding_window"] = k.integer("attention.sliding_window", 0, 0);
+    }
+    // The file does not say how queries are scaled; llama.cpp scales by
+    // 1/sqrt(head_dim), and by 1/sqrt(hidden / heads) for the 46-layer 27B,
+    // as Gemma 2's published configs do.
+    config["query_pre_attn_scalar"] = config["num_hidden_layers"].get<int64_t>() == 46 ? hidden / heads : head_dim;
+  }
+  if (arch == "phi3") {
+    // 0 (what the converter writes for none) is no window for the family reader too.
+    config["sliding_window"] = k.integer("attention.sliding_window", 0, 0);
+    if (const int64_t original = k.integer("rope.scaling.original_context_length", 0, 0); original > 0) {
+      config["original_max_position_embeddings"] = original;
+    }
+  }
+  k.refuse_unread();
+
+  if (const int64_t bos = token_id(c, "tokenizer.ggml.bos_token_id"); bos >= 0) config["bos_token_id"] = bos;
+  if (const int64_t eos = token_id(c, "tokenizer.ggml.eos_token_id"); eos >= 0) config["eos_token_id"] = eos;
+  // The compute dtype follows the embedding table, as torch_dtype does.
+  rill_dtype dtype = RILL_DTYPE_F32;
+  if (gguf::tensor_type_to_rill(embedding->type_id, dtype)) {
+    config["torch_dtype"] = dtype == RILL_DTYPE_F16 ? "float16" : dtype == RILL_DTYPE_BF16 ? "bfloat16" : "float32";
+  }
+  return config;
+}
+
+// GGUF's tensor names (after "blk.{i}.", and global) and Hugging Face's.
+const std::map<std::string, std::string>& layer_tensor_names() {
+  static const std::map<std::string, std::string> kNames = {
+      {"attn_norm.weight", "input_layernorm.weight"},   {"ffn_norm.weight", "post_attention_layernorm.weight"},
+      {"attn_q.weight", "self_attn.q_proj.weight"},     {"attn_q.bias", "self_attn.q_proj.bias"},
+      {"attn_k.weight", "self_attn.k_proj.weight"},     {"attn_k.bias", "self_attn.k_proj.bias"},
+      {"attn_v.weight", "self_attn.v_proj.weight"},     {"attn_v.bias", "self_attn.v_proj.bias"},
+      {"attn_output.weight", "self_attn.o_proj.weight"}, {"attn_output.bias", "self_attn.o_proj.bias"},
+      {"ffn_gate.weight", "mlp.gate_proj.weight"},      {"ffn_up.weight", "mlp.up_proj.weight"},
+      {"ffn_down.weight", "mlp.down_proj.weight"},
+  };
+  return kNames;
+}
+const std::map<std::string, std::string>& global_tensor_names() {
+  static const std::map<std::string, std::string> kNames = {
+      {"token_embd.weight", "model.embed_tokens.weight"},
+      {"output_norm.weight", "model.norm.weight"},
+      {"output.weight", "lm_head.weight"},
+  };
+  return kNames;
+}
+
+// Hugging Face's name for a GGUF tensor; refuses a name rill does not map.
+std::string hf_name(const std::string& name, const Architecture& a) {
+  if (const auto global = global_tensor_names().find(name); global != global_tensor_names().end()) {
+    return global->second;
+  }
+  if (name.compare(0, 4, "blk.") == 0) {
+    const size_t dot = name.find('.', 4);
+    const std::string layer = name.substr(4, dot == std::string::npos ? 0 : dot - 4);
+    const bool digits = !layer.empty() && layer.size() < 10 &&
+                        layer.find_first_not_of("0123456789") == std::string::npos;
+    if (digits && dot != std::string::npos) {
+      const std::string suffix = name.substr(dot + 1);
+      const auto own = a.own_names.find(suffix);
+      if (own != a.own_names.end()) return "model.layers." + layer + "." + own->second;
+      const auto found = layer_tensor_names().find(suffix);
+      if (found != layer_tensor_names().end()) return "model.layers." + layer + "." + found->second;
+    }
+  }
+  throw Refusal{RILL_ERROR_UNSUPPORTED, "tensor '" + name + "' is not one rill maps for this architecture"};
+}
+
+const char* view_dtype(rill_dtype dtype) {
+  return dtype == RILL_DTYPE_F16 ? "F16" : dtype == RILL_DTYPE_BF16 ? "BF16" : "F32";
+}
+
+// Undoes llama.cpp's q/k permutation: its converter stores the rows of each
+// of heads heads as (half, 2) where Hugging Face has (2, half), i.e. GGUF row
+// 2*i + t of a head is Hugging Face's row t*half + i.
+std::vector<unsigned char> unpermute_rows(const unsigned char* data, uint64_t rows, uint64_t row_bytes,
+                                          uint64_t heads) {
+  std::vector<unsigned char> out(rows * row_bytes);
+  const uint64_t head_rows = rows / heads, half = head_rows / 2;
+  for (uint64_t h = 0; h < heads; ++h) {
+    for (uint64_t i = 0; i < half; ++i) {
+      for (uint64_t t = 0; t < 2; ++t) {
+        std::memcpy(out.data() + (h * head_rows + t * half + i) * row_bytes,
+                    data + (h * head_rows + 2 * i + t) * row_bytes, row_bytes);
+      }
+    }
+  }
+  return out;
+}
+
+struct Views {
+  std::vector<io::SafetensorsTensor> tensors;
+  std::vector<std::vector<unsigned char>> owned;  // unpermuted copies the views point to
+};
+
+// Every tensor as a view under Hugging Face's name.
+Views tensor_views(const gguf::Contents& c, const Architecture& a, const rill_model_desc& desc) {
+  Views views;
+  for (const gguf::TensorInfo& info : c.tensors) {
+    const std::string name(info.name);
+    rill_dtype dtype = RILL_DTYPE_F32;
+    if (!gguf::tensor_type_to_rill(info.type_id, dtype)) {
+      throw Refusal{RILL_ERROR_UNSUPPORTED, "tensor '" + name + "' has type " +
+                                                gguf::tensor_type_traits(info.type_id)->name +
+                                                ", which rill does not run; F32, F16 and BF16 are supported"};
+    }
+    io::SafetensorsTensor view;
+    view.name = hf_name(name, a);
+    view.dtype = view_dtype(dtype);
+    for (auto d = info.dims.rbegin(); d != info.dims.rend(); ++d) view.shape.push_back(static_cast<int64_t>(*d));
+    view.data = info.data;
+    view.bytes = info.bytes;
+    const bool q = view.name.find("self_attn.q_proj.") != std::string::npos;
+    const bool k = view.name.find("self_attn.k_proj.") != std::string::npos;
+    if (a.permuted_qk && (q || k)) {
+      const uint64_t heads = static_cast<uint64_t>(q ? desc.num_heads : desc.num_kv_heads);
+      const uint64_t rows = static_cast<uint64_t>(view.shape[0]);
+      if (heads == 0 || rows % (2 * heads) != 0) {
+        throw Refusal{RILL_ERROR_SHAPE, "tensor '" + name + "': " + std::to_string(rows) +
+                                            " rows do not split into " + std::to_string(heads) + " heads"};
+      }
+      views.owned.push_back(unpermute_rows(info.data, rows, info.bytes / rows, heads));
+      view.data = views.owned.back().data();
+    }
+    views.tensors.push_back(std::move(view));
+  }
+  return views;
+}
+
+const io::SafetensorsTensor* find_view(const Views& views, const std::string& name) {
+  for (const io::SafetensorsTensor& t : views.tensors) {
+    if (t.name == name) return &t;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+rill_status load_gguf(const char* fn, rill_context& ctx, const std::string& path, const rill_lm_load_options& options,
+                      rill_lm*& out) {
+  const std::string where = std::string(fn) + ": " + path + ": ";
+  std::unique_ptr<gguf::File> file;
+  std::string error;
+  if (const rill_status opened = gguf::File::open(path, file, error); opened != RILL_OK) {
+    return fail(opened, where + error);
+  }
+  const gguf::Contents& contents = file->contents();
+  try {
+    const gguf::Value* arch_value = contents.find("general.architecture");
+    std::string_view arch_name;
+    if (arch_value == nullptr || !arch_value->as_string(arch_name)) {
+      return fail(RILL_ERROR_IO, where + "metadata 'general.architecture': expected a string");
+    }
+    const std::string arch(arch_name);
+    const auto found = architectures().find(arch);
+    if (found == architectures().end()) {
+      return fail(RILL_ERROR_UNSUPPORTED, where + "architecture \"" + arch + "\" is not supported; supported: " +
+                                              supported_architectures());
+    }
+    HfConfig config;
+    RILL_CHECK(hf_config_from_json(fn, path + " (its " + arch + " metadata as config.json)",
+                                   config_json(contents, arch, found->second).dump(), config));
+    if (options.override_dtype == 0 && !config.torch_dtype_problem.empty()) {
+      return fail(RILL_ERROR_UNSUPPORTED, where + config.torch_dtype_problem);
+    }
+    config.desc.dtype = options.override_dtype != 0 ? options.dtype : config.torch_dtype;
+    // The file's norms already hold 1 + w: stored as they are.
+    if (found->second.norms_hold_offset) config.desc.norm_weight_offset = 0.0f;
+    const Views views = tensor_views(contents, found->second, config.desc);
+    const std::vector<int64_t> table = {config.vocab_size, config.desc.hidden_size};
+    const io::SafetensorsTensor* embedding = find_view(views, config.embedding_name);
+    const io::SafetensorsTensor* head = config.tie_word_embeddings ? nullptr : find_view(views, config.head_name);
+    for (const io::SafetensorsTensor* t : {embedding, head}) {
+      if (t != nullptr && t->shape != table) {
+        return fail(RILL_ERROR_SHAPE, where + "tensor '" + t->name + "': expected shape " + layer::dims_text(table) +
+                                          " (vocab, hidden), got " + layer::dims_text(t->shape));
+      }
+    }
+
+    std::unique_ptr<rill_lm, LmDeleter> lm(new rill_lm());
+    lm->context = &ctx;
+    lm->dtype = config.desc.dtype;
+    const rill_status created = rill_model_create(&ctx, &config.desc, &lm->model);
+    if (created != RILL_OK) return fail(created, where + rill_last_error());
+    add_family_names(*lm->model, config);
+    for (const io::SafetensorsTensor& t : views.tensors) {
+      const bool used = lm->model->weight_index.count(t.name) != 0 || lm->model->fused_index.count(t.name) != 0 ||
+                        t.name == config.embedding_name || t.name == config.head_name;
+      if (!used) {
+        return fail(RILL_ERROR_IO, where + "tensor '" + t.name + "' is not a weight of this " + arch +
+                                       " model as its metadata describes it");
+      }
+    }
+    RILL_CHECK(layer::load_tensors(fn, *lm->model, path, views.tensors));
+    if (const layer::Weight* missing = layer::first_missing_weight(*lm->model)) {
+      return fail(RILL_ERROR_IO, where + "lacks the tensor for '" + missing->name + "' (shape " +
+                                     layer::dims_text(missing->shape) + ")");
+    }
+    rill_dtype source = RILL_DTYPE_F32;
+    io::safetensors_dtype_to_rill(embedding->dtype, source);
+    RILL_CHECK(store_table(where + "token_embd.weight", ctx, lm->dtype, *embedding, source, lm->embedding));
+    if (head != nullptr) {
+      io::safetensors_dtype_to_rill(head->dtype, source);
+      RILL_CHECK(store_table(where + "output.weight", ctx, lm->dtype, *head, source, lm->lm_head));
+    } else {
+      lm->lm_head = lm->embedding;
+    }
+    lm->config = std::move(config);
+    out = lm.release();
+    return RILL_OK;
+  } catch (const Refusal& r) {
+    return fail(r.status, where + r.message);
+  }
+}
+
+}  // namespace rill::lm

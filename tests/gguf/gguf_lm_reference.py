@@ -1,0 +1,290 @@
+#!/usr/bin/env python3
+"""Checks `rill logits --model FILE.gguf` against transformers.
+
+Each case builds a random-weight model from a transformers config class (the
+sizes and weights of tests/torch/lm_reference.py), writes it as a GGUF file
+with PyPI's gguf (GGUFWriter, with the metadata keys and tensor names
+llama.cpp's convert_hf_to_gguf.py gives them, q/k rows permuted for the llama
+architecture, Gemma's norm weights stored as 1 + w and Phi-3's fused qkv and
+gate/up tensors kept as it does), in f32 and in f16 (matrices f16, norms f32,
+as the converter's f16 output), and compares rill's logits at every position with
+the model's own logits computed by transformers in float64 on the weights as
+the file holds them (rounded to f16 for the f16 file). Limits are
+tests/python/tolerance.py's "lm" profile.
+
+`rill generate --model FILE.gguf --prompt TEXT` (greedy) on one file that also
+holds a Llama 3 tokenizer (tests/tokenizer's, as GGUF metadata) must give the
+token ids transformers' generate gives from the prompt tokenizers encodes.
+
+Negative controls: a llama file written without the q/k permutation, and
+gemma and gemma2 files with their norms as w instead of 1 + w, must fail the
+comparison.
+Refusals: an architecture rill does not map, a block-quantized tensor and an
+architecture key rill does not implement are each refused by name.
+
+Exit codes: 0 all passed, 1 a failure, 77 skipped (torch, transformers or
+gguf missing).
+"""
+import argparse
+import copy
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, os.pardir, "torch"))
+sys.path.insert(0, os.path.join(HERE, os.pardir, "tokenizer"))
+sys.path.insert(0, os.path.join(HERE, os.pardir, "generate"))
+from outcome import SKIP, conclude  # noqa: E402
+
+try:
+    import numpy as np
+    import torch
+except ImportError as missing:
+    print(f"skipped: {missing}")
+    sys.exit(SKIP)
+
+from lm_reference import SIZES, TOKENS, randomize, reference_logits, rounded_copy, run_logits  # noqa: E402
+from tolerance import compare  # noqa: E402
+
+# name: (config class, config keys beyond SIZES, GGUF architecture)
+CASES = {
+    "llama": ("LlamaConfig", dict(rope_theta=500000.0, rms_norm_eps=1e-5), "llama"),
+    "llama_tied": ("LlamaConfig", dict(tie_word_embeddings=True), "llama"),
+    "qwen2": ("Qwen2Config", dict(rope_theta=1e6), "qwen2"),
+    "gemma": ("GemmaConfig", dict(head_dim=12, num_key_value_heads=1), "gemma"),
+    "phi3": ("Phi3Config", dict(), "phi3"),
+    # query_pre_attn_scalar = head_dim: GGUF does not carry it; rill (as llama.cpp) assumes it.
+    "gemma2": ("Gemma2Config", dict(head_dim=8, query_pre_attn_scalar=8, sliding_window=4,
+                                    attn_logit_softcapping=2.0, final_logit_softcapping=3.0), "gemma2"),
+}
+
+# Hugging Face's names (after "model.layers.{i}.") and GGUF's.
+LAYER_NAMES = {
+    "input_layernorm.weight": "attn_norm.weight",
+    "post_attention_layernorm.weight": "ffn_norm.weight",
+    "self_attn.q_proj.weight": "attn_q.weight", "self_attn.q_proj.bias": "attn_q.bias",
+    "self_attn.k_proj.weight": "attn_k.weight", "self_attn.k_proj.bias": "attn_k.bias",
+    "self_attn.v_proj.weight": "attn_v.weight", "self_attn.v_proj.bias": "attn_v.bias",
+    "self_attn.o_proj.weight": "attn_output.weight",
+    "mlp.gate_proj.weight": "ffn_gate.weight", "mlp.up_proj.weight": "ffn_up.weight",
+    "mlp.down_proj.weight": "ffn_down.weight",
+    "self_attn.qkv_proj.weight": "attn_qkv.weight", "mlp.gate_up_proj.weight": "ffn_up.weight",  # Phi-3's fused
+}
+# Gemma 2's sandwich norms: its names where they differ from LAYER_NAMES.
+GEMMA2_NAMES = {
+    "post_attention_layernorm.weight": "post_attention_norm.weight",
+    "pre_feedforward_layernorm.weight": "ffn_norm.weight",
+    "post_feedforward_layernorm.weight": "post_ffw_norm.weight",
+}
+GLOBAL_NAMES = {"model.embed_tokens.weight": "token_embd.weight", "model.norm.weight": "output_norm.weight",
+                "lm_head.weight": "output.weight"}
+
+
+def permute(w, heads):
+    """convert_hf_to_gguf.py's LlamaModel.permute: each head's rows (2, half) stored as (half, 2)."""
+    return w.reshape(heads, 2, w.shape[0] // heads // 2, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape)
+
+
+def gguf_name(name, arch):
+    if name in GLOBAL_NAMES:
+        return GLOBAL_NAMES[name]
+    parts = name.split(".")
+    assert parts[:2] == ["model", "layers"], name
+    suffix = ".".join(parts[3:])
+    return f"blk.{parts[2]}." + (GEMMA2_NAMES.get(suffix) if arch == "gemma2" and suffix in GEMMA2_NAMES
+                                 else LAYER_NAMES[suffix])
+
+
+def write_gguf(gguf, path, model, arch, storage, permuted=True, offset_norms=True, extra=None, quantize=None):
+    """model as convert_hf_to_gguf.py would write it; extra(writer) adds keys, quantize names one tensor
+    to write as Q8_0."""
+    c = model.config
+    w = gguf.GGUFWriter(path, arch)
+    w.add_name("random")
+    w.add_block_count(c.num_hidden_layers)
+    w.add_context_length(c.max_position_embeddings)
+    w.add_embedding_length(c.hidden_size)
+    w.add_feed_forward_length(c.intermediate_size)
+    w.add_head_count(c.num_attention_heads)
+    w.add_head_count_kv(c.num_key_value_heads)
+    w.add_rope_freq_base(c.rope_theta)
+    w.add_layer_norm_rms_eps(c.rms_norm_eps)
+    w.add_file_type(gguf.LlamaFileType.ALL_F32 if storage == "f32" else gguf.LlamaFileType.MOSTLY_F16)
+    if arch == "llama":
+        w.add_vocab_size(c.vocab_size)
+        w.add_rope_dimension_count(c.hidden_size // c.num_attention_heads)
+    if arch == "phi3":
+        w.add_rope_dimension_count(c.hidden_size // c.num_attention_heads)
+        w.add_sliding_window(c.sliding_window or 0)
+        w.add_rope_scaling_orig_ctx_len(c.original_max_position_embeddings)
+    if arch in ("gemma", "gemma2"):
+        w.add_key_length(c.head_dim)
+        w.add_value_length(c.head_dim)
+    if arch == "gemma2":
+        w.add_attn_logit_softcapping(c.attn_logit_softcapping)
+        w.add_final_logit_softcapping(c.final_logit_softcapping)
+        w.add_sliding_window(c.sliding_window)
+    w.add_bos_token_id(c.bos_token_id)
+    w.add_eos_token_id(c.eos_token_id)
+    if extra:
+        extra(w)
+    for name, tensor in model.state_dict().items():
+        if name == "lm_head.weight" and c.tie_word_embeddings:
+            continue
+        data = tensor.to(torch.float32).numpy()
+        if arch == "llama" and permuted and name.endswith("q_proj.weight"):
+            data = permute(data, c.num_attention_heads)
+        if arch == "llama" and permuted and name.endswith("k_proj.weight"):
+            data = permute(data, c.num_key_value_heads)
+        if arch in ("gemma", "gemma2") and offset_norms and name.endswith("norm.weight"):
+            data = data + 1  # the converter stores Gemma's 1 + w, for llama.cpp's plain RMSNorm
+        gname = gguf_name(name, arch)
+        if gname == quantize:
+            w.add_tensor(gname, gguf.quants.quantize(data, gguf.GGMLQuantizationType.Q8_0),
+                         raw_dtype=gguf.GGMLQuantizationType.Q8_0)
+            continue
+        if storage == "f16" and data.ndim == 2:
+            data = data.astype(np.float16)
+        w.add_tensor(gname, data)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+
+
+def make_model(transformers, name, seed, **overrides):
+    class_name, keys, arch = CASES[name]
+    config = getattr(transformers, class_name)(**{**SIZES, **keys, **overrides})
+    config._attn_implementation = "eager"
+    gen = torch.Generator().manual_seed(seed)
+    torch.manual_seed(seed)
+    model = transformers.AutoModelForCausalLM.from_config(config, attn_implementation="eager")
+    randomize(model, gen)
+    if config.tie_word_embeddings:
+        model.tie_weights()
+    model.eval()
+    ids = torch.randint(0, config.vocab_size, (TOKENS,), generator=gen).tolist()
+    return model, arch, ids
+
+
+def check_case(gguf, transformers, rill, workdir, name, seed):
+    model, arch, ids = make_model(transformers, name, seed)
+    failures = []
+    for storage in ("f32", "f16"):
+        path = os.path.join(workdir, f"{name}_{storage}.gguf")
+        write_gguf(gguf, path, model, arch, storage)
+        expected = reference_logits(rounded_copy(model, storage), ids)
+        for label, decode_from in (("prefill", None), ("prefill+decode", 5)):
+            out = os.path.join(workdir, f"{name}_{storage}_{decode_from}.npy")
+            code, log = run_logits(rill, path, ids, out, "cpu", None, decode_from)
+            if code != 0:
+                failures.append(f"{storage} {label}: rill logits failed ({code}): {log.strip()}")
+                continue
+            result = compare(np.load(out), expected, storage, "lm")
+            print(f"  {name:12s} {storage:4s} {label:15s} {result} {'ok' if result.ok else 'FAIL'}")
+            if not result.ok:
+                failures.append(f"{storage} {label}: {result}")
+    # The negative controls: the file as the converter would not write it.
+    control = {"llama": ("q/k not permuted in the file", dict(permuted=False)),
+               "gemma": ("norms stored as w, not 1 + w", dict(offset_norms=False)),
+               "gemma2": ("norms stored as w, not 1 + w", dict(offset_norms=False))}.get(arch)
+    if control:
+        label, how = control
+        path = os.path.join(workdir, f"{name}_control.gguf")
+        write_gguf(gguf, path, model, arch, "f32", **how)
+        out = os.path.join(workdir, f"{name}_control.npy")
+        code, log = run_logits(rill, path, ids, out, "cpu", None, None)
+        if code != 0:
+            failures.append(f"control ({label}): rill logits failed ({code}): {log.strip()}")
+        else:
+            caught = compare(np.load(out), reference_logits(model, ids), "f32", "lm")
+            print(f"  {name:12s} control: {label}: {caught} {'FAIL (passed)' if caught.ok else 'caught'}")
+            if caught.ok:
+                failures.append(f"negative control passed: {label}: {caught}")
+    return failures
+
+
+def check_refusals(gguf, transformers, rill, workdir):
+    model, _, ids = make_model(transformers, "llama", 0)
+    cases = [
+        ("unknown architecture", dict(arch="olmo"),
+         ["RILL_ERROR_UNSUPPORTED", 'architecture "olmo" is not supported']),
+        ("quantized tensor", dict(arch="llama", quantize="blk.0.ffn_up.weight"),
+         ["RILL_ERROR_UNSUPPORTED", "tensor 'blk.0.ffn_up.weight' has type Q8_0"]),
+        ("rope scaling", dict(arch="llama", extra=lambda w: w.add_rope_scaling_type(gguf.RopeScalingType.LINEAR)),
+         ["RILL_ERROR_UNSUPPORTED", "metadata 'llama.rope.scaling.type'"]),
+    ]
+    failures = []
+    for label, kw, parts in cases:
+        path = os.path.join(workdir, f"refused_{label.replace(' ', '_')}.gguf")
+        write_gguf(gguf, path, model, kw.pop("arch"), "f32", **kw)
+        code, log = run_logits(rill, path, ids, os.path.join(workdir, "refused.npy"), "cpu", None, None)
+        missing = [p for p in parts if p not in log]
+        print(f"  refused: {label}: {'ok' if code != 0 and not missing else 'FAIL'}: {log.strip()}")
+        if code == 0 or missing:
+            failures.append(f"{label}: expected a refusal naming {parts}, got ({code}) {log.strip()}")
+    return failures
+
+
+def check_generate(gguf, transformers, rill, workdir):
+    """One file with the model and its tokenizer through `rill generate`, greedy."""
+    import tokenizers as tk
+    from gguf_tokenizer_reference import add_tokenizer
+    from hf_generate import hf_greedy
+    from tokenizer_reference import build_tokenizers
+    data = build_tokenizers(tk)["llama3"]
+    vocab = tk.Tokenizer.from_str(json.dumps(data)).get_vocab(with_added_tokens=True)
+    bos, eos = vocab["<|begin_of_text|>"], vocab["<|end_of_text|>"]
+    model, arch, _ = make_model(transformers, "llama", 7, vocab_size=max(vocab.values()) + 1, bos_token_id=bos,
+                                eos_token_id=eos, pad_token_id=eos)
+    path = os.path.join(workdir, "generate.gguf")
+    refs = []
+    write_gguf(gguf, path, model, arch, "f32",
+               extra=lambda w: refs.append(add_tokenizer(gguf, w, tk, data, "llama-bpe", bos_id=False)))
+    prompt = "Hello, world! The quick brown fox"
+    ids = refs[0].encode(prompt).ids
+    expected = hf_greedy(copy.deepcopy(model).to(torch.float64), ids, 12)
+    if eos in expected:  # rill stops there
+        expected = expected[:expected.index(eos) + 1]
+    proc = subprocess.run([rill, "generate", "--model", path, "--prompt", prompt, "--max-new-tokens", "12",
+                           "--temperature", "0", "--backend", "cpu", "--print-ids"], capture_output=True, text=True)
+    got = [int(t) for t in proc.stdout.split()] if proc.returncode == 0 else None
+    print(f"  generate: prompt {ids}\n    transformers {expected}\n    rill         {got} "
+          f"{'ok' if got == expected else 'FAIL'}")
+    if got != expected:
+        return [f"rill generate gave {got} ({proc.returncode}: {proc.stderr.strip()}), transformers {expected}"]
+    return []
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rill", required=True, help="the rill executable")
+    parser.add_argument("--venv", help="the reference venv (tests/torch/reference_venv.cmake)")
+    args = parser.parse_args()
+    from hf_generate import import_transformers  # transformers from the venv, generate() usable
+    transformers = import_transformers(args.venv or "")
+    if transformers is None:
+        return SKIP
+    try:
+        import gguf
+    except ImportError as missing:
+        print(f"skipped: {missing}")
+        return SKIP
+    transformers.logging.set_verbosity_error()
+    torch.set_num_threads(2)
+    failed = []
+    start = time.time()
+    with tempfile.TemporaryDirectory(prefix="rill-gguf-") as workdir:
+        for seed, name in enumerate(CASES):
+            failed += [f"{name}: {p}" for p in check_case(gguf, transformers, args.rill, workdir, name, seed)]
+        failed += check_refusals(gguf, transformers, args.rill, workdir)
+        failed += check_generate(gguf, transformers, args.rill, workdir)
+    return conclude(failed, None, "cpu", f"{len(CASES)}/{len(CASES)} GGUF cases passed in {time.time() - start:.0f} s")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
