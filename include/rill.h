@@ -694,6 +694,13 @@ typedef struct rill_model_desc {
   uint32_t norm_topk_prob;       /* nonzero: the k routing weights are renormalized to sum 1 (Mixtral) */
   int32_t moe_intermediate_size; /* each expert's width: >= 0; 0 = intermediate_size */
   int32_t shared_expert_intermediate_size; /* >= 0; > 0: a gated shared expert of this width (Qwen2-MoE) */
+  /* Interleaved (GPT-J style) rotary checkpoints: nonzero when the stored
+     q/k projections rotate dims (2i, 2i+1) together, as GPT-J and Cohere do
+     (DeepSeek-V3's config key of this name). rill runs the half-split
+     (NeoX) rotary: each head's first rope_dim q and k rows, their biases and
+     the QK norm weights are permuted as they are set (even dims, then odd),
+     which leaves every attention score as it was. Needs rope_theta > 0. */
+  uint32_t rope_interleave;
 } rill_model_desc;
 
 /* Fills desc with the defaults of the [model] TOML table: f32, rms, eps 1e-6,
@@ -705,7 +712,7 @@ typedef struct rill_model_desc {
    rope_factor 1, rope_beta_fast 32, rope_beta_slow 1 and the other rope
    scaling fields 0, no_rope_layer_interval 0, no experts (num_experts,
    num_experts_per_tok, norm_topk_prob, moe_intermediate_size,
-   shared_expert_intermediate_size 0), num_kv_heads, head_dim and
+   shared_expert_intermediate_size 0), no rope_interleave, num_kv_heads, head_dim and
    query_pre_attn_scalar 0 (= derived), and the
    sizes num_layers, hidden_size, num_heads, intermediate_size 0 (to be set).
    NULL is a no-op. */
@@ -752,6 +759,7 @@ RILL_API void rill_model_desc_init(rill_model_desc* desc);
        norm_topk_prob = false    # renormalize the top-k weights (Mixtral: true)
        moe_intermediate_size = 0 # each expert's width; 0 = intermediate_size
        shared_expert_intermediate_size = 0  # Qwen2-MoE's shared expert; 0 = none
+       rope_interleave = false   # GPT-J, Cohere: checkpoints with interleaved rotary dims
        [model.rope_scaling]      # Hugging Face's rope_scaling dict; absent = default
        rope_type = "llama3"      # "default" | "linear" | "dynamic" | "yarn" |
                                  # "longrope" | "llama3" ("type" is read too)

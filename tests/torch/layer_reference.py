@@ -31,7 +31,9 @@ and inputs that rill gets:
   * (the parallel group) whole models with parallel attention + MLP and
     fused checkpoint tensors: GPTNeoXModel with use_parallel_residual and
     its own tensor names, query_key_value fused, PhiModel (Phi-2, one shared
-    input norm) and Phi3Model with qkv_proj and gate_up_proj fused;
+    input norm), Phi3Model with qkv_proj and gate_up_proj fused, and
+    GPTJModel and CohereModel (one shared norm, interleaved rotary that rill
+    reorders at load: rope_interleave);
   * (the window group) sliding-window attention and logit soft-capping:
     MistralModel, Gemma2Model, and a Gemma 3 stack adapted from
     Gemma2Model after Gemma 3's published code (see gemma_window_case).
@@ -57,7 +59,8 @@ weight, or without its branch scale or LayerScale gains, and for the cases
 of a feature the controls of that feature (FEATURE_CONTROLS: no QK norm, the
 other QK norm form, the pre placement instead of output; Gemma's norm weights
 used as stored, the erf GELU, the head_dim attention scale; the sequential
-form of parallel layers, a fused tensor split the wrong way; no sliding
+form of parallel layers, a fused tensor split the wrong way, the interleaved
+rotary read as half-split; no sliding
 window, a window one position wider, no soft-cap, the global RoPE theta on
 the sliding layers; rope_scaling left out, the wrong rope_type, LongRoPE's
 other factor list, RoPE on the NoPE layers; the top-1 expert instead of the
@@ -144,8 +147,8 @@ CONTROLS = {
 # Controls of parallel layers and fused tensors, asked only of the builders
 # that have the feature (see FEATURE_CONTROLS).
 SEQUENTIAL_CONTROLS = {"sequential": "the sequential form of parallel layers: h += A(norm(h)), then h += M(norm(h))"}
-SPLIT_CONTROLS = {"split": "a fused checkpoint tensor split the wrong way (GPT-NeoX's per-head q, k, v as three "
-                           "blocks; Phi-3's gate and up halves swapped)"}
+SPLIT_CONTROLS = {"split": "a fused checkpoint tensor split the wrong way (GPT-NeoX's per-head and Falcon's per-KV-"
+                           "head q, k, v as three blocks; Phi-3's gate and up halves swapped)"}
 
 
 def weight_drawer(gen, dtype, weights):
@@ -654,7 +657,7 @@ def draw_hf_params(gen, model, dtype):
             if name.startswith("embed"):
                 continue
             noise = torch.randn(p.shape, generator=gen, dtype=torch.float64)
-            if "norm" in name:
+            if "norm" in name or ".ln_" in "." + name:  # GPT-J's ln_1, ln_f; Falcon's ln_attn, ln_mlp, ln_f
                 value = noise * 0.3 + (1.0 if name.endswith("weight") else 0.0)
             else:
                 value = noise * (0.2 if name.endswith("bias") else p.shape[1] ** -0.5)
@@ -771,6 +774,199 @@ def phi_sequential_forward(layer):
         return (h + layer.mlp(layer.input_layernorm(h)),)
 
     return forward
+
+
+def interleaved_rows(t, head_dim, rope_dim):
+    """t's rows in each head of head_dim reordered from the half-split rotary
+    layout to the interleaved one (pair i at rows 2i, 2i + 1): what rill runs
+    when rope_interleave is left out, seen from the interleaved model."""
+    half = rope_dim // 2
+    order = []
+    for head in range(t.shape[0] // head_dim):
+        within = [i // 2 if i % 2 == 0 else half + i // 2 for i in range(rope_dim)] + list(range(rope_dim, head_dim))
+        order += [head * head_dim + j for j in within]
+    return t[order].clone()
+
+
+# Interleaved (GPT-J style) rotary: rill reorders the q and k rows as it loads them (rope_interleave).
+INTERLEAVE_CONTROLS = {"interleave": "the interleaved rotary read as half-split (rope_interleave left out)"}
+
+
+def sequential_forward(attention_norm, attention, mlp_norm, mlp):
+    """A parallel decoder layer's forward made sequential: h += A(attention_norm(h)); h += M(mlp_norm(h))."""
+    def forward(hidden_states, **kwargs):
+        h = hidden_states + attention(attention_norm(hidden_states), **kwargs)[0]
+        return (h + mlp(mlp_norm(h)),)
+
+    return forward
+
+
+def gptj_case(gen, config, control=None):
+    """GPTJModel (eager attention): one LayerNorm (ln_1) feeding attention and
+    MLP in parallel, interleaved rotary on the first rotary_dim dims of each
+    head, q/k/v/out projections without bias, a gelu_new fc_in/fc_out MLP with
+    biases, ln_f. GPT-J has no GQA and a fixed RoPE base of 10000. Its names
+    are renamed to rill's (ln_1, attn.out_proj, mlp.fc_in, mlp.fc_out, ln_f);
+    the q and k rows stay interleaved. In float64 but for what GPT-J itself
+    computes in float32 (RoPE tables, q and k in the attention scores)."""
+    try:
+        from transformers import GPTJConfig, GPTJModel
+    except ImportError as missing:
+        raise Skip(f"the GPT-J reference needs transformers: {missing}")
+
+    c = config
+    d, h, hd, rd = c["hidden_size"], c["num_heads"], c["head_dim"], c["rope_dim"]
+    # What GPT-J can express: MHA, LayerNorm, one shared norm, MLP biases only, theta 10000, a final norm.
+    assert c["norm"] == "layer" and c["num_kv_heads"] == h and h * hd == d and c["final_norm"]
+    assert c["parallel_residual"] and c["parallel_norms"] == 1 and c["mlp_bias"] and c["rope_interleave"]
+    assert not (c["qkv_bias"] or c["o_bias"]) and c["rope_theta"] == 10000.0 and 0 < rd < hd
+    if control in ("scale", "rope_theta"):
+        return None, None  # no branch scale or LayerScale; the RoPE base is fixed
+    hf = GPTJConfig(vocab_size=8, n_embd=d, n_layer=c["num_layers"], n_head=h, n_inner=c["intermediate_size"],
+                    rotary_dim=rd, activation_function={"gelu_tanh": "gelu_new", "gelu": "gelu"}[c["activation"]],
+                    layer_norm_epsilon=wrong_eps(c["norm_eps"], c["dtype"]) if control == "eps" else c["norm_eps"],
+                    attn_implementation="eager")
+    model = GPTJModel(hf).double().eval()
+    rename = {"ln_1.": "input_layernorm.", "attn.out_proj.": "self_attn.o_proj.", "attn.": "self_attn.",
+              "mlp.fc_in.": "mlp.up_proj.", "mlp.fc_out.": "mlp.down_proj."}
+    weights = {}
+    for name, value in draw_hf_params(gen, model, c["dtype"]).items():
+        if name == "wte.weight":
+            continue
+        if name.startswith("ln_f."):
+            weights["model.norm." + name[len("ln_f."):]] = value
+            continue
+        layer, rest = name[len("h."):].split(".", 1)
+        for theirs, ours in rename.items():
+            if rest.startswith(theirs):
+                rest = ours + rest[len(theirs):]
+                break
+        weights[f"model.layers.{layer}.{rest}"] = value
+    with torch.no_grad():
+        for layer in model.h:
+            attn = layer.attn
+            if control == "gqa":
+                for proj in (attn.k_proj, attn.v_proj):
+                    proj.weight.copy_(roll_kv_heads(proj.weight.clone(), h))
+            elif control == "transpose":
+                attn.out_proj.weight.copy_(attn.out_proj.weight.t().clone())
+            elif control == "interleave":
+                for proj in (attn.q_proj, attn.k_proj):
+                    proj.weight.copy_(interleaved_rows(proj.weight, hd, rd))
+            elif control == "sequential":
+                layer.forward = sequential_forward(layer.ln_1, layer.attn, layer.ln_1, layer.mlp)
+    return weights, hf_reference(model)
+
+
+def cohere_case(gen, config, control=None):
+    """CohereModel (Command R; eager attention): one LayerNorm without bias
+    feeding attention and a SwiGLU MLP in parallel, interleaved rotary on whole
+    heads, GQA, q/k/v/o biases (attention_bias). Its names are rill's; its
+    norms have no bias, so rill's LayerNorm biases are written as 0, as the
+    language-model loader sets them. In float64 but for what Cohere itself
+    computes in float32 (norms, RoPE)."""
+    try:
+        from transformers import CohereConfig, CohereModel
+    except ImportError as missing:
+        raise Skip(f"the Cohere reference needs transformers: {missing}")
+
+    c = config
+    d, hq, hkv, hd = c["hidden_size"], c["num_heads"], c["num_kv_heads"], c["head_dim"]
+    # What Cohere can express: LayerNorm, one shared norm, SwiGLU, full rotary, q/k/v/o biases alike, a final norm.
+    assert c["norm"] == "layer" and hq * hd == d and c["final_norm"] and c["activation"] == "silu_glu"
+    assert c["parallel_residual"] and c["parallel_norms"] == 1 and c["rope_interleave"] and c["rope_dim"] == 0
+    assert c["qkv_bias"] == c["o_bias"] and not c["mlp_bias"]
+    if control == "scale":
+        return None, None  # no branch scale or LayerScale
+    hf = CohereConfig(vocab_size=8, hidden_size=d, intermediate_size=c["intermediate_size"],
+                      num_hidden_layers=c["num_layers"], num_attention_heads=hq, num_key_value_heads=hkv,
+                      hidden_act="silu", attention_bias=c["qkv_bias"], use_qk_norm=False,
+                      rope_theta=wrong_rope_theta(c["rope_theta"]) if control == "rope_theta" else c["rope_theta"],
+                      layer_norm_eps=wrong_eps(c["norm_eps"], c["dtype"]) if control == "eps" else c["norm_eps"],
+                      pad_token_id=0, bos_token_id=1, eos_token_id=2, attn_implementation="eager")
+    model = CohereModel(hf).double().eval()
+    weights = {"model." + k: v for k, v in draw_hf_params(gen, model, c["dtype"]).items()}
+    for name in [n for n in weights if n.endswith("layernorm.weight") or n == "model.norm.weight"]:
+        weights[name[:-len("weight")] + "bias"] = torch.zeros_like(weights[name])
+    with torch.no_grad():
+        for layer in model.layers:
+            attn = layer.self_attn
+            if control == "gqa":
+                for proj in (attn.k_proj, attn.v_proj):
+                    for p in (proj.weight, proj.bias) if c["qkv_bias"] else (proj.weight,):
+                        p.copy_(roll_kv_heads(p.clone(), hkv))
+            elif control == "transpose":
+                attn.o_proj.weight.copy_(attn.o_proj.weight.t().clone())
+            elif control == "interleave":
+                for proj in (attn.q_proj, attn.k_proj):
+                    for p in (proj.weight, proj.bias) if c["qkv_bias"] else (proj.weight,):
+                        p.copy_(interleaved_rows(p, hd, hd))
+            elif control == "sequential":
+                layer.forward = sequential_forward(layer.input_layernorm, layer.self_attn, layer.input_layernorm, layer.mlp)
+    return weights, hf_reference(model)
+
+
+def falcon_case(new_arch, gen, config, control=None):
+    """FalconModel (eager attention) with its own names, query_key_value kept
+    fused: grouped by KV head (each group's query rows, then its k and v rows),
+    which is the layout of the new decoder architecture (num_kv_heads groups),
+    of the old multi-query one (one group) and of the old multi-head one (a
+    group per head). Parallel attention + MLP with one shared norm
+    (input_layernorm) or two (ln_attn, ln_mlp: num_ln_in_parallel_attn = 2),
+    LayerNorm, a plain GELU MLP, biases all on or all off (bias)."""
+    try:
+        from transformers import FalconConfig, FalconModel
+    except ImportError as missing:
+        raise Skip(f"the Falcon reference needs transformers: {missing}")
+
+    c = config
+    d, hq, hkv, hd = c["hidden_size"], c["num_heads"], c["num_kv_heads"], c["head_dim"]
+    # What Falcon can express: LayerNorm, parallel, head_dim = hidden_size / num_heads, biases alike, a final norm.
+    assert c["norm"] == "layer" and hq * hd == d and c["final_norm"] and c["parallel_residual"]
+    assert c["qkv_bias"] == c["o_bias"] == c["mlp_bias"] and c["rope_dim"] == 0
+    assert new_arch or hkv in (1, hq) and c["parallel_norms"] == 1
+    if control == "scale" or control in ("gqa", "split") and hkv == 1:
+        return None, None  # no branch scale or LayerScale; one KV head: no grouping to get wrong
+    hf = FalconConfig(vocab_size=8, hidden_size=d, num_hidden_layers=c["num_layers"], num_attention_heads=hq,
+                      num_kv_heads=hkv if new_arch else None, new_decoder_architecture=new_arch,
+                      multi_query=hkv == 1,
+                      num_ln_in_parallel_attn=c["parallel_norms"] if new_arch else None,
+                      ffn_hidden_size=c["intermediate_size"], activation=c["activation"], bias=c["qkv_bias"],
+                      rope_theta=wrong_rope_theta(c["rope_theta"]) if control == "rope_theta" else c["rope_theta"],
+                      layer_norm_epsilon=wrong_eps(c["norm_eps"], c["dtype"]) if control == "eps" else c["norm_eps"],
+                      attn_implementation="eager")
+    model = FalconModel(hf).double().eval()
+    weights = {"transformer." + k: v for k, v in draw_hf_params(gen, model, c["dtype"]).items()
+               if not k.startswith("word_embeddings")}
+    group = hq // hkv + 2  # rows of hd per KV group: its query heads, k, v
+    with torch.no_grad():
+        for layer in model.h:
+            qkv, dense = layer.self_attention.query_key_value, layer.self_attention.dense
+            for p in (qkv.weight, qkv.bias) if qkv.bias is not None else (qkv.weight,):
+                groups = p.view(hkv, group, hd, *p.shape[1:]).clone()
+                if control == "gqa":  # group i's k and v rows become group i + 1's
+                    groups[:, -2:] = groups[:, -2:].roll(-1, dims=0)
+                elif control == "split":  # the reference reads the fused rows as blocks [q; k; v]
+                    q, k, v = p.split([hq * hd, hkv * hd, hkv * hd])
+                    groups = torch.cat((q.view(hkv, group - 2, hd, *p.shape[1:]), k.view(hkv, 1, hd, *p.shape[1:]),
+                                        v.view(hkv, 1, hd, *p.shape[1:])), dim=1)
+                p.copy_(groups.reshape(p.shape))
+            if control == "transpose":
+                dense.weight.copy_(dense.weight.t().clone())
+            elif control == "sequential":
+                two = c["parallel_norms"] == 2
+                layer.forward = sequential_forward(layer.ln_attn if two else layer.input_layernorm,
+                                                   layer.self_attention,
+                                                   layer.ln_mlp if two else layer.input_layernorm, layer.mlp)
+    return weights, hf_reference(model)
+
+
+def falcon_new_case(gen, config, control=None):
+    return falcon_case(True, gen, config, control)
+
+
+def falcon_old_case(gen, config, control=None):
+    return falcon_case(False, gen, config, control)
 
 
 def phi3_case(gen, config, control=None):
@@ -1535,6 +1731,16 @@ NEOX = dict(norm="layer", norm_eps=1e-5, num_kv_heads=4, rope_dim=4, activation=
             mlp_bias=True, parallel_residual=True, parallel_norms=2)
 PHI2 = dict(norm="layer", norm_eps=1e-5, rope_dim=8, activation="gelu_tanh", qkv_bias=True, o_bias=True,
             mlp_bias=True, parallel_residual=True)
+# Falcon: the new decoder architecture with GQA and two norms (Falcon-40B/180B) or one, the old multi-query one
+# (Falcon-7B) and the old multi-head one.
+FALCON = dict(norm="layer", norm_eps=1e-5, activation="gelu", parallel_residual=True)
+FALCON_NEW = dict(FALCON, parallel_norms=2, qkv_bias=True, o_bias=True, mlp_bias=True)
+# GPT-J: one shared norm, interleaved rotary on half of each head, MLP biases, MHA; Cohere: one shared norm
+# without bias, interleaved rotary on whole heads, GQA, attention biases.
+GPTJ = dict(norm="layer", norm_eps=1e-5, num_kv_heads=4, rope_dim=8, rope_interleave=True, activation="gelu_tanh",
+            mlp_bias=True, parallel_residual=True)
+COHERE = dict(norm="layer", norm_eps=1e-5, rope_interleave=True, qkv_bias=True, o_bias=True, rope_theta=1e6,
+              parallel_residual=True)
 CASES = {
     # torch.nn.TransformerEncoderLayer
     "encoder_pre_gelu": ("encoder", base_config(**ENCODER, norm_placement="pre", activation="gelu")),
@@ -1588,6 +1794,16 @@ CASES = {
     "neox_parallel_f16": ("neox", base_config(**NEOX, dtype="f16", num_layers=3)),
     "phi2_parallel": ("phi", base_config(**PHI2)),
     "phi2_parallel_f16": ("phi", base_config(**PHI2, dtype="f16")),
+    "falcon_new_gqa": ("falcon_new", base_config(**FALCON_NEW)),
+    "falcon_new_one_norm_f16": ("falcon_new", base_config(**{**FALCON_NEW, "parallel_norms": 1}, dtype="f16",
+                                                          num_layers=3)),
+    "falcon_old_mqa_f16": ("falcon_old", base_config(**FALCON, num_kv_heads=1, dtype="f16")),
+    "falcon_old_mha": ("falcon_old", base_config(**FALCON, num_kv_heads=4, qkv_bias=True, o_bias=True,
+                                                 mlp_bias=True, rope_theta=1e6)),
+    "gptj_parallel": ("gptj", base_config(**GPTJ)),
+    "gptj_parallel_f16": ("gptj", base_config(**GPTJ, dtype="f16", num_layers=3)),
+    "cohere_parallel": ("cohere", base_config(**COHERE)),
+    "cohere_parallel_bf16": ("cohere", base_config(**COHERE, dtype="bf16", num_layers=3)),
     "phi3_fused": ("phi3", base_config(norm_eps=1e-5)),
     "phi3_fused_bf16": ("phi3", base_config(norm_eps=1e-5, dtype="bf16", num_kv_heads=1, num_layers=3)),
     # sliding windows (9 tokens, windows of 3 and 4) and soft-capping (transformers' Mistral, Gemma 2; Gemma 3)
@@ -1640,11 +1856,13 @@ CASES = {
 BUILDERS = {"encoder": encoder_case, "decoder": decoder_case, "gemma2": gemma2_case, "granite": granite_case,
             "mimi": mimi_case, "olmo2": olmo2_case, "qwen3": qwen3_case, "gemma": gemma_case, "neox": neox_case,
             "phi": phi_case, "phi3": phi3_case, "mistral": mistral_case, "gemma_window": gemma_window_case,
-            "rope": rope_case, "mixtral": mixtral_case, "qwen2_moe": qwen2_moe_case, "olmoe": olmoe_case}
+            "rope": rope_case, "mixtral": mixtral_case, "qwen2_moe": qwen2_moe_case, "olmoe": olmoe_case,
+            "gptj": gptj_case, "cohere": cohere_case,
+            "falcon_new": falcon_new_case, "falcon_old": falcon_old_case}
 TRANSFORMERS = ("gemma2", "granite", "mimi")  # the builders that need transformers (--venv)
 QK_NORM = ("olmo2", "qwen3")  # the qknorm group's builders, which need transformers too
 GEMMA_FAMILY = ("gemma",)  # the gemma group's builder, which needs transformers too
-PARALLEL = ("neox", "phi", "phi3")  # the parallel group's builders, which need transformers too
+PARALLEL = ("neox", "phi", "phi3", "gptj", "cohere", "falcon_new", "falcon_old")  # the parallel group's builders, which need transformers too
 WINDOW = ("mistral", "gemma_window")  # the window group's builders, which need transformers too
 ROPE = ("rope",)  # the rope group's builder, which needs transformers too
 MOE = ("mixtral", "qwen2_moe", "olmoe")  # the moe group's builders, which need transformers too
@@ -1652,7 +1870,11 @@ CASE_TOKENS = {"rope": 16}  # tokens per sequence where a builder needs more tha
 # The controls of a builder's features, beside CONTROLS.
 FEATURE_CONTROLS = {"olmo2": {**QK_NORM_CONTROLS, **OUTPUT_CONTROLS}, "qwen3": QK_NORM_CONTROLS,
                     "gemma": GEMMA_CONTROLS, "neox": {**SEQUENTIAL_CONTROLS, **SPLIT_CONTROLS},
-                    "phi": SEQUENTIAL_CONTROLS, "phi3": SPLIT_CONTROLS, "mistral": WINDOW_CONTROLS,
+                    "phi": SEQUENTIAL_CONTROLS, "phi3": SPLIT_CONTROLS,
+                    "gptj": {**SEQUENTIAL_CONTROLS, **INTERLEAVE_CONTROLS},
+                    "cohere": {**SEQUENTIAL_CONTROLS, **INTERLEAVE_CONTROLS},
+                    "falcon_new": {**SEQUENTIAL_CONTROLS, **SPLIT_CONTROLS},
+                    "falcon_old": {**SEQUENTIAL_CONTROLS, **SPLIT_CONTROLS}, "mistral": WINDOW_CONTROLS,
                     "gemma_window": {**GEMMA_CONTROLS, **WINDOW_CONTROLS},
                     "rope": {**ROPE_CONTROLS, **LONGROPE_CONTROLS, **NOPE_CONTROLS},
                     "mixtral": MOE_CONTROLS, "qwen2_moe": {**MOE_CONTROLS, **SHARED_EXPERT_CONTROLS},
