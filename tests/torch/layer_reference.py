@@ -19,7 +19,8 @@ and inputs that rill gets:
     (with LayerScale folded into its post-sublayer norms),
     GraniteDecoderLayer for the branch scale (Granite's residual_multiplier)
     and MimiTransformerLayer for LayerScale (MimiLayerScale) with LayerNorm
-    and a plain GELU MLP;
+    and a plain GELU MLP; and OPTModel (learned positions zeroed) in the pre
+    and post placements;
   * the QK norm (the qknorm group, also from the venv): Olmo2DecoderLayer
     (q_norm and k_norm over the whole projections, the output placement)
     and, as transformers 4.47.1 has no Qwen3, Qwen2DecoderLayer with Qwen3's
@@ -554,6 +555,75 @@ def granite_case(gen, config, control=None):
             for layer in layers:
                 x = layer(x, attention_mask=mask, position_ids=positions, position_embeddings=position_embeddings)[0]
             return final(x) if final is not None else x
+
+    return weights, reference
+
+
+def opt_case(gen, config, control=None):
+    """OPTModel (eager attention) with its learned position embeddings set to
+    0, since they lie above the stack: LayerNorm before each sublayer
+    (do_layer_norm_before, OPT-125m and larger) with the decoder's final norm,
+    or after it (OPT-350m's post placement) without one; MHA without RoPE,
+    every bias, a ReLU fc1/fc2 MLP. Its names are renamed to rill's
+    (self_attn.out_proj, self_attn_layer_norm, the layer's final_layer_norm,
+    fc1, fc2, the decoder's final_layer_norm). OPT's LayerNorm eps is fixed
+    at 1e-5; the eps control sets the reference's."""
+    try:
+        from transformers import OPTConfig, OPTModel
+    except ImportError as missing:
+        raise Skip(f"the OPT reference needs transformers: {missing}")
+
+    c = config
+    d, h, hd = c["hidden_size"], c["num_heads"], c["head_dim"]
+    pre = c["norm_placement"] == "pre"
+    # What OPT can express: LayerNorm (eps 1e-5), MHA, no RoPE, every bias, a plain MLP, pre with a final norm or post
+    # without one.
+    assert c["norm"] == "layer" and c["norm_eps"] == 1e-5 and c["num_kv_heads"] == h and h * hd == d
+    assert c["rope_theta"] == 0 and c["qkv_bias"] and c["o_bias"] and c["mlp_bias"] and c["final_norm"] == pre
+    assert c["norm_placement"] in ("pre", "post")
+    if control in ("rope_theta", "scale"):
+        return None, None  # no RoPE; no branch scale or LayerScale
+    hf = OPTConfig(vocab_size=8, hidden_size=d, num_hidden_layers=c["num_layers"], ffn_dim=c["intermediate_size"],
+                   num_attention_heads=h, word_embed_proj_dim=d, do_layer_norm_before=pre,
+                   activation_function=c["activation"], enable_bias=True, layer_norm_elementwise_affine=True,
+                   max_position_embeddings=64, attn_implementation="eager")
+    model = OPTModel(hf).double().eval()
+    rename = {"self_attn.out_proj.": "self_attn.o_proj.", "self_attn_layer_norm.": "input_layernorm.",
+              "final_layer_norm.": "post_attention_layernorm.", "fc1.": "mlp.up_proj.", "fc2.": "mlp.down_proj."}
+    weights = {}
+    for name, value in draw_hf_params(gen, model, c["dtype"]).items():
+        if name.startswith("decoder.layers."):
+            layer, rest = name[len("decoder.layers."):].split(".", 1)
+            for theirs, ours in rename.items():
+                if rest.startswith(theirs):
+                    rest = ours + rest[len(theirs):]
+                    break
+            weights[f"model.layers.{layer}.{rest}"] = value
+        elif name.startswith("decoder.final_layer_norm."):
+            weights["model.norm." + name.rsplit(".", 1)[1]] = value
+    with torch.no_grad():
+        model.decoder.embed_positions.weight.zero_()
+        for module in model.modules():
+            if control == "eps" and isinstance(module, torch.nn.LayerNorm):
+                module.eps = wrong_eps(c["norm_eps"], c["dtype"])
+        for layer in model.decoder.layers:
+            attn = layer.self_attn
+            if control == "gqa":
+                for proj in (attn.k_proj, attn.v_proj):
+                    for p in (proj.weight, proj.bias):
+                        p.copy_(roll_kv_heads(p.clone(), h))
+            elif control == "transpose":
+                attn.out_proj.weight.copy_(attn.out_proj.weight.t().clone())
+    run = hf_reference(model)
+
+    def reference(x):
+        # OPT's mask helper fills a float64 mask through the default dtype, which must then be float64 too.
+        previous = torch.get_default_dtype()
+        torch.set_default_dtype(torch.float64)
+        try:
+            return run(x)
+        finally:
+            torch.set_default_dtype(previous)
 
     return weights, reference
 
@@ -1724,6 +1794,7 @@ LONGROPE_SHORT = [1.0, 1.0, 1.05, 1.1, 1.3, 1.6, 2.0, 2.4]
 LONGROPE_LONG = [1.0, 1.2, 1.8, 3.0, 5.5, 9.0, 14.0, 20.0]
 ENCODER = dict(norm="layer", norm_eps=1e-5, num_kv_heads=4, rope_theta=0.0, qkv_bias=True, o_bias=True,
                mlp_bias=True)
+OPT = dict(ENCODER, activation="relu")
 OLMO2 = dict(norm_placement="output", qk_norm="full", norm_eps=1e-6, rope_theta=5e5)
 QWEN3 = dict(qk_norm="head", qkv_bias=True)
 # GPT-NeoX (Pythia): two input norms, a quarter of each head rotary; Phi-2: one shared norm, half rotary, GQA.
@@ -1777,6 +1848,10 @@ CASES = {
     # header (the post path's gains and branch scale), not against a model.
     "post_layer_scale_branch": ("decoder", base_config(norm_placement="post", layer_scale=True, branch_scale=0.7)),
     "sandwich_layer_scale_f16": ("gemma2", base_config(norm_placement="sandwich", layer_scale=True, dtype="f16")),
+    # OPT (transformers' OPTModel, learned positions zeroed): pre with a final norm (OPT-125m and larger) and post
+    # without one (OPT-350m)
+    "opt_pre_relu": ("opt", base_config(**OPT, num_layers=3)),
+    "opt_post_relu_f16": ("opt", base_config(**OPT, norm_placement="post", final_norm=False, dtype="f16")),
     # the QK norm, and the output placement
     "olmo2_f32": ("olmo2", base_config(**OLMO2, num_layers=3)),
     "olmo2_layer_scale_bf16": ("olmo2", base_config(**OLMO2, layer_scale=True, branch_scale=0.5, dtype="bf16")),
@@ -1854,12 +1929,13 @@ CASES = {
     "olmoe": ("olmoe", base_config(**OLMOE)),
 }
 BUILDERS = {"encoder": encoder_case, "decoder": decoder_case, "gemma2": gemma2_case, "granite": granite_case,
-            "mimi": mimi_case, "olmo2": olmo2_case, "qwen3": qwen3_case, "gemma": gemma_case, "neox": neox_case,
+            "mimi": mimi_case, "opt": opt_case,
+            "olmo2": olmo2_case, "qwen3": qwen3_case, "gemma": gemma_case, "neox": neox_case,
             "phi": phi_case, "phi3": phi3_case, "mistral": mistral_case, "gemma_window": gemma_window_case,
             "rope": rope_case, "mixtral": mixtral_case, "qwen2_moe": qwen2_moe_case, "olmoe": olmoe_case,
             "gptj": gptj_case, "cohere": cohere_case,
             "falcon_new": falcon_new_case, "falcon_old": falcon_old_case}
-TRANSFORMERS = ("gemma2", "granite", "mimi")  # the builders that need transformers (--venv)
+TRANSFORMERS = ("gemma2", "granite", "mimi", "opt")  # the builders that need transformers (--venv)
 QK_NORM = ("olmo2", "qwen3")  # the qknorm group's builders, which need transformers too
 GEMMA_FAMILY = ("gemma",)  # the gemma group's builder, which needs transformers too
 PARALLEL = ("neox", "phi", "phi3", "gptj", "cohere", "falcon_new", "falcon_old")  # the parallel group's builders, which need transformers too
