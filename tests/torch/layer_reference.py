@@ -48,7 +48,9 @@ and inputs that rill gets:
     decode step against its DynamicCache.
   * (the moe group) mixtures of experts in whole models: MixtralModel (its
     own tensor names), Qwen2MoeModel (a shared expert, unnormalized top-k
-    weights) and OlmoeModel (full-width QK norm). The low-precision cases'
+    weights), OlmoeModel (full-width QK norm) and, as transformers 4.47.1
+    has no Qwen3-MoE, Qwen2MoeModel with Qwen3's per-head QK norm and its
+    shared expert removed (see moe_case). The low-precision cases'
     seeds route every token to the same experts in rill as in the float64
     reference; a flipped choice would fail them.
 Every case runs as one prefill, as a prefill followed by decode steps and as
@@ -1692,8 +1694,14 @@ def moe_case(family, gen, config, control=None):
     """A whole mixture-of-experts model from transformers (eager attention):
     MixtralModel (its own tensor names: block_sparse_moe, w1/w3/w2; always
     renormalizes the top-k weights), Qwen2MoeModel (a shared expert with its
-    sigmoid gate, q/k/v biases, every layer sparse) or OlmoeModel (the QK norm
-    over the whole q and k projections, before RoPE)."""
+    sigmoid gate, q/k/v biases, every layer sparse), OlmoeModel (the QK norm
+    over the whole q and k projections, before RoPE) or Qwen3-MoE. transformers
+    4.47.1 has no Qwen3-MoE; its published modelling code (Qwen3MoeModel,
+    transformers 4.51) is Qwen2-MoE's without the shared expert, with Qwen3's
+    per-head q_norm and k_norm (RMSNorms of head_dim before RoPE) and
+    attention_bias for the q/k/v biases. So qwen3_moe is Qwen2MoeModel with its
+    shared expert answering 0 (its weights not given to rill) and HeadNorm
+    behind q_proj and k_proj, as qwen3_case does (biases on)."""
     try:
         import transformers
     except ImportError as missing:
@@ -1716,11 +1724,14 @@ def moe_case(family, gen, config, control=None):
         hf = transformers.MixtralConfig(**common, intermediate_size=c["moe_intermediate_size"],
                                         num_local_experts=c["num_experts"])
         model, prefix = transformers.MixtralModel(hf), "model."
-    elif family == "qwen2_moe":
-        assert c["qkv_bias"] and c["shared_expert_intermediate_size"] > 0
+    elif family in ("qwen2_moe", "qwen3_moe"):
+        qwen3 = family == "qwen3_moe"
+        assert c["qkv_bias"] and (c.get("shared_expert_intermediate_size", 0) > 0) != qwen3
+        assert (c.get("qk_norm") == "head") == qwen3
         hf = transformers.Qwen2MoeConfig(**common, intermediate_size=c["intermediate_size"],
                                          moe_intermediate_size=c["moe_intermediate_size"],
-                                         shared_expert_intermediate_size=c["shared_expert_intermediate_size"],
+                                         shared_expert_intermediate_size=8 if qwen3 else c[
+                                             "shared_expert_intermediate_size"],
                                          num_experts=c["num_experts"], norm_topk_prob=norm_topk,
                                          decoder_sparse_step=1, mlp_only_layers=[])
         model, prefix = transformers.Qwen2MoeModel(hf), "model."
@@ -1730,9 +1741,11 @@ def moe_case(family, gen, config, control=None):
                                       num_experts=c["num_experts"], norm_topk_prob=norm_topk)
         model, prefix = transformers.OlmoeModel(hf), "model."
     model = model.double().eval()
-    weights = {prefix + k: v for k, v in draw_hf_params(gen, model, c["dtype"]).items()}
+    weights = {prefix + k: v for k, v in draw_hf_params(gen, model, c["dtype"]).items()
+               if family != "qwen3_moe" or "shared_expert" not in k}
+    param = weight_drawer(gen, c["dtype"], weights)
     with torch.no_grad():
-        for layer in model.layers:
+        for i, layer in enumerate(model.layers):
             attn = layer.self_attn
             if control == "gqa":
                 for proj in (attn.k_proj, attn.v_proj):
@@ -1747,6 +1760,16 @@ def moe_case(family, gen, config, control=None):
                 layer.mlp.shared_expert.down_proj.weight.zero_()
             if family == "mixtral" and control == "renorm":
                 layer.block_sparse_moe.forward = unnormalized_moe_forward(layer.block_sparse_moe)
+            if family == "qwen3_moe":
+                layer.mlp.shared_expert = ZeroExpert()
+                layer.mlp.shared_expert_gate = torch.nn.Identity()
+                if control != "no_qk_norm":
+                    for proj, norm in (("q_proj", "q_norm"), ("k_proj", "k_norm")):
+                        weight = param(f"model.layers.{i}.self_attn.{norm}.weight", (hd,), 0.3, 1.0)
+                        setattr(attn, proj, HeadNorm(getattr(attn, proj), weight, hf.rms_norm_eps, hd,
+                                                     whole=control == "qk_norm_form"))
+            if family != "olmoe":
+                continue
             if control == "no_qk_norm":
                 attn.q_norm, attn.k_norm = torch.nn.Identity(), torch.nn.Identity()
             elif control == "qk_norm_form":  # per head, each head's hd values with its slice of the full weight
@@ -1755,6 +1778,13 @@ def moe_case(family, gen, config, control=None):
                                                  hf.rms_norm_eps, hd))
                     setattr(attn, norm, torch.nn.Identity())
     return weights, hf_reference(model)
+
+
+class ZeroExpert(torch.nn.Module):
+    """A shared expert that adds nothing (Qwen3-MoE has none)."""
+
+    def forward(self, x):
+        return torch.zeros_like(x)
 
 
 def mixtral_case(gen, config, control=None):
@@ -1767,6 +1797,10 @@ def qwen2_moe_case(gen, config, control=None):
 
 def olmoe_case(gen, config, control=None):
     return moe_case("olmoe", gen, config, control)
+
+
+def qwen3_moe_case(gen, config, control=None):
+    return moe_case("qwen3_moe", gen, config, control)
 
 
 # ---------------------------------------------------------------------------
@@ -1787,6 +1821,9 @@ MIXTRAL = dict(num_experts=8, num_experts_per_tok=2, norm_topk_prob=True, moe_in
 QWEN2_MOE = dict(num_experts=6, num_experts_per_tok=2, moe_intermediate_size=32,
                  shared_expert_intermediate_size=80, qkv_bias=True, rope_theta=1e6)
 OLMOE = dict(num_experts=4, num_experts_per_tok=2, moe_intermediate_size=40, qk_norm="full", norm_eps=1e-5)
+# Qwen3-MoE: 6 experts of width 32, top-2 renormalized, the per-head QK norm, no shared expert.
+QWEN3_MOE = dict(num_experts=6, num_experts_per_tok=2, moe_intermediate_size=32, norm_topk_prob=True,
+                 qk_norm="head", qkv_bias=True, rope_theta=1e6)
 
 # LongRoPE's per-frequency factors for head_dim 16, shaped like Phi-3's: near 1
 # for the high frequencies, growing toward the low ones.
@@ -1921,12 +1958,13 @@ CASES = {
     "smollm3_nope_yarn_bf16": ("rope", base_config(num_layers=4, no_rope_layer_interval=4, dtype="bf16",
                                                    max_position_embeddings=32,
                                                    rope_scaling=dict(rope_type="yarn", factor=2.0))),
-    # mixtures of experts, top-2 (transformers' Mixtral, Qwen2-MoE, OLMoE)
+    # mixtures of experts, top-2 (transformers' Mixtral, Qwen2-MoE, OLMoE; Qwen3-MoE from Qwen2-MoE)
     "mixtral_moe": ("mixtral", base_config(**MIXTRAL)),
     "mixtral_moe_bf16": ("mixtral", base_config(**MIXTRAL, dtype="bf16")),
     "qwen2_moe_shared": ("qwen2_moe", base_config(**QWEN2_MOE)),
     "qwen2_moe_shared_f16": ("qwen2_moe", base_config(**QWEN2_MOE, dtype="f16")),
     "olmoe": ("olmoe", base_config(**OLMOE)),
+    "qwen3_moe": ("qwen3_moe", base_config(**QWEN3_MOE)),
 }
 BUILDERS = {"encoder": encoder_case, "decoder": decoder_case, "gemma2": gemma2_case, "granite": granite_case,
             "mimi": mimi_case, "opt": opt_case,
@@ -1934,14 +1972,14 @@ BUILDERS = {"encoder": encoder_case, "decoder": decoder_case, "gemma2": gemma2_c
             "phi": phi_case, "phi3": phi3_case, "mistral": mistral_case, "gemma_window": gemma_window_case,
             "rope": rope_case, "mixtral": mixtral_case, "qwen2_moe": qwen2_moe_case, "olmoe": olmoe_case,
             "gptj": gptj_case, "cohere": cohere_case,
-            "falcon_new": falcon_new_case, "falcon_old": falcon_old_case}
+            "falcon_new": falcon_new_case, "falcon_old": falcon_old_case, "qwen3_moe": qwen3_moe_case}
 TRANSFORMERS = ("gemma2", "granite", "mimi", "opt")  # the builders that need transformers (--venv)
 QK_NORM = ("olmo2", "qwen3")  # the qknorm group's builders, which need transformers too
 GEMMA_FAMILY = ("gemma",)  # the gemma group's builder, which needs transformers too
 PARALLEL = ("neox", "phi", "phi3", "gptj", "cohere", "falcon_new", "falcon_old")  # the parallel group's builders, which need transformers too
 WINDOW = ("mistral", "gemma_window")  # the window group's builders, which need transformers too
 ROPE = ("rope",)  # the rope group's builder, which needs transformers too
-MOE = ("mixtral", "qwen2_moe", "olmoe")  # the moe group's builders, which need transformers too
+MOE = ("mixtral", "qwen2_moe", "olmoe", "qwen3_moe")  # the moe group's builders, which need transformers too
 CASE_TOKENS = {"rope": 16}  # tokens per sequence where a builder needs more than 9
 # The controls of a builder's features, beside CONTROLS.
 FEATURE_CONTROLS = {"olmo2": {**QK_NORM_CONTROLS, **OUTPUT_CONTROLS}, "qwen3": QK_NORM_CONTROLS,
@@ -1954,7 +1992,8 @@ FEATURE_CONTROLS = {"olmo2": {**QK_NORM_CONTROLS, **OUTPUT_CONTROLS}, "qwen3": Q
                     "gemma_window": {**GEMMA_CONTROLS, **WINDOW_CONTROLS},
                     "rope": {**ROPE_CONTROLS, **LONGROPE_CONTROLS, **NOPE_CONTROLS},
                     "mixtral": MOE_CONTROLS, "qwen2_moe": {**MOE_CONTROLS, **SHARED_EXPERT_CONTROLS},
-                    "olmoe": {**MOE_CONTROLS, **QK_NORM_CONTROLS}}
+                    "olmoe": {**MOE_CONTROLS, **QK_NORM_CONTROLS},
+                    "qwen3_moe": {**MOE_CONTROLS, **QK_NORM_CONTROLS}}
 GROUPS = {
     "encoder": [n for n in CASES if n.startswith("encoder")],
     "llama": ["qwen2_f32", "qwen2_f16", "qwen2_bf16", "llama_mqa_partial_rope", "pre_no_final_norm_gelu_tanh"],
