@@ -36,8 +36,9 @@ and inputs that rill gets:
     GPTJModel and CohereModel (one shared norm, interleaved rotary that rill
     reorders at load: rope_interleave);
   * (the window group) sliding-window attention and logit soft-capping:
-    MistralModel, Gemma2Model, and a Gemma 3 stack adapted from
-    Gemma2Model after Gemma 3's published code (see gemma_window_case).
+    MistralModel, Gemma2Model, a Gemma 3 stack adapted from Gemma2Model
+    after Gemma 3's published code (see gemma_window_case), and Qwen2Model
+    with max_window_layers (see qwen2_window_case).
   * (the rope group) RoPE scaling and NoPE layers in whole models: LlamaModel
     with llama3 (Llama 3.1/3.2), linear and dynamic NTK rope_scaling,
     Qwen2Model with YaRN, Phi3Model with LongRoPE below and above its
@@ -1574,6 +1575,62 @@ def mistral_case(gen, config, control=None):
     return weights, hf_reference(model)
 
 
+# Qwen2's max_window_layers: the layers below it attend to every earlier position.
+MAX_WINDOW_LAYERS_CONTROLS = {"window_layers": "the window on every layer, max_window_layers left out"}
+
+
+def causal_only(forward):
+    """A decoder layer's forward given the plain causal mask in place of the
+    model's sliding-window mask (positions from 0, one forward)."""
+    def wrapped(hidden_states, attention_mask=None, **kwargs):
+        rows, keys = attention_mask.shape[-2:]
+        causal = torch.full((rows, keys), torch.finfo(attention_mask.dtype).min, dtype=attention_mask.dtype).triu(1)
+        return forward(hidden_states, attention_mask=causal.expand_as(attention_mask), **kwargs)
+
+    return wrapped
+
+
+def qwen2_window_case(gen, config, control=None):
+    """Qwen2Model (eager attention) with use_sliding_window: layers from
+    max_window_layers on slide, those below attend to every earlier position.
+    transformers 4.47.1 applies the window per layer only in its flash
+    attention path (Qwen2FlashAttention2: layer_idx >= max_window_layers); the
+    eager model masks every layer with the window. Here each layer below
+    max_window_layers gets the plain causal mask instead, which is what the
+    flash path computes."""
+    try:
+        from transformers import Qwen2Config, Qwen2Model
+    except ImportError as missing:
+        raise Skip(f"the Qwen2 reference needs transformers: {missing}")
+
+    c = config
+    hq, hkv, hd = c["num_heads"], c["num_kv_heads"], c["head_dim"]
+    assert c["norm"] == "rms" and c["norm_placement"] == "pre" and c["activation"] == "silu_glu" and c["qkv_bias"]
+    assert c["rope_dim"] == 0 and c["final_norm"] and c["max_window_layers"] > 0
+    if control in ("scale", "softcap_off", "local_theta") or control == "gqa" and hkv == 1:
+        return None, None  # Qwen2 has no branch scale, LayerScale, soft-cap or local theta
+    hf = Qwen2Config(vocab_size=8, hidden_size=c["hidden_size"], intermediate_size=c["intermediate_size"],
+                     num_hidden_layers=c["num_layers"], num_attention_heads=hq, num_key_value_heads=hkv,
+                     rms_norm_eps=wrong_eps(c["norm_eps"], c["dtype"]) if control == "eps" else c["norm_eps"],
+                     rope_theta=wrong_rope_theta(c["rope_theta"]) if control == "rope_theta" else c["rope_theta"],
+                     use_sliding_window=True, sliding_window=window_of(c, control),
+                     max_window_layers=c["max_window_layers"], attn_implementation="eager")
+    model = Qwen2Model(hf).double().eval()
+    weights = {"model." + k: v for k, v in draw_hf_params(gen, model, c["dtype"]).items()}
+    with torch.no_grad():
+        for i, layer in enumerate(model.layers):
+            attn = layer.self_attn
+            if control == "gqa":
+                for proj in (attn.k_proj, attn.v_proj):
+                    proj.weight.copy_(roll_kv_heads(proj.weight.clone(), hkv))
+                    proj.bias.copy_(roll_kv_heads(proj.bias.clone(), hkv))
+            elif control == "transpose":
+                attn.o_proj.weight.copy_(attn.o_proj.weight.t().clone())
+            if i < c["max_window_layers"] and control != "window_layers":
+                layer.forward = causal_only(layer.forward)
+    return weights, hf_reference(model)
+
+
 class HeadNormed(torch.nn.Module):
     """Gemma 3's q_norm / k_norm placed after a projection: proj(x), then an
     RMSNorm of each head's head_dim values scaled by (1 + w)."""
@@ -1926,6 +1983,8 @@ CASES = {
                                                               num_layers=3, dtype="f16")),
     "gemma3_local_f32": ("gemma_window", base_config(**GEMMA3_WINDOW)),
     "gemma3_local_bf16": ("gemma_window", base_config(**{**GEMMA3_WINDOW, "sliding_window": 3}, dtype="bf16")),
+    "qwen2_max_window_layers": ("qwen2_window", base_config(qkv_bias=True, rope_theta=1e6, num_layers=3,
+                                                            sliding_window=3, max_window_layers=1)),
     # RoPE scaling over 16 tokens (CASE_TOKENS), at sizes where it matters within them.
     "llama31_llama3": ("rope", base_config(rope_theta=500000.0, rope_scaling=dict(
         rope_type="llama3", factor=8.0, original_max_position_embeddings=16, low_freq_factor=1.0,
@@ -1972,12 +2031,13 @@ BUILDERS = {"encoder": encoder_case, "decoder": decoder_case, "gemma2": gemma2_c
             "phi": phi_case, "phi3": phi3_case, "mistral": mistral_case, "gemma_window": gemma_window_case,
             "rope": rope_case, "mixtral": mixtral_case, "qwen2_moe": qwen2_moe_case, "olmoe": olmoe_case,
             "gptj": gptj_case, "cohere": cohere_case,
-            "falcon_new": falcon_new_case, "falcon_old": falcon_old_case, "qwen3_moe": qwen3_moe_case}
+            "falcon_new": falcon_new_case, "falcon_old": falcon_old_case, "qwen3_moe": qwen3_moe_case,
+            "qwen2_window": qwen2_window_case}
 TRANSFORMERS = ("gemma2", "granite", "mimi", "opt")  # the builders that need transformers (--venv)
 QK_NORM = ("olmo2", "qwen3")  # the qknorm group's builders, which need transformers too
 GEMMA_FAMILY = ("gemma",)  # the gemma group's builder, which needs transformers too
 PARALLEL = ("neox", "phi", "phi3", "gptj", "cohere", "falcon_new", "falcon_old")  # the parallel group's builders, which need transformers too
-WINDOW = ("mistral", "gemma_window")  # the window group's builders, which need transformers too
+WINDOW = ("mistral", "gemma_window", "qwen2_window")  # the window group's builders, which need transformers too
 ROPE = ("rope",)  # the rope group's builder, which needs transformers too
 MOE = ("mixtral", "qwen2_moe", "olmoe", "qwen3_moe")  # the moe group's builders, which need transformers too
 CASE_TOKENS = {"rope": 16}  # tokens per sequence where a builder needs more than 9
@@ -1990,6 +2050,7 @@ FEATURE_CONTROLS = {"olmo2": {**QK_NORM_CONTROLS, **OUTPUT_CONTROLS}, "qwen3": Q
                     "falcon_new": {**SEQUENTIAL_CONTROLS, **SPLIT_CONTROLS},
                     "falcon_old": {**SEQUENTIAL_CONTROLS, **SPLIT_CONTROLS}, "mistral": WINDOW_CONTROLS,
                     "gemma_window": {**GEMMA_CONTROLS, **WINDOW_CONTROLS},
+                    "qwen2_window": {**WINDOW_CONTROLS, **MAX_WINDOW_LAYERS_CONTROLS},
                     "rope": {**ROPE_CONTROLS, **LONGROPE_CONTROLS, **NOPE_CONTROLS},
                     "mixtral": MOE_CONTROLS, "qwen2_moe": {**MOE_CONTROLS, **SHARED_EXPERT_CONTROLS},
                     "olmoe": {**MOE_CONTROLS, **QK_NORM_CONTROLS},
