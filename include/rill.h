@@ -458,6 +458,15 @@ RILL_API rill_status rill_activation(rill_context* ctx, rill_act_fn fn, const ri
 /*   attention.dense (o_proj), mlp.dense_h_to_4h (up_proj),                  */
 /*   mlp.dense_4h_to_h (down_proj), input_layernorm,                         */
 /*   post_attention_layernorm, and "gpt_neox.final_layer_norm" (model.norm). */
+/* and Falcon's names under "transformer.h.{i}.": self_attention.            */
+/*   query_key_value [(Hq+2Hkv)*hd, D] (per KV head its Hq/Hkv query heads'  */
+/*   rows, then its k and v rows), self_attention.dense (o_proj),            */
+/*   mlp.dense_h_to_4h, mlp.dense_4h_to_h, input_layernorm,                  */
+/*   post_attention_layernorm, ln_attn (input_layernorm), ln_mlp             */
+/*   (post_attention_layernorm), and "transformer.ln_f" (model.norm).        */
+/* With rope_interleave the q and k rows (q_proj, k_proj, their biases, the  */
+/* QK norm weights) are reordered within each head as they are set; see      */
+/* rope_interleave in rill_model_desc.                                       */
 /*                                                                           */
 /* norm_weight_offset: Gemma's RMSNorm scales by (1 + w) and its checkpoints */
 /* store w; norm_weight_offset = 1 loads them as they are stored. The offset */
@@ -802,7 +811,7 @@ RILL_API void rill_model_destroy(rill_model* model);
 /* Sets one weight from host memory, converting it to the model dtype (round to
    nearest even); a norm weight gets norm_weight_offset added first (above).
    name: a Hugging Face name listed above that this model uses, or a fused
-   tensor or GPT-NeoX name listed above, whose parts are set.
+   tensor or GPT-NeoX or Falcon name listed above, whose parts are set.
    src_dtype: the dtype of data. ndim, shape: data's shape, which must be the
    weight's. bytes: must equal the product of shape times the dtype size.
    Errors: RILL_ERROR_NOT_FOUND for a name the model does not use (named; for
@@ -818,9 +827,9 @@ RILL_API rill_status rill_model_set_weight(rill_model* model, const char* name, 
    norm_weight_offset added as in rill_model_set_weight). The file is
    memory-mapped; tensors the model does not use are skipped, so a
    checkpoint's shards can be loaded one after another. Fused tensors and
-   GPT-NeoX names (listed above) are split into the weights they hold. Every
-   tensor used is checked before any is stored. The header, every offset and
-   size, overlaps and the file's length are validated.
+   GPT-NeoX and Falcon names (listed above) are split into the weights they
+   hold. Every tensor used is checked before any is stored. The header, every
+   offset and size, overlaps and the file's length are validated.
    Errors: RILL_ERROR_IO naming the file (and the tensor) for an unreadable,
    truncated or corrupt file, or a tensor of another dtype; RILL_ERROR_SHAPE for
    a tensor of the wrong shape (file, tensor and both shapes named);
