@@ -514,6 +514,15 @@ RILL_API rill_status rill_activation(rill_context* ctx, rill_act_fn fn, const ri
 /*   attention.dense (o_proj), mlp.dense_h_to_4h (up_proj),                  */
 /*   mlp.dense_4h_to_h (down_proj), input_layernorm,                         */
 /*   post_attention_layernorm, and "gpt_neox.final_layer_norm" (model.norm). */
+/* and Falcon's names under "transformer.h.{i}.": self_attention.            */
+/*   query_key_value [(Hq+2Hkv)*hd, D] (per KV head its Hq/Hkv query heads'  */
+/*   rows, then its k and v rows), self_attention.dense (o_proj),            */
+/*   mlp.dense_h_to_4h, mlp.dense_4h_to_h, input_layernorm,                  */
+/*   post_attention_layernorm, ln_attn (input_layernorm), ln_mlp             */
+/*   (post_attention_layernorm), and "transformer.ln_f" (model.norm).        */
+/* With rope_interleave the q and k rows (q_proj, k_proj, their biases, the  */
+/* QK norm weights) are reordered within each head as they are set; see      */
+/* rope_interleave in rill_model_desc.                                       */
 /*                                                                           */
 /* norm_weight_offset: Gemma's RMSNorm scales by (1 + w) and its checkpoints */
 /* store w; norm_weight_offset = 1 loads them as they are stored. The offset */
@@ -750,6 +759,13 @@ typedef struct rill_model_desc {
   uint32_t norm_topk_prob;       /* nonzero: the k routing weights are renormalized to sum 1 (Mixtral) */
   int32_t moe_intermediate_size; /* each expert's width: >= 0; 0 = intermediate_size */
   int32_t shared_expert_intermediate_size; /* >= 0; > 0: a gated shared expert of this width (Qwen2-MoE) */
+  /* Interleaved (GPT-J style) rotary checkpoints: nonzero when the stored
+     q/k projections rotate dims (2i, 2i+1) together, as GPT-J and Cohere do
+     (DeepSeek-V3's config key of this name). rill runs the half-split
+     (NeoX) rotary: each head's first rope_dim q and k rows, their biases and
+     the QK norm weights are permuted as they are set (even dims, then odd),
+     which leaves every attention score as it was. Needs rope_theta > 0. */
+  uint32_t rope_interleave;
 } rill_model_desc;
 
 /* Fills desc with the defaults of the [model] TOML table: f32, rms, eps 1e-6,
@@ -761,7 +777,7 @@ typedef struct rill_model_desc {
    rope_factor 1, rope_beta_fast 32, rope_beta_slow 1 and the other rope
    scaling fields 0, no_rope_layer_interval 0, no experts (num_experts,
    num_experts_per_tok, norm_topk_prob, moe_intermediate_size,
-   shared_expert_intermediate_size 0), num_kv_heads, head_dim and
+   shared_expert_intermediate_size 0), no rope_interleave, num_kv_heads, head_dim and
    query_pre_attn_scalar 0 (= derived), and the
    sizes num_layers, hidden_size, num_heads, intermediate_size 0 (to be set).
    NULL is a no-op. */
@@ -808,6 +824,7 @@ RILL_API void rill_model_desc_init(rill_model_desc* desc);
        norm_topk_prob = false    # renormalize the top-k weights (Mixtral: true)
        moe_intermediate_size = 0 # each expert's width; 0 = intermediate_size
        shared_expert_intermediate_size = 0  # Qwen2-MoE's shared expert; 0 = none
+       rope_interleave = false   # GPT-J, Cohere: checkpoints with interleaved rotary dims
        [model.rope_scaling]      # Hugging Face's rope_scaling dict; absent = default
        rope_type = "llama3"      # "default" | "linear" | "dynamic" | "yarn" |
                                  # "longrope" | "llama3" ("type" is read too)
@@ -850,7 +867,7 @@ RILL_API void rill_model_destroy(rill_model* model);
 /* Sets one weight from host memory, converting it to the model dtype (round to
    nearest even); a norm weight gets norm_weight_offset added first (above).
    name: a Hugging Face name listed above that this model uses, or a fused
-   tensor or GPT-NeoX name listed above, whose parts are set.
+   tensor or GPT-NeoX or Falcon name listed above, whose parts are set.
    src_dtype: the dtype of data. ndim, shape: data's shape, which must be the
    weight's. bytes: must equal the product of shape times the dtype size.
    Errors: RILL_ERROR_NOT_FOUND for a name the model does not use (named; for
@@ -866,9 +883,9 @@ RILL_API rill_status rill_model_set_weight(rill_model* model, const char* name, 
    norm_weight_offset added as in rill_model_set_weight). The file is
    memory-mapped; tensors the model does not use are skipped, so a
    checkpoint's shards can be loaded one after another. Fused tensors and
-   GPT-NeoX names (listed above) are split into the weights they hold. Every
-   tensor used is checked before any is stored. The header, every offset and
-   size, overlaps and the file's length are validated.
+   GPT-NeoX and Falcon names (listed above) are split into the weights they
+   hold. Every tensor used is checked before any is stored. The header, every
+   offset and size, overlaps and the file's length are validated.
    Errors: RILL_ERROR_IO naming the file (and the tensor) for an unreadable,
    truncated or corrupt file, or a tensor of another dtype; RILL_ERROR_SHAPE for
    a tensor of the wrong shape (file, tensor and both shapes named);

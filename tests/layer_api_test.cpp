@@ -413,6 +413,11 @@ TEST_CASE("rope scaling and NoPE: descriptor checks name the field, the value ex
        "rope_dim", "at least 4 for rope_type dynamic (its exponent d / (d - 2) needs d > 2), got 2"},
       {[](rill_model_desc& d) { d.no_rope_layer_interval = -1; }, "no_rope_layer_interval",
        ">= 0 (0 = RoPE on every layer), got -1"},
+      {[](rill_model_desc& d) {
+         d.rope_interleave = 1;
+         d.rope_theta = 0;
+       },
+       "rope_interleave", "needs rope_theta > 0; expected false without RoPE, got true"},
   };
   for (const Bad& bad : cases) {
     CAPTURE(bad.field);
@@ -440,6 +445,13 @@ TEST_CASE("the [model.rope_scaling] table and no_rope_layer_interval") {
   CHECK(d.rope_high_freq_factor == 4.0f);
   CHECK(d.max_position_embeddings == 64);
   CHECK(d.no_rope_layer_interval == 4);
+  CHECK(d.rope_interleave == 0);
+  REQUIRE_MESSAGE(rill_model_desc_from_toml((sizes + "rope_interleave = true\n").c_str(), "m.toml", &d) == RILL_OK,
+                  rill_last_error());
+  CHECK(d.rope_interleave == 1);
+  expect_failure(rill_model_desc_from_toml((sizes + "rope_interleave = true\nrope_theta = 0.0\n").c_str(), "m.toml",
+                                           &d),
+                 RILL_ERROR_CONFIG, {"m.toml:8:", "model.rope_interleave", "needs rope_theta > 0"});
   REQUIRE_MESSAGE(rill_model_desc_from_toml((sizes + "[model.rope_scaling]\ntype = \"longrope\"\n"
                                                      "original_max_position_embeddings = 16\n"
                                                      "short_factor = [1.0, 1.5]\nlong_factor = [2, 4.5]\n")

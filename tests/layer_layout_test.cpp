@@ -58,7 +58,8 @@ static_assert(offsetof(rill_model_desc, num_experts_per_tok) == 2220);
 static_assert(offsetof(rill_model_desc, norm_topk_prob) == 2224);
 static_assert(offsetof(rill_model_desc, moe_intermediate_size) == 2228);
 static_assert(offsetof(rill_model_desc, shared_expert_intermediate_size) == 2232);
-static_assert(sizeof(rill_model_desc) == 2236);
+static_assert(offsetof(rill_model_desc, rope_interleave) == 2236);
+static_assert(sizeof(rill_model_desc) == 2240);
 static_assert(RILL_ROPE_MAX_FACTORS == 256);
 
 static_assert(RILL_ACT_SILU == 0 && RILL_ACT_GELU == 1 && RILL_ACT_GELU_TANH == 2 && RILL_ACT_RELU == 3);

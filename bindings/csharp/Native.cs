@@ -104,6 +104,7 @@ namespace Rill
         public uint NormTopkProb;
         public int MoeIntermediateSize;
         public int SharedExpertIntermediateSize;
+        public uint RopeInterleave;
 
         /// <summary>RILL_ROPE_MAX_FACTORS: the length of RopeShortFactor and RopeLongFactor.</summary>
         public const int RopeMaxFactors = 256;

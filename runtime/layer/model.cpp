@@ -9,6 +9,7 @@
 #include "enum_names.h"
 #include "errors.h"
 #include "io/safetensors.h"
+#include "rotary_layout.h"
 #include "tensors.h"
 
 namespace rill::layer {
@@ -96,9 +97,10 @@ void add_experts(rill_model& model, int32_t i, LayerWeights& w) {
 }
 
 // The fused tensors of Phi-3 (qkv_proj: [q; k; v] rows, gate_up_proj:
-// [gate; up]) and GPT-NeoX's names for layer i (query_key_value: each head's
+// [gate; up]), GPT-NeoX's names for layer i (query_key_value: each head's
 // q, k and v rows in turn; attention.dense, mlp.dense_h_to_4h,
-// mlp.dense_4h_to_h and the norms under gpt_neox.layers.{i}.).
+// mlp.dense_4h_to_h and the norms under gpt_neox.layers.{i}.) and Falcon's
+// (under transformer.h.{i}.).
 void add_checkpoint_names(rill_model& model, int32_t i, const LayerWeights& w) {
   const rill_model_desc& d = model.desc;
   const std::string p = "model.layers." + std::to_string(i) + ".";
@@ -134,6 +136,25 @@ void add_checkpoint_names(rill_model& model, int32_t i, const LayerWeights& w) {
       add_alias(model, x + theirs + suffix, p + ours + suffix);
     }
   }
+  // Falcon: query_key_value holds per KV head its query heads' rows, then
+  // its k and v rows. That one layout covers every Falcon: the new decoder
+  // architecture (num_kv_heads groups), the old multi-query one (one group:
+  // every q row, then k, v) and the old multi-head one (a group per head).
+  // ln_attn and ln_mlp are the two norms of num_ln_in_parallel_attn = 2.
+  const std::string f = "transformer.h." + std::to_string(i) + ".";
+  add_fused(model, f + "self_attention.query_key_value.weight", {w.q_w, w.k_w, w.v_w}, d.num_kv_heads);
+  add_fused(model, f + "self_attention.query_key_value.bias", {w.q_b, w.k_b, w.v_b}, d.num_kv_heads);
+  for (const auto& [theirs, ours] : {std::pair<const char*, const char*>{"self_attention.dense", "self_attn.o_proj"},
+                                     {"mlp.dense_h_to_4h", "mlp.up_proj"},
+                                     {"mlp.dense_4h_to_h", "mlp.down_proj"},
+                                     {"input_layernorm", "input_layernorm"},
+                                     {"post_attention_layernorm", "post_attention_layernorm"},
+                                     {"ln_attn", "input_layernorm"},
+                                     {"ln_mlp", "post_attention_layernorm"}}) {
+    for (const char* suffix : {".weight", ".bias"}) {
+      add_alias(model, f + theirs + suffix, p + ours + suffix);
+    }
+  }
 }
 
 // Converts a weight from host memory into its tensor (created on first use).
@@ -145,6 +166,14 @@ rill_status store_weight(const char* function, rill_model& model, Weight& weight
   if (weight.tensor == nullptr) {
     RILL_CHECK(tensor_create(where, *model.context, model.desc.dtype, static_cast<int32_t>(weight.shape.size()),
                              weight.shape.data(), weight.tensor));
+  }
+  std::vector<unsigned char> half_split;
+  if (weight.rotary_rows && model.desc.rope_interleave != 0) {
+    const auto rows = static_cast<size_t>(weight.shape[0]);
+    half_split.resize(count * rill_dtype_size(src_dtype));
+    half_split_rotary_rows(data, half_split.data(), rows, half_split.size() / rows, model.desc.head_dim,
+                           model.desc.rope_dim);
+    data = half_split.data();
   }
   const float offset = weight.norm_weight ? model.desc.norm_weight_offset : 0.0f;
   if (src_dtype == model.desc.dtype && offset == 0.0f) {
@@ -288,6 +317,9 @@ void build_weight_table(rill_model& model) {
     } else {
       w.q_norm_w = w.k_norm_w = kAbsent;
     }
+    for (int32_t rotary : {w.q_w, w.q_b, w.k_w, w.k_b, w.q_norm_w, w.k_norm_w}) {
+      if (rotary != kAbsent) model.weights[static_cast<size_t>(rotary)].rotary_rows = true;
+    }
     if (d.num_experts > 0) {
       add_experts(model, i, w);
     } else {
@@ -333,6 +365,7 @@ void build_weight_table(rill_model& model) {
   if (d.final_norm != 0) add_norm(model, "model.norm", model.final_norm_w, model.final_norm_b);
   for (const char* suffix : {".weight", ".bias"}) {
     add_alias(model, std::string("gpt_neox.final_layer_norm") + suffix, std::string("model.norm") + suffix);
+    add_alias(model, std::string("transformer.ln_f") + suffix, std::string("model.norm") + suffix);
   }
 }
 

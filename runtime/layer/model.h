@@ -63,6 +63,7 @@ struct Weight {
   std::vector<int64_t> shape;
   rill_tensor* tensor = nullptr;  // NULL until set
   bool norm_weight = false;       // a norm's .weight: norm_weight_offset is added as it is set
+  bool rotary_rows = false;       // q or k rows by head: reordered as it is set with rope_interleave
 };
 
 // Whether the MLP has a gate projection (act(gate_proj x) * up_proj x).

@@ -337,6 +337,10 @@ DescProblem resolve_desc(const rill_model_desc& given, rill_model_desc& resolved
     return problem("no_rope_layer_interval", "no_rope_layer_interval: expected >= 0 (0 = RoPE on every layer), got " +
                                                  std::to_string(d.no_rope_layer_interval));
   }
+  if (d.rope_interleave != 0 && d.rope_theta == 0) {
+    return problem("rope_interleave", "rope_interleave: says how the checkpoint's q and k rows rotate, so it needs "
+                                      "rope_theta > 0; expected false without RoPE, got true");
+  }
   DescProblem moe = check_experts(d);
   if (!moe.field.empty()) return moe;
   resolved = d;
@@ -457,7 +461,8 @@ void read_model_table(const TomlChecker& check, const toml::table& table, rill_m
                    "parallel_norms", "sliding_window", "sliding_window_pattern", "max_window_layers",
                    "attn_logit_softcapping", "rope_local_base_freq", "max_position_embeddings",
                    "no_rope_layer_interval", "num_experts", "num_experts_per_tok", "norm_topk_prob",
-                   "moe_intermediate_size", "shared_expert_intermediate_size", "rope_scaling"});
+                   "moe_intermediate_size", "shared_expert_intermediate_size", "rope_interleave",
+                   "rope_scaling"});
   const ModelReader t(check, table);
   t.choice<rill_dtype>("dtype", {{"f32", RILL_DTYPE_F32}, {"f16", RILL_DTYPE_F16}, {"bf16", RILL_DTYPE_BF16}}, d.dtype);
   t.integer("num_layers", d.num_layers);
@@ -511,6 +516,7 @@ void read_model_table(const TomlChecker& check, const toml::table& table, rill_m
   t.boolean("norm_topk_prob", d.norm_topk_prob);
   t.integer("moe_intermediate_size", d.moe_intermediate_size);
   t.integer("shared_expert_intermediate_size", d.shared_expert_intermediate_size);
+  t.boolean("rope_interleave", d.rope_interleave);
   if (const toml::table* scaling = check.table_at(table, "rope_scaling", "model.rope_scaling")) {
     read_rope_scaling(check, *scaling, d);
   }

@@ -398,13 +398,13 @@ void phi3(Keys& k, Mapping& m) {
 void layer_norm(Mapping& m) { m.model.insert_or_assign("norm", "layer"); }
 
 // A plain (ungated) MLP: act(up_proj x) then down_proj.
-void plain_activation(Keys& k, Mapping& m, const std::string& fallback) {
-  const std::string act = k.string("hidden_act", fallback);
+void plain_activation(Keys& k, Mapping& m, const std::string& fallback, const char* key = "hidden_act") {
+  const std::string act = k.string(key, fallback);
   static const std::map<std::string, std::string> kPlain = {
       {"gelu", "gelu"}, {"gelu_pytorch_tanh", "gelu_tanh"}, {"gelu_new", "gelu_tanh"}, {"relu", "relu"}};
   const auto found = kPlain.find(act);
   if (found == kPlain.end()) {
-    k.error(RILL_ERROR_UNSUPPORTED, "hidden_act",
+    k.error(RILL_ERROR_UNSUPPORTED, key,
             "expected gelu, gelu_pytorch_tanh, gelu_new or relu, got \"" + act + "\"");
   }
   m.model.insert_or_assign("activation", found->second);
@@ -512,6 +512,113 @@ void phi(Keys& k, Mapping& m) {
   tie(k, m, false);
 }
 
+// GPT-J: parallel attention and MLP on one LayerNorm, interleaved rotary on
+// the first rotary_dim dims of each head, gelu_new, biases on the MLP and the
+// LM head only; its own sizes' names and tensor names (transformer.h.{i}.).
+void gptj(Keys& k, Mapping& m) {
+  m.config.vocab_size = static_cast<int32_t>(k.required_integer("vocab_size"));
+  const int64_t hidden = k.required_integer("n_embd");
+  m.model.insert_or_assign("num_layers", k.required_integer("n_layer"));
+  m.model.insert_or_assign("hidden_size", hidden);
+  m.model.insert_or_assign("num_heads", k.required_integer("n_head"));
+  m.model.insert_or_assign("intermediate_size", k.integer("n_inner", 4 * hidden, 1, INT32_MAX));
+  m.model.insert_or_assign("norm_eps", k.number("layer_norm_epsilon", 1e-5));
+  m.config.max_position_embeddings = static_cast<int32_t>(k.integer("n_positions", 0));
+  // GPT-J's rotary tables take rotary_dim's width; without it they are as
+  // wide as the whole hidden size, which only one head could use.
+  m.model.insert_or_assign("rope_dim", k.required_integer("rotary_dim"));
+  m.model.insert_or_assign("rope_interleave", true);
+  layer_norm(m);
+  plain_activation(k, m, "gelu_new", "activation_function");
+  m.model.insert_or_assign("mlp_bias", true);
+  m.model.insert_or_assign("parallel_residual", true);
+  m.model.insert_or_assign("parallel_norms", int64_t{1});
+  k.harmless({"resid_pdrop", "embd_pdrop", "attn_pdrop"});
+  m.config.embedding_name = "transformer.wte.weight";
+  m.config.head_bias_name = "lm_head.bias";
+  m.config.layer_prefix = "transformer.h.";
+  m.config.layer_names = {{"ln_1.weight", "input_layernorm.weight"},
+                          {"ln_1.bias", "input_layernorm.bias"},
+                          {"attn.q_proj.weight", "self_attn.q_proj.weight"},
+                          {"attn.k_proj.weight", "self_attn.k_proj.weight"},
+                          {"attn.v_proj.weight", "self_attn.v_proj.weight"},
+                          {"attn.out_proj.weight", "self_attn.o_proj.weight"},
+                          {"mlp.fc_in.weight", "mlp.up_proj.weight"},
+                          {"mlp.fc_in.bias", "mlp.up_proj.bias"},
+                          {"mlp.fc_out.weight", "mlp.down_proj.weight"},
+                          {"mlp.fc_out.bias", "mlp.down_proj.bias"}};
+  tie(k, m, false);  // transformer.ln_f loads as model.norm (runtime/layer/model.cpp)
+}
+
+// Falcon: its names load as stored (runtime/layer/model.cpp), its fused
+// query_key_value split by KV head. The new decoder architecture has
+// num_kv_heads groups and one or two norms (num_ln_in_parallel_attn, default
+// 2); the old one is multi-query (one KV head) or multi-head, parallel with
+// one norm or sequential. ALiBi is not expressible.
+void falcon(Keys& k, Mapping& m) {
+  m.config.vocab_size = static_cast<int32_t>(k.required_integer("vocab_size"));
+  const int64_t hidden = k.required_integer("hidden_size"), heads = k.required_integer("num_attention_heads");
+  m.model.insert_or_assign("num_layers", k.required_integer("num_hidden_layers"));
+  m.model.insert_or_assign("hidden_size", hidden);
+  m.model.insert_or_assign("num_heads", heads);
+  m.model.insert_or_assign("intermediate_size", k.integer("ffn_hidden_size", 4 * hidden, 1, INT32_MAX));
+  m.model.insert_or_assign("norm_eps", k.number("layer_norm_epsilon", 1e-5));
+  m.model.insert_or_assign("rope_theta", k.number("rope_theta", 10000.0));
+  m.config.max_position_embeddings = static_cast<int32_t>(k.integer("max_position_embeddings", 0));
+  if (m.config.max_position_embeddings > 0) {
+    m.model.insert_or_assign("max_position_embeddings", int64_t{m.config.max_position_embeddings});
+  }
+  rope_scaling(k, m);
+  layer_norm(m);
+  plain_activation(k, m, "gelu", "activation");
+  const bool bias = k.boolean("bias", false);
+  m.model.insert_or_assign("qkv_bias", bias);
+  m.model.insert_or_assign("o_bias", bias);
+  m.model.insert_or_assign("mlp_bias", bias);
+  refuse_true(k, "alibi", "ALiBi attention is not expressible");
+  const bool parallel = k.boolean("parallel_attn", true);
+  const json* norms = k.get("num_ln_in_parallel_attn");
+  if (k.boolean("new_decoder_architecture", false)) {
+    if (!parallel) {
+      k.error(RILL_ERROR_UNSUPPORTED, "parallel_attn", "the new decoder architecture runs only in parallel; expected "
+                                                       "true, got false");
+    }
+    k.harmless({"multi_query"});  // the new architecture takes its KV heads from num_kv_heads
+    m.model.insert_or_assign("num_kv_heads", k.integer("num_kv_heads", heads, 1, INT32_MAX));
+    m.model.insert_or_assign("parallel_norms", k.integer("num_ln_in_parallel_attn", 2, 1, 2));
+  } else {
+    const bool multi_query = k.boolean("multi_query", true);
+    k.harmless({"num_kv_heads"});  // the old architecture takes its KV heads from multi_query
+    m.model.insert_or_assign("num_kv_heads", multi_query ? int64_t{1} : heads);
+    if (norms != nullptr && *norms != 1) {
+      k.error(RILL_ERROR_UNSUPPORTED, "num_ln_in_parallel_attn",
+              "the old decoder architecture has one input norm; expected 1 or null, got " + value_text(*norms));
+    }
+  }
+  m.model.insert_or_assign("parallel_residual", parallel);
+  k.harmless({"hidden_dropout"});
+  m.config.embedding_name = "transformer.word_embeddings.weight";
+  tie(k, m, true);
+}
+
+// Cohere (Command R): parallel attention and SwiGLU MLP on one LayerNorm
+// without a bias, interleaved rotary, logits times logit_scale, tied
+// embeddings by default.
+void cohere(Keys& k, Mapping& m) {
+  sizes(k, m, 1e-5, "layer_norm_eps");
+  layer_norm(m);
+  gated_activation(k, m, "silu");
+  biases(k, m, "attention_bias", false);
+  m.model.insert_or_assign("rope_interleave", true);
+  m.model.insert_or_assign("parallel_residual", true);
+  m.model.insert_or_assign("parallel_norms", int64_t{1});
+  refuse_true(k, "use_qk_norm", "Command R+'s LayerNorm over each head of q and k, with a weight per head, is not "
+                                "expressible");
+  m.config.logit_scale = static_cast<float>(k.number("logit_scale", 0.0625));
+  m.config.zero_norm_biases = true;
+  tie(k, m, true);
+}
+
 // The routing keys every MoE family shares (training-only ones ignored).
 void experts(Keys& k, Mapping& m, const char* count_key) {
   m.model.insert_or_assign("num_experts", k.required_integer(count_key));
@@ -569,6 +676,7 @@ void smollm3(Keys& k, Mapping& m) {
 using Family = void (*)(Keys&, Mapping&);
 const std::map<std::string, Family>& families() {
   static const std::map<std::string, Family> kFamilies = {
+      {"cohere", cohere},     {"falcon", falcon},       {"gptj", gptj},
       {"gemma", gemma},       {"gemma2", gemma2},       {"gemma3_text", gemma3_text}, {"gpt_neox", gpt_neox},
       {"llama", llama},       {"mistral", mistral},     {"mixtral", mixtral},         {"olmo", olmo},
       {"olmo2", olmo2},       {"olmoe", olmoe},         {"phi", phi},                 {"phi3", phi3},
@@ -583,9 +691,6 @@ const std::map<std::string, std::string>& refused_families() {
   static const std::map<std::string, std::string> kRefused = {
       {"opt", "its learned position embeddings are not expressible"},
       {"gpt2", "its learned position embeddings and Conv1D weights are not expressible"},
-      {"gptj", "its interleaved (GPT-J style) rotary embedding is not expressible"},
-      {"cohere", "its interleaved (GPT-J style) rotary embedding is not expressible"},
-      {"falcon", "its query_key_value grouped by KV head is not split by the loader"},
       {"bloom", "ALiBi attention is not expressible"},
       {"gemma3", "a multimodal Gemma 3 folder; the text-only model_type gemma3_text is supported"},
   };

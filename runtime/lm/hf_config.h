@@ -1,7 +1,7 @@
 // A Hugging Face model folder's config.json and generation_config.json, read
 // into a rill_model_desc and what lies above the decoder stack: vocabulary,
-// tied embeddings, Gemma's embedding scale, the final logit soft-cap, the
-// special ids and the sampling defaults.
+// tied embeddings, Gemma's embedding scale, the final logit soft-cap,
+// Cohere's logit scale, the special ids and the sampling defaults.
 #pragma once
 
 #include <cstdint>
@@ -21,15 +21,19 @@ struct HfConfig {
   bool tie_word_embeddings = false;
   bool scale_embedding = false;          // Gemma: embeddings times sqrt(hidden_size) in the model dtype
   float final_logit_softcapping = 0.0f;  // Gemma 2: logits c tanh(l / c); 0 = off
+  float logit_scale = 1.0f;              // Cohere: logits times this
   // Checkpoint tensor names: the embedding, the LM head and its bias ("" =
   // none), and names the family gives decoder weights where rill's differ
-  // (its name, rill's), per layer (after "model.layers.{i}.") and global.
+  // (its name, rill's), per layer (after layer_prefix + "{i}." for theirs,
+  // "model.layers.{i}." for rill's) and global.
   std::string embedding_name = "model.embed_tokens.weight";
   std::string head_name = "lm_head.weight";
   std::string head_bias_name;
+  std::string layer_prefix = "model.layers.";
   std::vector<std::pair<std::string, std::string>> layer_names;
   std::vector<std::pair<std::string, std::string>> global_names;
-  bool unit_norms = false;  // OLMo: LayerNorms without parameters (weight 1, bias 0)
+  bool unit_norms = false;        // OLMo: LayerNorms without parameters (weight 1, bias 0)
+  bool zero_norm_biases = false;  // Cohere: LayerNorms without a bias (bias 0)
   bool has_torch_dtype = false;
   rill_dtype torch_dtype = RILL_DTYPE_F32;
   std::string torch_dtype_problem;  // a torch_dtype rill cannot compute in: an error unless the dtype is overridden

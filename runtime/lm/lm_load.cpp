@@ -194,19 +194,21 @@ rill_status store_table(const std::string& where, rill_context& ctx, rill_dtype 
 void add_family_names(rill_model& model, const HfConfig& config) {
   for (int32_t i = 0; i < config.desc.num_layers; ++i) {
     const std::string prefix = "model.layers." + std::to_string(i) + ".";
-    for (const auto& [theirs, ours] : config.layer_names) layer::add_alias(model, prefix + theirs, prefix + ours);
+    const std::string their_prefix = config.layer_prefix + std::to_string(i) + ".";
+    for (const auto& [theirs, ours] : config.layer_names) layer::add_alias(model, their_prefix + theirs, prefix + ours);
   }
   for (const auto& [theirs, ours] : config.global_names) layer::add_alias(model, theirs, ours);
 }
 
 namespace {
 
-// OLMo's LayerNorms have no parameters: every norm weight 1, every bias 0.
-rill_status set_unit_norms(const std::string& f, rill_model& model) {
+// OLMo's LayerNorms have no parameters: every norm weight 1, every bias 0;
+// Cohere's have no bias: every norm bias 0.
+rill_status set_parameterless_norms(const std::string& f, rill_model& model, const HfConfig& config) {
   for (const layer::Weight& w : model.weights) {
     const bool bias = w.name.size() > 5 && w.name.compare(w.name.size() - 5, 5, ".bias") == 0 &&
                       (w.name.find("layernorm") != std::string::npos || w.name == "model.norm.bias");
-    if (!w.norm_weight && !bias) continue;
+    if (!(w.norm_weight && config.unit_norms) && !bias) continue;
     const std::vector<float> values(static_cast<size_t>(w.shape[0]), bias ? 0.0f : 1.0f);
     if (rill_model_set_weight(&model, w.name.c_str(), RILL_DTYPE_F32, 1, w.shape.data(), values.data(),
                               values.size() * sizeof(float)) != RILL_OK) {
@@ -263,7 +265,7 @@ rill_status load(const char* fn, rill_context& ctx, const std::string& folder, c
   add_family_names(*lm->model, config);
   RILL_CHECK(check_all_used(f, *lm->model, config, shards));
   for (const auto& shard : shards) RILL_CHECK(layer::load_safetensors(fn, *lm->model, *shard));
-  if (config.unit_norms) RILL_CHECK(set_unit_norms(f, *lm->model));
+  if (config.unit_norms || config.zero_norm_biases) RILL_CHECK(set_parameterless_norms(f, *lm->model, config));
   if (const layer::Weight* missing = layer::first_missing_weight(*lm->model)) {
     return fail(RILL_ERROR_IO, f + ": the checkpoint lacks tensor '" + missing->name + "' (shape " +
                                    layer::dims_text(missing->shape) + ")");

@@ -113,6 +113,9 @@ rill_status logits(const char* fn, rill_lm& lm, rill_kv_cache* cache, int64_t ba
   if (const float cap = lm.config.final_logit_softcapping; cap > 0) {
     for (size_t i = 0; i < out_count; ++i) out[i] = cap * std::tanh(out[i] / cap);
   }
+  if (const float scale = lm.config.logit_scale; scale != 1.0f) {
+    for (size_t i = 0; i < out_count; ++i) out[i] *= scale;
+  }
   return RILL_OK;
 }
 

@@ -19,7 +19,8 @@ and inputs that rill gets:
     (with LayerScale folded into its post-sublayer norms),
     GraniteDecoderLayer for the branch scale (Granite's residual_multiplier)
     and MimiTransformerLayer for LayerScale (MimiLayerScale) with LayerNorm
-    and a plain GELU MLP;
+    and a plain GELU MLP; and OPTModel (learned positions zeroed) in the pre
+    and post placements;
   * the QK norm (the qknorm group, also from the venv): Olmo2DecoderLayer
     (q_norm and k_norm over the whole projections, the output placement)
     and, as transformers 4.47.1 has no Qwen3, Qwen2DecoderLayer with Qwen3's
@@ -31,10 +32,13 @@ and inputs that rill gets:
   * (the parallel group) whole models with parallel attention + MLP and
     fused checkpoint tensors: GPTNeoXModel with use_parallel_residual and
     its own tensor names, query_key_value fused, PhiModel (Phi-2, one shared
-    input norm) and Phi3Model with qkv_proj and gate_up_proj fused;
+    input norm), Phi3Model with qkv_proj and gate_up_proj fused, and
+    GPTJModel and CohereModel (one shared norm, interleaved rotary that rill
+    reorders at load: rope_interleave);
   * (the window group) sliding-window attention and logit soft-capping:
-    MistralModel, Gemma2Model, and a Gemma 3 stack adapted from
-    Gemma2Model after Gemma 3's published code (see gemma_window_case).
+    MistralModel, Gemma2Model, a Gemma 3 stack adapted from Gemma2Model
+    after Gemma 3's published code (see gemma_window_case), and Qwen2Model
+    with max_window_layers (see qwen2_window_case).
   * (the rope group) RoPE scaling and NoPE layers in whole models: LlamaModel
     with llama3 (Llama 3.1/3.2), linear and dynamic NTK rope_scaling,
     Qwen2Model with YaRN, Phi3Model with LongRoPE below and above its
@@ -45,7 +49,9 @@ and inputs that rill gets:
     decode step against its DynamicCache.
   * (the moe group) mixtures of experts in whole models: MixtralModel (its
     own tensor names), Qwen2MoeModel (a shared expert, unnormalized top-k
-    weights) and OlmoeModel (full-width QK norm). The low-precision cases'
+    weights), OlmoeModel (full-width QK norm) and, as transformers 4.47.1
+    has no Qwen3-MoE, Qwen2MoeModel with Qwen3's per-head QK norm and its
+    shared expert removed (see moe_case). The low-precision cases'
     seeds route every token to the same experts in rill as in the float64
     reference; a flipped choice would fail them.
 Every case runs as one prefill, as a prefill followed by decode steps and as
@@ -57,7 +63,8 @@ weight, or without its branch scale or LayerScale gains, and for the cases
 of a feature the controls of that feature (FEATURE_CONTROLS: no QK norm, the
 other QK norm form, the pre placement instead of output; Gemma's norm weights
 used as stored, the erf GELU, the head_dim attention scale; the sequential
-form of parallel layers, a fused tensor split the wrong way; no sliding
+form of parallel layers, a fused tensor split the wrong way, the interleaved
+rotary read as half-split; no sliding
 window, a window one position wider, no soft-cap, the global RoPE theta on
 the sliding layers; rope_scaling left out, the wrong rope_type, LongRoPE's
 other factor list, RoPE on the NoPE layers; the top-1 expert instead of the
@@ -144,8 +151,8 @@ CONTROLS = {
 # Controls of parallel layers and fused tensors, asked only of the builders
 # that have the feature (see FEATURE_CONTROLS).
 SEQUENTIAL_CONTROLS = {"sequential": "the sequential form of parallel layers: h += A(norm(h)), then h += M(norm(h))"}
-SPLIT_CONTROLS = {"split": "a fused checkpoint tensor split the wrong way (GPT-NeoX's per-head q, k, v as three "
-                           "blocks; Phi-3's gate and up halves swapped)"}
+SPLIT_CONTROLS = {"split": "a fused checkpoint tensor split the wrong way (GPT-NeoX's per-head and Falcon's per-KV-"
+                           "head q, k, v as three blocks; Phi-3's gate and up halves swapped)"}
 
 
 def weight_drawer(gen, dtype, weights):
@@ -555,6 +562,75 @@ def granite_case(gen, config, control=None):
     return weights, reference
 
 
+def opt_case(gen, config, control=None):
+    """OPTModel (eager attention) with its learned position embeddings set to
+    0, since they lie above the stack: LayerNorm before each sublayer
+    (do_layer_norm_before, OPT-125m and larger) with the decoder's final norm,
+    or after it (OPT-350m's post placement) without one; MHA without RoPE,
+    every bias, a ReLU fc1/fc2 MLP. Its names are renamed to rill's
+    (self_attn.out_proj, self_attn_layer_norm, the layer's final_layer_norm,
+    fc1, fc2, the decoder's final_layer_norm). OPT's LayerNorm eps is fixed
+    at 1e-5; the eps control sets the reference's."""
+    try:
+        from transformers import OPTConfig, OPTModel
+    except ImportError as missing:
+        raise Skip(f"the OPT reference needs transformers: {missing}")
+
+    c = config
+    d, h, hd = c["hidden_size"], c["num_heads"], c["head_dim"]
+    pre = c["norm_placement"] == "pre"
+    # What OPT can express: LayerNorm (eps 1e-5), MHA, no RoPE, every bias, a plain MLP, pre with a final norm or post
+    # without one.
+    assert c["norm"] == "layer" and c["norm_eps"] == 1e-5 and c["num_kv_heads"] == h and h * hd == d
+    assert c["rope_theta"] == 0 and c["qkv_bias"] and c["o_bias"] and c["mlp_bias"] and c["final_norm"] == pre
+    assert c["norm_placement"] in ("pre", "post")
+    if control in ("rope_theta", "scale"):
+        return None, None  # no RoPE; no branch scale or LayerScale
+    hf = OPTConfig(vocab_size=8, hidden_size=d, num_hidden_layers=c["num_layers"], ffn_dim=c["intermediate_size"],
+                   num_attention_heads=h, word_embed_proj_dim=d, do_layer_norm_before=pre,
+                   activation_function=c["activation"], enable_bias=True, layer_norm_elementwise_affine=True,
+                   max_position_embeddings=64, attn_implementation="eager")
+    model = OPTModel(hf).double().eval()
+    rename = {"self_attn.out_proj.": "self_attn.o_proj.", "self_attn_layer_norm.": "input_layernorm.",
+              "final_layer_norm.": "post_attention_layernorm.", "fc1.": "mlp.up_proj.", "fc2.": "mlp.down_proj."}
+    weights = {}
+    for name, value in draw_hf_params(gen, model, c["dtype"]).items():
+        if name.startswith("decoder.layers."):
+            layer, rest = name[len("decoder.layers."):].split(".", 1)
+            for theirs, ours in rename.items():
+                if rest.startswith(theirs):
+                    rest = ours + rest[len(theirs):]
+                    break
+            weights[f"model.layers.{layer}.{rest}"] = value
+        elif name.startswith("decoder.final_layer_norm."):
+            weights["model.norm." + name.rsplit(".", 1)[1]] = value
+    with torch.no_grad():
+        model.decoder.embed_positions.weight.zero_()
+        for module in model.modules():
+            if control == "eps" and isinstance(module, torch.nn.LayerNorm):
+                module.eps = wrong_eps(c["norm_eps"], c["dtype"])
+        for layer in model.decoder.layers:
+            attn = layer.self_attn
+            if control == "gqa":
+                for proj in (attn.k_proj, attn.v_proj):
+                    for p in (proj.weight, proj.bias):
+                        p.copy_(roll_kv_heads(p.clone(), h))
+            elif control == "transpose":
+                attn.out_proj.weight.copy_(attn.out_proj.weight.t().clone())
+    run = hf_reference(model)
+
+    def reference(x):
+        # OPT's mask helper fills a float64 mask through the default dtype, which must then be float64 too.
+        previous = torch.get_default_dtype()
+        torch.set_default_dtype(torch.float64)
+        try:
+            return run(x)
+        finally:
+            torch.set_default_dtype(previous)
+
+    return weights, reference
+
+
 def mimi_case(gen, config, control=None):
     """MimiTransformerLayer (eager attention), the transformer of the Mimi audio
     codec: pre LayerNorm (weight and bias), LayerScale on each sublayer's output
@@ -654,7 +730,7 @@ def draw_hf_params(gen, model, dtype):
             if name.startswith("embed"):
                 continue
             noise = torch.randn(p.shape, generator=gen, dtype=torch.float64)
-            if "norm" in name:
+            if "norm" in name or ".ln_" in "." + name:  # GPT-J's ln_1, ln_f; Falcon's ln_attn, ln_mlp, ln_f
                 value = noise * 0.3 + (1.0 if name.endswith("weight") else 0.0)
             else:
                 value = noise * (0.2 if name.endswith("bias") else p.shape[1] ** -0.5)
@@ -771,6 +847,199 @@ def phi_sequential_forward(layer):
         return (h + layer.mlp(layer.input_layernorm(h)),)
 
     return forward
+
+
+def interleaved_rows(t, head_dim, rope_dim):
+    """t's rows in each head of head_dim reordered from the half-split rotary
+    layout to the interleaved one (pair i at rows 2i, 2i + 1): what rill runs
+    when rope_interleave is left out, seen from the interleaved model."""
+    half = rope_dim // 2
+    order = []
+    for head in range(t.shape[0] // head_dim):
+        within = [i // 2 if i % 2 == 0 else half + i // 2 for i in range(rope_dim)] + list(range(rope_dim, head_dim))
+        order += [head * head_dim + j for j in within]
+    return t[order].clone()
+
+
+# Interleaved (GPT-J style) rotary: rill reorders the q and k rows as it loads them (rope_interleave).
+INTERLEAVE_CONTROLS = {"interleave": "the interleaved rotary read as half-split (rope_interleave left out)"}
+
+
+def sequential_forward(attention_norm, attention, mlp_norm, mlp):
+    """A parallel decoder layer's forward made sequential: h += A(attention_norm(h)); h += M(mlp_norm(h))."""
+    def forward(hidden_states, **kwargs):
+        h = hidden_states + attention(attention_norm(hidden_states), **kwargs)[0]
+        return (h + mlp(mlp_norm(h)),)
+
+    return forward
+
+
+def gptj_case(gen, config, control=None):
+    """GPTJModel (eager attention): one LayerNorm (ln_1) feeding attention and
+    MLP in parallel, interleaved rotary on the first rotary_dim dims of each
+    head, q/k/v/out projections without bias, a gelu_new fc_in/fc_out MLP with
+    biases, ln_f. GPT-J has no GQA and a fixed RoPE base of 10000. Its names
+    are renamed to rill's (ln_1, attn.out_proj, mlp.fc_in, mlp.fc_out, ln_f);
+    the q and k rows stay interleaved. In float64 but for what GPT-J itself
+    computes in float32 (RoPE tables, q and k in the attention scores)."""
+    try:
+        from transformers import GPTJConfig, GPTJModel
+    except ImportError as missing:
+        raise Skip(f"the GPT-J reference needs transformers: {missing}")
+
+    c = config
+    d, h, hd, rd = c["hidden_size"], c["num_heads"], c["head_dim"], c["rope_dim"]
+    # What GPT-J can express: MHA, LayerNorm, one shared norm, MLP biases only, theta 10000, a final norm.
+    assert c["norm"] == "layer" and c["num_kv_heads"] == h and h * hd == d and c["final_norm"]
+    assert c["parallel_residual"] and c["parallel_norms"] == 1 and c["mlp_bias"] and c["rope_interleave"]
+    assert not (c["qkv_bias"] or c["o_bias"]) and c["rope_theta"] == 10000.0 and 0 < rd < hd
+    if control in ("scale", "rope_theta"):
+        return None, None  # no branch scale or LayerScale; the RoPE base is fixed
+    hf = GPTJConfig(vocab_size=8, n_embd=d, n_layer=c["num_layers"], n_head=h, n_inner=c["intermediate_size"],
+                    rotary_dim=rd, activation_function={"gelu_tanh": "gelu_new", "gelu": "gelu"}[c["activation"]],
+                    layer_norm_epsilon=wrong_eps(c["norm_eps"], c["dtype"]) if control == "eps" else c["norm_eps"],
+                    attn_implementation="eager")
+    model = GPTJModel(hf).double().eval()
+    rename = {"ln_1.": "input_layernorm.", "attn.out_proj.": "self_attn.o_proj.", "attn.": "self_attn.",
+              "mlp.fc_in.": "mlp.up_proj.", "mlp.fc_out.": "mlp.down_proj."}
+    weights = {}
+    for name, value in draw_hf_params(gen, model, c["dtype"]).items():
+        if name == "wte.weight":
+            continue
+        if name.startswith("ln_f."):
+            weights["model.norm." + name[len("ln_f."):]] = value
+            continue
+        layer, rest = name[len("h."):].split(".", 1)
+        for theirs, ours in rename.items():
+            if rest.startswith(theirs):
+                rest = ours + rest[len(theirs):]
+                break
+        weights[f"model.layers.{layer}.{rest}"] = value
+    with torch.no_grad():
+        for layer in model.h:
+            attn = layer.attn
+            if control == "gqa":
+                for proj in (attn.k_proj, attn.v_proj):
+                    proj.weight.copy_(roll_kv_heads(proj.weight.clone(), h))
+            elif control == "transpose":
+                attn.out_proj.weight.copy_(attn.out_proj.weight.t().clone())
+            elif control == "interleave":
+                for proj in (attn.q_proj, attn.k_proj):
+                    proj.weight.copy_(interleaved_rows(proj.weight, hd, rd))
+            elif control == "sequential":
+                layer.forward = sequential_forward(layer.ln_1, layer.attn, layer.ln_1, layer.mlp)
+    return weights, hf_reference(model)
+
+
+def cohere_case(gen, config, control=None):
+    """CohereModel (Command R; eager attention): one LayerNorm without bias
+    feeding attention and a SwiGLU MLP in parallel, interleaved rotary on whole
+    heads, GQA, q/k/v/o biases (attention_bias). Its names are rill's; its
+    norms have no bias, so rill's LayerNorm biases are written as 0, as the
+    language-model loader sets them. In float64 but for what Cohere itself
+    computes in float32 (norms, RoPE)."""
+    try:
+        from transformers import CohereConfig, CohereModel
+    except ImportError as missing:
+        raise Skip(f"the Cohere reference needs transformers: {missing}")
+
+    c = config
+    d, hq, hkv, hd = c["hidden_size"], c["num_heads"], c["num_kv_heads"], c["head_dim"]
+    # What Cohere can express: LayerNorm, one shared norm, SwiGLU, full rotary, q/k/v/o biases alike, a final norm.
+    assert c["norm"] == "layer" and hq * hd == d and c["final_norm"] and c["activation"] == "silu_glu"
+    assert c["parallel_residual"] and c["parallel_norms"] == 1 and c["rope_interleave"] and c["rope_dim"] == 0
+    assert c["qkv_bias"] == c["o_bias"] and not c["mlp_bias"]
+    if control == "scale":
+        return None, None  # no branch scale or LayerScale
+    hf = CohereConfig(vocab_size=8, hidden_size=d, intermediate_size=c["intermediate_size"],
+                      num_hidden_layers=c["num_layers"], num_attention_heads=hq, num_key_value_heads=hkv,
+                      hidden_act="silu", attention_bias=c["qkv_bias"], use_qk_norm=False,
+                      rope_theta=wrong_rope_theta(c["rope_theta"]) if control == "rope_theta" else c["rope_theta"],
+                      layer_norm_eps=wrong_eps(c["norm_eps"], c["dtype"]) if control == "eps" else c["norm_eps"],
+                      pad_token_id=0, bos_token_id=1, eos_token_id=2, attn_implementation="eager")
+    model = CohereModel(hf).double().eval()
+    weights = {"model." + k: v for k, v in draw_hf_params(gen, model, c["dtype"]).items()}
+    for name in [n for n in weights if n.endswith("layernorm.weight") or n == "model.norm.weight"]:
+        weights[name[:-len("weight")] + "bias"] = torch.zeros_like(weights[name])
+    with torch.no_grad():
+        for layer in model.layers:
+            attn = layer.self_attn
+            if control == "gqa":
+                for proj in (attn.k_proj, attn.v_proj):
+                    for p in (proj.weight, proj.bias) if c["qkv_bias"] else (proj.weight,):
+                        p.copy_(roll_kv_heads(p.clone(), hkv))
+            elif control == "transpose":
+                attn.o_proj.weight.copy_(attn.o_proj.weight.t().clone())
+            elif control == "interleave":
+                for proj in (attn.q_proj, attn.k_proj):
+                    for p in (proj.weight, proj.bias) if c["qkv_bias"] else (proj.weight,):
+                        p.copy_(interleaved_rows(p, hd, hd))
+            elif control == "sequential":
+                layer.forward = sequential_forward(layer.input_layernorm, layer.self_attn, layer.input_layernorm, layer.mlp)
+    return weights, hf_reference(model)
+
+
+def falcon_case(new_arch, gen, config, control=None):
+    """FalconModel (eager attention) with its own names, query_key_value kept
+    fused: grouped by KV head (each group's query rows, then its k and v rows),
+    which is the layout of the new decoder architecture (num_kv_heads groups),
+    of the old multi-query one (one group) and of the old multi-head one (a
+    group per head). Parallel attention + MLP with one shared norm
+    (input_layernorm) or two (ln_attn, ln_mlp: num_ln_in_parallel_attn = 2),
+    LayerNorm, a plain GELU MLP, biases all on or all off (bias)."""
+    try:
+        from transformers import FalconConfig, FalconModel
+    except ImportError as missing:
+        raise Skip(f"the Falcon reference needs transformers: {missing}")
+
+    c = config
+    d, hq, hkv, hd = c["hidden_size"], c["num_heads"], c["num_kv_heads"], c["head_dim"]
+    # What Falcon can express: LayerNorm, parallel, head_dim = hidden_size / num_heads, biases alike, a final norm.
+    assert c["norm"] == "layer" and hq * hd == d and c["final_norm"] and c["parallel_residual"]
+    assert c["qkv_bias"] == c["o_bias"] == c["mlp_bias"] and c["rope_dim"] == 0
+    assert new_arch or hkv in (1, hq) and c["parallel_norms"] == 1
+    if control == "scale" or control in ("gqa", "split") and hkv == 1:
+        return None, None  # no branch scale or LayerScale; one KV head: no grouping to get wrong
+    hf = FalconConfig(vocab_size=8, hidden_size=d, num_hidden_layers=c["num_layers"], num_attention_heads=hq,
+                      num_kv_heads=hkv if new_arch else None, new_decoder_architecture=new_arch,
+                      multi_query=hkv == 1,
+                      num_ln_in_parallel_attn=c["parallel_norms"] if new_arch else None,
+                      ffn_hidden_size=c["intermediate_size"], activation=c["activation"], bias=c["qkv_bias"],
+                      rope_theta=wrong_rope_theta(c["rope_theta"]) if control == "rope_theta" else c["rope_theta"],
+                      layer_norm_epsilon=wrong_eps(c["norm_eps"], c["dtype"]) if control == "eps" else c["norm_eps"],
+                      attn_implementation="eager")
+    model = FalconModel(hf).double().eval()
+    weights = {"transformer." + k: v for k, v in draw_hf_params(gen, model, c["dtype"]).items()
+               if not k.startswith("word_embeddings")}
+    group = hq // hkv + 2  # rows of hd per KV group: its query heads, k, v
+    with torch.no_grad():
+        for layer in model.h:
+            qkv, dense = layer.self_attention.query_key_value, layer.self_attention.dense
+            for p in (qkv.weight, qkv.bias) if qkv.bias is not None else (qkv.weight,):
+                groups = p.view(hkv, group, hd, *p.shape[1:]).clone()
+                if control == "gqa":  # group i's k and v rows become group i + 1's
+                    groups[:, -2:] = groups[:, -2:].roll(-1, dims=0)
+                elif control == "split":  # the reference reads the fused rows as blocks [q; k; v]
+                    q, k, v = p.split([hq * hd, hkv * hd, hkv * hd])
+                    groups = torch.cat((q.view(hkv, group - 2, hd, *p.shape[1:]), k.view(hkv, 1, hd, *p.shape[1:]),
+                                        v.view(hkv, 1, hd, *p.shape[1:])), dim=1)
+                p.copy_(groups.reshape(p.shape))
+            if control == "transpose":
+                dense.weight.copy_(dense.weight.t().clone())
+            elif control == "sequential":
+                two = c["parallel_norms"] == 2
+                layer.forward = sequential_forward(layer.ln_attn if two else layer.input_layernorm,
+                                                   layer.self_attention,
+                                                   layer.ln_mlp if two else layer.input_layernorm, layer.mlp)
+    return weights, hf_reference(model)
+
+
+def falcon_new_case(gen, config, control=None):
+    return falcon_case(True, gen, config, control)
+
+
+def falcon_old_case(gen, config, control=None):
+    return falcon_case(False, gen, config, control)
 
 
 def phi3_case(gen, config, control=None):
@@ -1306,6 +1575,62 @@ def mistral_case(gen, config, control=None):
     return weights, hf_reference(model)
 
 
+# Qwen2's max_window_layers: the layers below it attend to every earlier position.
+MAX_WINDOW_LAYERS_CONTROLS = {"window_layers": "the window on every layer, max_window_layers left out"}
+
+
+def causal_only(forward):
+    """A decoder layer's forward given the plain causal mask in place of the
+    model's sliding-window mask (positions from 0, one forward)."""
+    def wrapped(hidden_states, attention_mask=None, **kwargs):
+        rows, keys = attention_mask.shape[-2:]
+        causal = torch.full((rows, keys), torch.finfo(attention_mask.dtype).min, dtype=attention_mask.dtype).triu(1)
+        return forward(hidden_states, attention_mask=causal.expand_as(attention_mask), **kwargs)
+
+    return wrapped
+
+
+def qwen2_window_case(gen, config, control=None):
+    """Qwen2Model (eager attention) with use_sliding_window: layers from
+    max_window_layers on slide, those below attend to every earlier position.
+    transformers 4.47.1 applies the window per layer only in its flash
+    attention path (Qwen2FlashAttention2: layer_idx >= max_window_layers); the
+    eager model masks every layer with the window. Here each layer below
+    max_window_layers gets the plain causal mask instead, which is what the
+    flash path computes."""
+    try:
+        from transformers import Qwen2Config, Qwen2Model
+    except ImportError as missing:
+        raise Skip(f"the Qwen2 reference needs transformers: {missing}")
+
+    c = config
+    hq, hkv, hd = c["num_heads"], c["num_kv_heads"], c["head_dim"]
+    assert c["norm"] == "rms" and c["norm_placement"] == "pre" and c["activation"] == "silu_glu" and c["qkv_bias"]
+    assert c["rope_dim"] == 0 and c["final_norm"] and c["max_window_layers"] > 0
+    if control in ("scale", "softcap_off", "local_theta") or control == "gqa" and hkv == 1:
+        return None, None  # Qwen2 has no branch scale, LayerScale, soft-cap or local theta
+    hf = Qwen2Config(vocab_size=8, hidden_size=c["hidden_size"], intermediate_size=c["intermediate_size"],
+                     num_hidden_layers=c["num_layers"], num_attention_heads=hq, num_key_value_heads=hkv,
+                     rms_norm_eps=wrong_eps(c["norm_eps"], c["dtype"]) if control == "eps" else c["norm_eps"],
+                     rope_theta=wrong_rope_theta(c["rope_theta"]) if control == "rope_theta" else c["rope_theta"],
+                     use_sliding_window=True, sliding_window=window_of(c, control),
+                     max_window_layers=c["max_window_layers"], attn_implementation="eager")
+    model = Qwen2Model(hf).double().eval()
+    weights = {"model." + k: v for k, v in draw_hf_params(gen, model, c["dtype"]).items()}
+    with torch.no_grad():
+        for i, layer in enumerate(model.layers):
+            attn = layer.self_attn
+            if control == "gqa":
+                for proj in (attn.k_proj, attn.v_proj):
+                    proj.weight.copy_(roll_kv_heads(proj.weight.clone(), hkv))
+                    proj.bias.copy_(roll_kv_heads(proj.bias.clone(), hkv))
+            elif control == "transpose":
+                attn.o_proj.weight.copy_(attn.o_proj.weight.t().clone())
+            if i < c["max_window_layers"] and control != "window_layers":
+                layer.forward = causal_only(layer.forward)
+    return weights, hf_reference(model)
+
+
 class HeadNormed(torch.nn.Module):
     """Gemma 3's q_norm / k_norm placed after a projection: proj(x), then an
     RMSNorm of each head's head_dim values scaled by (1 + w)."""
@@ -1426,8 +1751,14 @@ def moe_case(family, gen, config, control=None):
     """A whole mixture-of-experts model from transformers (eager attention):
     MixtralModel (its own tensor names: block_sparse_moe, w1/w3/w2; always
     renormalizes the top-k weights), Qwen2MoeModel (a shared expert with its
-    sigmoid gate, q/k/v biases, every layer sparse) or OlmoeModel (the QK norm
-    over the whole q and k projections, before RoPE)."""
+    sigmoid gate, q/k/v biases, every layer sparse), OlmoeModel (the QK norm
+    over the whole q and k projections, before RoPE) or Qwen3-MoE. transformers
+    4.47.1 has no Qwen3-MoE; its published modelling code (Qwen3MoeModel,
+    transformers 4.51) is Qwen2-MoE's without the shared expert, with Qwen3's
+    per-head q_norm and k_norm (RMSNorms of head_dim before RoPE) and
+    attention_bias for the q/k/v biases. So qwen3_moe is Qwen2MoeModel with its
+    shared expert answering 0 (its weights not given to rill) and HeadNorm
+    behind q_proj and k_proj, as qwen3_case does (biases on)."""
     try:
         import transformers
     except ImportError as missing:
@@ -1450,11 +1781,14 @@ def moe_case(family, gen, config, control=None):
         hf = transformers.MixtralConfig(**common, intermediate_size=c["moe_intermediate_size"],
                                         num_local_experts=c["num_experts"])
         model, prefix = transformers.MixtralModel(hf), "model."
-    elif family == "qwen2_moe":
-        assert c["qkv_bias"] and c["shared_expert_intermediate_size"] > 0
+    elif family in ("qwen2_moe", "qwen3_moe"):
+        qwen3 = family == "qwen3_moe"
+        assert c["qkv_bias"] and (c.get("shared_expert_intermediate_size", 0) > 0) != qwen3
+        assert (c.get("qk_norm") == "head") == qwen3
         hf = transformers.Qwen2MoeConfig(**common, intermediate_size=c["intermediate_size"],
                                          moe_intermediate_size=c["moe_intermediate_size"],
-                                         shared_expert_intermediate_size=c["shared_expert_intermediate_size"],
+                                         shared_expert_intermediate_size=8 if qwen3 else c[
+                                             "shared_expert_intermediate_size"],
                                          num_experts=c["num_experts"], norm_topk_prob=norm_topk,
                                          decoder_sparse_step=1, mlp_only_layers=[])
         model, prefix = transformers.Qwen2MoeModel(hf), "model."
@@ -1464,9 +1798,11 @@ def moe_case(family, gen, config, control=None):
                                       num_experts=c["num_experts"], norm_topk_prob=norm_topk)
         model, prefix = transformers.OlmoeModel(hf), "model."
     model = model.double().eval()
-    weights = {prefix + k: v for k, v in draw_hf_params(gen, model, c["dtype"]).items()}
+    weights = {prefix + k: v for k, v in draw_hf_params(gen, model, c["dtype"]).items()
+               if family != "qwen3_moe" or "shared_expert" not in k}
+    param = weight_drawer(gen, c["dtype"], weights)
     with torch.no_grad():
-        for layer in model.layers:
+        for i, layer in enumerate(model.layers):
             attn = layer.self_attn
             if control == "gqa":
                 for proj in (attn.k_proj, attn.v_proj):
@@ -1481,6 +1817,16 @@ def moe_case(family, gen, config, control=None):
                 layer.mlp.shared_expert.down_proj.weight.zero_()
             if family == "mixtral" and control == "renorm":
                 layer.block_sparse_moe.forward = unnormalized_moe_forward(layer.block_sparse_moe)
+            if family == "qwen3_moe":
+                layer.mlp.shared_expert = ZeroExpert()
+                layer.mlp.shared_expert_gate = torch.nn.Identity()
+                if control != "no_qk_norm":
+                    for proj, norm in (("q_proj", "q_norm"), ("k_proj", "k_norm")):
+                        weight = param(f"model.layers.{i}.self_attn.{norm}.weight", (hd,), 0.3, 1.0)
+                        setattr(attn, proj, HeadNorm(getattr(attn, proj), weight, hf.rms_norm_eps, hd,
+                                                     whole=control == "qk_norm_form"))
+            if family != "olmoe":
+                continue
             if control == "no_qk_norm":
                 attn.q_norm, attn.k_norm = torch.nn.Identity(), torch.nn.Identity()
             elif control == "qk_norm_form":  # per head, each head's hd values with its slice of the full weight
@@ -1489,6 +1835,13 @@ def moe_case(family, gen, config, control=None):
                                                  hf.rms_norm_eps, hd))
                     setattr(attn, norm, torch.nn.Identity())
     return weights, hf_reference(model)
+
+
+class ZeroExpert(torch.nn.Module):
+    """A shared expert that adds nothing (Qwen3-MoE has none)."""
+
+    def forward(self, x):
+        return torch.zeros_like(x)
 
 
 def mixtral_case(gen, config, control=None):
@@ -1501,6 +1854,10 @@ def qwen2_moe_case(gen, config, control=None):
 
 def olmoe_case(gen, config, control=None):
     return moe_case("olmoe", gen, config, control)
+
+
+def qwen3_moe_case(gen, config, control=None):
+    return moe_case("qwen3_moe", gen, config, control)
 
 
 # ---------------------------------------------------------------------------
@@ -1521,6 +1878,9 @@ MIXTRAL = dict(num_experts=8, num_experts_per_tok=2, norm_topk_prob=True, moe_in
 QWEN2_MOE = dict(num_experts=6, num_experts_per_tok=2, moe_intermediate_size=32,
                  shared_expert_intermediate_size=80, qkv_bias=True, rope_theta=1e6)
 OLMOE = dict(num_experts=4, num_experts_per_tok=2, moe_intermediate_size=40, qk_norm="full", norm_eps=1e-5)
+# Qwen3-MoE: 6 experts of width 32, top-2 renormalized, the per-head QK norm, no shared expert.
+QWEN3_MOE = dict(num_experts=6, num_experts_per_tok=2, moe_intermediate_size=32, norm_topk_prob=True,
+                 qk_norm="head", qkv_bias=True, rope_theta=1e6)
 
 # LongRoPE's per-frequency factors for head_dim 16, shaped like Phi-3's: near 1
 # for the high frequencies, growing toward the low ones.
@@ -1528,6 +1888,7 @@ LONGROPE_SHORT = [1.0, 1.0, 1.05, 1.1, 1.3, 1.6, 2.0, 2.4]
 LONGROPE_LONG = [1.0, 1.2, 1.8, 3.0, 5.5, 9.0, 14.0, 20.0]
 ENCODER = dict(norm="layer", norm_eps=1e-5, num_kv_heads=4, rope_theta=0.0, qkv_bias=True, o_bias=True,
                mlp_bias=True)
+OPT = dict(ENCODER, activation="relu")
 OLMO2 = dict(norm_placement="output", qk_norm="full", norm_eps=1e-6, rope_theta=5e5)
 QWEN3 = dict(qk_norm="head", qkv_bias=True)
 # GPT-NeoX (Pythia): two input norms, a quarter of each head rotary; Phi-2: one shared norm, half rotary, GQA.
@@ -1535,6 +1896,16 @@ NEOX = dict(norm="layer", norm_eps=1e-5, num_kv_heads=4, rope_dim=4, activation=
             mlp_bias=True, parallel_residual=True, parallel_norms=2)
 PHI2 = dict(norm="layer", norm_eps=1e-5, rope_dim=8, activation="gelu_tanh", qkv_bias=True, o_bias=True,
             mlp_bias=True, parallel_residual=True)
+# Falcon: the new decoder architecture with GQA and two norms (Falcon-40B/180B) or one, the old multi-query one
+# (Falcon-7B) and the old multi-head one.
+FALCON = dict(norm="layer", norm_eps=1e-5, activation="gelu", parallel_residual=True)
+FALCON_NEW = dict(FALCON, parallel_norms=2, qkv_bias=True, o_bias=True, mlp_bias=True)
+# GPT-J: one shared norm, interleaved rotary on half of each head, MLP biases, MHA; Cohere: one shared norm
+# without bias, interleaved rotary on whole heads, GQA, attention biases.
+GPTJ = dict(norm="layer", norm_eps=1e-5, num_kv_heads=4, rope_dim=8, rope_interleave=True, activation="gelu_tanh",
+            mlp_bias=True, parallel_residual=True)
+COHERE = dict(norm="layer", norm_eps=1e-5, rope_interleave=True, qkv_bias=True, o_bias=True, rope_theta=1e6,
+              parallel_residual=True)
 CASES = {
     # torch.nn.TransformerEncoderLayer
     "encoder_pre_gelu": ("encoder", base_config(**ENCODER, norm_placement="pre", activation="gelu")),
@@ -1571,6 +1942,10 @@ CASES = {
     # header (the post path's gains and branch scale), not against a model.
     "post_layer_scale_branch": ("decoder", base_config(norm_placement="post", layer_scale=True, branch_scale=0.7)),
     "sandwich_layer_scale_f16": ("gemma2", base_config(norm_placement="sandwich", layer_scale=True, dtype="f16")),
+    # OPT (transformers' OPTModel, learned positions zeroed): pre with a final norm (OPT-125m and larger) and post
+    # without one (OPT-350m)
+    "opt_pre_relu": ("opt", base_config(**OPT, num_layers=3)),
+    "opt_post_relu_f16": ("opt", base_config(**OPT, norm_placement="post", final_norm=False, dtype="f16")),
     # the QK norm, and the output placement
     "olmo2_f32": ("olmo2", base_config(**OLMO2, num_layers=3)),
     "olmo2_layer_scale_bf16": ("olmo2", base_config(**OLMO2, layer_scale=True, branch_scale=0.5, dtype="bf16")),
@@ -1588,6 +1963,16 @@ CASES = {
     "neox_parallel_f16": ("neox", base_config(**NEOX, dtype="f16", num_layers=3)),
     "phi2_parallel": ("phi", base_config(**PHI2)),
     "phi2_parallel_f16": ("phi", base_config(**PHI2, dtype="f16")),
+    "falcon_new_gqa": ("falcon_new", base_config(**FALCON_NEW)),
+    "falcon_new_one_norm_f16": ("falcon_new", base_config(**{**FALCON_NEW, "parallel_norms": 1}, dtype="f16",
+                                                          num_layers=3)),
+    "falcon_old_mqa_f16": ("falcon_old", base_config(**FALCON, num_kv_heads=1, dtype="f16")),
+    "falcon_old_mha": ("falcon_old", base_config(**FALCON, num_kv_heads=4, qkv_bias=True, o_bias=True,
+                                                 mlp_bias=True, rope_theta=1e6)),
+    "gptj_parallel": ("gptj", base_config(**GPTJ)),
+    "gptj_parallel_f16": ("gptj", base_config(**GPTJ, dtype="f16", num_layers=3)),
+    "cohere_parallel": ("cohere", base_config(**COHERE)),
+    "cohere_parallel_bf16": ("cohere", base_config(**COHERE, dtype="bf16", num_layers=3)),
     "phi3_fused": ("phi3", base_config(norm_eps=1e-5)),
     "phi3_fused_bf16": ("phi3", base_config(norm_eps=1e-5, dtype="bf16", num_kv_heads=1, num_layers=3)),
     # sliding windows (9 tokens, windows of 3 and 4) and soft-capping (transformers' Mistral, Gemma 2; Gemma 3)
@@ -1598,6 +1983,8 @@ CASES = {
                                                               num_layers=3, dtype="f16")),
     "gemma3_local_f32": ("gemma_window", base_config(**GEMMA3_WINDOW)),
     "gemma3_local_bf16": ("gemma_window", base_config(**{**GEMMA3_WINDOW, "sliding_window": 3}, dtype="bf16")),
+    "qwen2_max_window_layers": ("qwen2_window", base_config(qkv_bias=True, rope_theta=1e6, num_layers=3,
+                                                            sliding_window=3, max_window_layers=1)),
     # RoPE scaling over 16 tokens (CASE_TOKENS), at sizes where it matters within them.
     "llama31_llama3": ("rope", base_config(rope_theta=500000.0, rope_scaling=dict(
         rope_type="llama3", factor=8.0, original_max_position_embeddings=16, low_freq_factor=1.0,
@@ -1630,33 +2017,44 @@ CASES = {
     "smollm3_nope_yarn_bf16": ("rope", base_config(num_layers=4, no_rope_layer_interval=4, dtype="bf16",
                                                    max_position_embeddings=32,
                                                    rope_scaling=dict(rope_type="yarn", factor=2.0))),
-    # mixtures of experts, top-2 (transformers' Mixtral, Qwen2-MoE, OLMoE)
+    # mixtures of experts, top-2 (transformers' Mixtral, Qwen2-MoE, OLMoE; Qwen3-MoE from Qwen2-MoE)
     "mixtral_moe": ("mixtral", base_config(**MIXTRAL)),
     "mixtral_moe_bf16": ("mixtral", base_config(**MIXTRAL, dtype="bf16")),
     "qwen2_moe_shared": ("qwen2_moe", base_config(**QWEN2_MOE)),
     "qwen2_moe_shared_f16": ("qwen2_moe", base_config(**QWEN2_MOE, dtype="f16")),
     "olmoe": ("olmoe", base_config(**OLMOE)),
+    "qwen3_moe": ("qwen3_moe", base_config(**QWEN3_MOE)),
 }
 BUILDERS = {"encoder": encoder_case, "decoder": decoder_case, "gemma2": gemma2_case, "granite": granite_case,
-            "mimi": mimi_case, "olmo2": olmo2_case, "qwen3": qwen3_case, "gemma": gemma_case, "neox": neox_case,
+            "mimi": mimi_case, "opt": opt_case,
+            "olmo2": olmo2_case, "qwen3": qwen3_case, "gemma": gemma_case, "neox": neox_case,
             "phi": phi_case, "phi3": phi3_case, "mistral": mistral_case, "gemma_window": gemma_window_case,
-            "rope": rope_case, "mixtral": mixtral_case, "qwen2_moe": qwen2_moe_case, "olmoe": olmoe_case}
-TRANSFORMERS = ("gemma2", "granite", "mimi")  # the builders that need transformers (--venv)
+            "rope": rope_case, "mixtral": mixtral_case, "qwen2_moe": qwen2_moe_case, "olmoe": olmoe_case,
+            "gptj": gptj_case, "cohere": cohere_case,
+            "falcon_new": falcon_new_case, "falcon_old": falcon_old_case, "qwen3_moe": qwen3_moe_case,
+            "qwen2_window": qwen2_window_case}
+TRANSFORMERS = ("gemma2", "granite", "mimi", "opt")  # the builders that need transformers (--venv)
 QK_NORM = ("olmo2", "qwen3")  # the qknorm group's builders, which need transformers too
 GEMMA_FAMILY = ("gemma",)  # the gemma group's builder, which needs transformers too
-PARALLEL = ("neox", "phi", "phi3")  # the parallel group's builders, which need transformers too
-WINDOW = ("mistral", "gemma_window")  # the window group's builders, which need transformers too
+PARALLEL = ("neox", "phi", "phi3", "gptj", "cohere", "falcon_new", "falcon_old")  # the parallel group's builders, which need transformers too
+WINDOW = ("mistral", "gemma_window", "qwen2_window")  # the window group's builders, which need transformers too
 ROPE = ("rope",)  # the rope group's builder, which needs transformers too
-MOE = ("mixtral", "qwen2_moe", "olmoe")  # the moe group's builders, which need transformers too
+MOE = ("mixtral", "qwen2_moe", "olmoe", "qwen3_moe")  # the moe group's builders, which need transformers too
 CASE_TOKENS = {"rope": 16}  # tokens per sequence where a builder needs more than 9
 # The controls of a builder's features, beside CONTROLS.
 FEATURE_CONTROLS = {"olmo2": {**QK_NORM_CONTROLS, **OUTPUT_CONTROLS}, "qwen3": QK_NORM_CONTROLS,
                     "gemma": GEMMA_CONTROLS, "neox": {**SEQUENTIAL_CONTROLS, **SPLIT_CONTROLS},
-                    "phi": SEQUENTIAL_CONTROLS, "phi3": SPLIT_CONTROLS, "mistral": WINDOW_CONTROLS,
+                    "phi": SEQUENTIAL_CONTROLS, "phi3": SPLIT_CONTROLS,
+                    "gptj": {**SEQUENTIAL_CONTROLS, **INTERLEAVE_CONTROLS},
+                    "cohere": {**SEQUENTIAL_CONTROLS, **INTERLEAVE_CONTROLS},
+                    "falcon_new": {**SEQUENTIAL_CONTROLS, **SPLIT_CONTROLS},
+                    "falcon_old": {**SEQUENTIAL_CONTROLS, **SPLIT_CONTROLS}, "mistral": WINDOW_CONTROLS,
                     "gemma_window": {**GEMMA_CONTROLS, **WINDOW_CONTROLS},
+                    "qwen2_window": {**WINDOW_CONTROLS, **MAX_WINDOW_LAYERS_CONTROLS},
                     "rope": {**ROPE_CONTROLS, **LONGROPE_CONTROLS, **NOPE_CONTROLS},
                     "mixtral": MOE_CONTROLS, "qwen2_moe": {**MOE_CONTROLS, **SHARED_EXPERT_CONTROLS},
-                    "olmoe": {**MOE_CONTROLS, **QK_NORM_CONTROLS}}
+                    "olmoe": {**MOE_CONTROLS, **QK_NORM_CONTROLS},
+                    "qwen3_moe": {**MOE_CONTROLS, **QK_NORM_CONTROLS}}
 GROUPS = {
     "encoder": [n for n in CASES if n.startswith("encoder")],
     "llama": ["qwen2_f32", "qwen2_f16", "qwen2_bf16", "llama_mqa_partial_rope", "pre_no_final_norm_gelu_tanh"],

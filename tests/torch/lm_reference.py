@@ -19,7 +19,9 @@ so only a clean load and finite logits are asked of those.
 Negative controls: the reference with the final norm dropped, with the wrong
 embedding tie (the embedding table as LM head for an untied model, a fresh
 head for a tied one), and per feature (FEATURE_CONTROLS) the QKV bias left
-out or the sliding window removed; each must fail the comparison.
+out, the sliding window removed, the interleaved rotary of GPT-J and Cohere
+read as half-split, or Cohere's logit_scale left out; each must fail the
+comparison.
 
 transformers comes from --venv (reference_venv.cmake). Exit codes: 0 all
 passed, 1 a failure, 77 skipped (torch or transformers missing, the backend
@@ -90,6 +92,15 @@ CASES = {
     "qwen2_moe": ("Qwen2MoeConfig", dict(num_experts=4, moe_intermediate_size=16, shared_expert_intermediate_size=24,
                                          **MOE), dict()),
     "olmoe": ("OlmoeConfig", dict(num_experts=4, norm_topk_prob=True, **MOE), dict()),
+    # GPT-J in f32 only: at these weights its rotary layout moves the logits less than the f16 and bf16 limits
+    # (its control would pass there); layer_torch_parallel checks its stack in f16 with the control caught.
+    "gptj": ("GPTJConfig", dict(num_attention_heads=2, rotary_dim=8, n_inner=64),
+             dict(drop=["num_key_value_heads", "intermediate_size"], dtypes=("f32",))),
+    "cohere": ("CohereConfig", dict(logit_scale=0.5, attention_bias=True), dict()),
+    "falcon": ("FalconConfig", dict(new_decoder_architecture=True, num_kv_heads=2, bias=True, ffn_hidden_size=64),
+               dict(drop=["num_key_value_heads", "intermediate_size"])),
+    "falcon_mqa_untied": ("FalconConfig", dict(ffn_hidden_size=64, tie_word_embeddings=False),
+                          dict(drop=["num_key_value_heads", "intermediate_size"])),
 }
 
 FEATURE_CONTROLS = {
@@ -98,7 +109,17 @@ FEATURE_CONTROLS = {
     "embed_scale": "the embedding not scaled by sqrt(hidden_size)",
     "final_softcap": "no final logit soft-cap",
     "head_bias": "the LM head's bias left out",
+    "interleave": "the interleaved rotary read as half-split (rope_interleave left out)",
+    "logit_scale": "the logits not scaled by logit_scale",
 }
+
+
+def interleaved_rows(t, head_dim, rope_dim):
+    """t's rows in each head reordered from the half-split rotary layout to the
+    interleaved one: what rill runs without rope_interleave, seen from the model."""
+    half = rope_dim // 2
+    within = [i // 2 if i % 2 == 0 else half + i // 2 for i in range(rope_dim)] + list(range(rope_dim, head_dim))
+    return t[[head * head_dim + j for head in range(t.shape[0] // head_dim) for j in within]].clone()
 
 
 def randomize(model, gen):
@@ -131,7 +152,7 @@ def reference_logits(model, ids, control=None):
     inputs = dict(input_ids=torch.tensor([ids]))
     with torch.no_grad():
         if control == "final_norm":
-            for name in ("norm", "final_layer_norm", "final_layernorm"):
+            for name in ("norm", "final_layer_norm", "final_layernorm", "ln_f"):
                 if hasattr(base, name):
                     setattr(base, name, torch.nn.Identity())
         elif control == "tie":
@@ -157,6 +178,16 @@ def reference_logits(model, ids, control=None):
             m.config.final_logit_softcapping = None
         elif control == "head_bias":
             head.bias.zero_()
+        elif control == "interleave":
+            layers = [layer.attn for layer in base.h] if hasattr(base, "h") else [l.self_attn for l in base.layers]
+            head_dim = m.config.hidden_size // m.config.num_attention_heads
+            rope_dim = getattr(m.config, "rotary_dim", None) or head_dim
+            for attn in layers:
+                for proj in (attn.q_proj, attn.k_proj):
+                    for p in (proj.weight, proj.bias) if proj.bias is not None else (proj.weight,):
+                        p.copy_(interleaved_rows(p, head_dim, rope_dim))
+        elif control == "logit_scale":
+            m.logit_scale = 1.0
         return m(**inputs, use_cache=False).logits[0].numpy()
 
 
@@ -172,8 +203,12 @@ def case_controls(name, config):
         controls["embed_scale"] = FEATURE_CONTROLS["embed_scale"]
     if getattr(config, "final_logit_softcapping", None):
         controls["final_softcap"] = FEATURE_CONTROLS["final_softcap"]
-    if kind == "phi":
+    if kind in ("phi", "gptj"):
         controls["head_bias"] = FEATURE_CONTROLS["head_bias"]
+    if kind in ("gptj", "cohere"):
+        controls["interleave"] = FEATURE_CONTROLS["interleave"]
+    if kind == "cohere":
+        controls["logit_scale"] = FEATURE_CONTROLS["logit_scale"]
     return controls
 
 

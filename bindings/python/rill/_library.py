@@ -84,6 +84,7 @@ class ModelDesc(ctypes.Structure):
         ("norm_topk_prob", ctypes.c_uint32),
         ("moe_intermediate_size", ctypes.c_int32),
         ("shared_expert_intermediate_size", ctypes.c_int32),
+        ("rope_interleave", ctypes.c_uint32),
     ]
 
     def __init__(self, **fields):
