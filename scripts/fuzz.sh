@@ -39,7 +39,7 @@ run_target() {  # <target>: one libFuzzer run; its summary line goes to findings
   # -rss_limit_mb: a reader that allocates what a header claims shows up as
   # an out-of-memory finding. -close_fd_mask=3: the CLI's own output is noise.
   ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-    "$build/tests/fuzz/fuzz_$target" "$corpus" "$root/tests/fuzz/corpus/$target" \
+    "$build/bin/fuzz_$target" "$corpus" "$root/tests/fuzz/corpus/$target" \
     -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len=65536 -close_fd_mask=3 \
     -artifact_prefix="$findings/$target-" -print_final_stats=1 >"$log" 2>&1 || status=FAILED
   local runs cov

@@ -9,7 +9,9 @@
 namespace rill_fuzz {
 
 const std::string& scratch_dir() {
-  static const std::string dir = [] {
+  // Never destroyed: the atexit handler that removes the folder runs after
+  // the destructors of statics made before it was registered.
+  static const std::string* dir = [] {
     const char* tmp = std::getenv("TMPDIR");
     std::string pattern = std::string(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") + "/rill_fuzz_XXXXXX";
     if (::mkdtemp(pattern.data()) == nullptr) {
@@ -18,9 +20,9 @@ const std::string& scratch_dir() {
     }
     // Removed at a normal exit; a crashing run leaves it for a look.
     std::atexit([] { std::filesystem::remove_all(scratch_dir()); });
-    return pattern;
+    return new std::string(pattern);
   }();
-  return dir;
+  return *dir;
 }
 
 std::string write_scratch_file(const std::string& name, const void* bytes, size_t size) {
