@@ -3,8 +3,11 @@
 #   scripts/quickstart.sh          install what is missing, build, run the main job: text from the
 #                                  demo model (rill generate), then rill demo
 #   scripts/quickstart.sh test     install what is missing, build, run the whole test suite,
-#                                  then again under AddressSanitizer + UndefinedBehaviorSanitizer
-# Environment: RILL_BUILD_DIR (default build), RILL_JOBS (default: all cores).
+#                                  then again under AddressSanitizer + UndefinedBehaviorSanitizer,
+#                                  the threading tests under ThreadSanitizer, and every fuzz target
+#                                  for a short time (docs/RELIABILITY.md)
+# Environment: RILL_BUILD_DIR (default build), RILL_JOBS (default: all cores),
+# RILL_FUZZ_SECONDS (default 20: each fuzz target's time in the test mode).
 set -euo pipefail
 
 mode=${1:-demo}
@@ -62,3 +65,16 @@ configure_and_build "$build-asan" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRILL_SANIT
   LSAN_OPTIONS=suppressions=$root/tests/sanitizers/lsan.supp \
   UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --output-on-failure -j "$jobs" -LE no-sanitize)
+
+# ThreadSanitizer over the tests that run rill on several threads (contexts on
+# several threads, the CPU thread pool, logging, the plugin loader): only
+# those targets are built, to keep the stage short.
+cmake -S "$root" -B "$build-tsan" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRILL_WARNINGS_AS_ERRORS=ON \
+  -DRILL_SANITIZE=thread -DRILL_BACKEND_CUDA=OFF -DRILL_BACKEND_VULKAN=OFF -DRILL_BUILD_EXAMPLES=OFF
+cmake --build "$build-tsan" -j "$jobs" --target threads_test cpu_pool_errors_test plugin_loader_test
+(cd "$build-tsan" && TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1:allocator_may_return_null=1 \
+  ctest --output-on-failure -j "$jobs" -R '^(threads|cpu_pool_errors|plugin_loader)$')
+
+# Every fuzz target for a short bounded time (RILL_FUZZ_SECONDS, default 20)
+# under ASan+UBSan, from its seeds; scripts/fuzz.sh runs them longer.
+RILL_FUZZ_BUILD_DIR=$build-fuzz RILL_JOBS=$jobs "$root/scripts/fuzz.sh" "${RILL_FUZZ_SECONDS:-20}"

@@ -18,10 +18,13 @@ constexpr int64_t kDim = 64;
 constexpr int kSteps = 40;
 
 // Runs kSteps of fused add+RMSNorm and a GEMM on a fresh CPU context seeded
-// by seed; returns the final residual (empty on failure, with error set).
-std::vector<float> run_stream(unsigned seed, std::string& error) {
+// by seed, with a pool of pool_threads; returns the final residual (empty on
+// failure, with error set).
+std::vector<float> run_stream(unsigned seed, std::string& error, int pool_threads = 1) {
   rill_context* ctx = nullptr;
-  if (rill_context_create("[runtime]\nbackend = \"cpu\"\n[backend.cpu]\nthreads = 1\n", &ctx) != RILL_OK) {
+  const std::string config =
+      "[runtime]\nbackend = \"cpu\"\n[backend.cpu]\nthreads = " + std::to_string(pool_threads) + "\n";
+  if (rill_context_create(config.c_str(), &ctx) != RILL_OK) {
     error = rill_last_error();
     return {};
   }
@@ -89,6 +92,56 @@ TEST_CASE("two contexts on two threads at once give the single-threaded results"
     CHECK(std::memcmp(got_a.data(), expected_a.data(), got_a.size() * sizeof(float)) == 0);
     CHECK(std::memcmp(got_b.data(), expected_b.data(), got_b.size() * sizeof(float)) == 0);
   }
+}
+
+TEST_CASE("contexts with thread pools on two threads at once give the single-threaded results") {
+  std::string error_a, error_b;
+  const std::vector<float> expected = run_stream(3, error_a);
+  REQUIRE_MESSAGE(!expected.empty(), error_a);
+  std::vector<float> got_a, got_b;
+  std::thread a([&] { got_a = run_stream(3, error_a, 4); });
+  std::thread b([&] { got_b = run_stream(3, error_b, 3); });
+  a.join();
+  b.join();
+  REQUIRE_MESSAGE(got_a.size() == expected.size(), error_a);
+  REQUIRE_MESSAGE(got_b.size() == expected.size(), error_b);
+  CHECK(std::memcmp(got_a.data(), expected.data(), got_a.size() * sizeof(float)) == 0);
+  CHECK(std::memcmp(got_b.data(), expected.data(), got_b.size() * sizeof(float)) == 0);
+}
+
+namespace {
+std::atomic<int> g_messages_a{0}, g_messages_b{0};
+void count_a(rill_log_level, const char*, void*) { ++g_messages_a; }
+void count_b(rill_log_level, const char*, void*) { ++g_messages_b; }
+}  // namespace
+
+TEST_CASE("the log callback can be replaced while other threads log") {
+  constexpr int kThreads = 3;
+  std::atomic<bool> stop{false};
+  std::vector<std::string> failures(kThreads);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kThreads; ++i) {
+    threads.emplace_back([&, i] {
+      while (!stop.load()) {  // each context creation logs its backend selection
+        rill_context* ctx = nullptr;
+        if (rill_context_create("[runtime]\nbackend = \"cpu\"\n[backend.cpu]\nthreads = 1\n", &ctx) != RILL_OK) {
+          failures[i] = rill_last_error();
+          return;
+        }
+        rill_context_destroy(ctx);
+      }
+    });
+  }
+  for (int swap = 0; swap < 200; ++swap)
+    REQUIRE(rill_set_log_callback(swap % 2 == 0 ? count_a : count_b, nullptr, RILL_LOG_DEBUG) == RILL_OK);
+  REQUIRE(rill_set_log_callback(nullptr, nullptr, RILL_LOG_DEBUG) == RILL_OK);
+  const int a = g_messages_a.load(), b = g_messages_b.load();
+  stop = true;
+  for (std::thread& t : threads) t.join();
+  for (int i = 0; i < kThreads; ++i) CHECK_MESSAGE(failures[i].empty(), "thread ", i, ": ", failures[i]);
+  // Once the callback is cleared, neither counter moves.
+  CHECK(g_messages_a.load() == a);
+  CHECK(g_messages_b.load() == b);
 }
 
 TEST_CASE("a failure on one thread leaves the other thread's last error alone") {

@@ -1,6 +1,10 @@
 // Picks the kernel table for the running CPU: the widest ISA it supports. The
 // environment variable RILL_CPU_ISA=scalar forces the portable kernels (to
 // test them on a machine with AVX2); RILL_CPU_ISA=auto or unset picks.
+#if defined(RILL_CPU_HAVE_AVX2_KERNELS)
+#include <cpuid.h>
+#endif
+
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -15,7 +19,11 @@ namespace {
 bool cpu_has_avx2() {
 #if defined(RILL_CPU_HAVE_AVX2_KERNELS)
   __builtin_cpu_init();
-  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+  // F16C from CPUID leaf 1 (ECX bit 29): clang 14's __builtin_cpu_supports
+  // does not know "f16c".
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  const bool f16c = __get_cpuid(1, &eax, &ebx, &ecx, &edx) != 0 && (ecx & bit_F16C) != 0;
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && f16c;
 #else
   return false;
 #endif

@@ -5,9 +5,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
-#include <sstream>
+#include <filesystem>
 #include <utility>
+
+#include "io/text_file.h"
 
 namespace rill_cli {
 
@@ -61,14 +62,13 @@ bool parse_dtype_name(const char* name, rill_dtype& out) {
   return false;
 }
 
-bool read_text(const std::string& path, std::string& out) {
-  std::ifstream file(path, std::ios::binary);
-  if (!file) return false;
-  std::ostringstream text;
-  text << file.rdbuf();
-  if (file.bad()) return false;
-  out = text.str();
-  return true;
+bool read_text(const std::string& path, std::string& out, std::string& error) {
+  switch (rill::io::read_text_file(path, out, error)) {
+    case rill::io::ReadResult::ok: return true;
+    case rill::io::ReadResult::missing: error = "no such file"; return false;
+    case rill::io::ReadResult::failed: return false;
+  }
+  return false;
 }
 
 namespace {
@@ -103,8 +103,9 @@ int RuntimeOptions::config_text(const char* command, std::string& config) const 
     return 2;
   }
   config.clear();
-  if (config_path != nullptr && !read_text(config_path, config)) {
-    std::fprintf(stderr, "rill %s: cannot read config file '%s'\n", command, config_path);
+  std::string error;
+  if (config_path != nullptr && !read_text(config_path, config, error)) {
+    std::fprintf(stderr, "rill %s: cannot read config file '%s': %s\n", command, config_path, error.c_str());
     return 1;
   }
   if (backend != nullptr) {
@@ -117,6 +118,27 @@ int RuntimeOptions::config_text(const char* command, std::string& config) const 
     config = std::string("[runtime]\nbackend = \"") + backend + "\"\n";
   }
   return 0;
+}
+
+bool output_overwrites_input(const char* command, const std::string& output,
+                             const std::vector<std::pair<const char*, std::string>>& inputs) {
+  std::error_code ignored;
+  const std::filesystem::path out(output);
+  if (!std::filesystem::exists(out, ignored)) return false;
+  for (const auto& [option, input] : inputs) {
+    std::vector<std::filesystem::path> candidates = {input};
+    if (std::filesystem::is_directory(input, ignored)) {
+      for (const auto& entry : std::filesystem::directory_iterator(input, ignored)) candidates.push_back(entry.path());
+    }
+    for (const auto& candidate : candidates) {
+      if (std::filesystem::equivalent(out, candidate, ignored)) {
+        std::fprintf(stderr, "rill %s: --output %s is %s's file %s: refusing to write over an input\n", command,
+                     output.c_str(), option, candidate.c_str());
+        return true;
+      }
+    }
+  }
+  return false;
 }
 
 double seconds_since(std::chrono::steady_clock::time_point start) {

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "rill.h"
@@ -28,8 +29,9 @@ bool parse_ids_option(const char* command, const std::string& text, std::vector<
 // f32, f16 or bf16 as a dtype; false for anything else.
 bool parse_dtype_name(const char* name, rill_dtype& out);
 
-// The whole file as text; false when it cannot be read.
-bool read_text(const std::string& path, std::string& out);
+// The whole file as text; false with error saying why when it cannot be read
+// (missing, not a regular file, ...).
+bool read_text(const std::string& path, std::string& out, std::string& error);
 
 // The --config FILE and --backend NAME options of a command.
 struct RuntimeOptions {
@@ -46,6 +48,13 @@ struct RuntimeOptions {
   // that is not [a-z0-9_]+, 1 for a file that cannot be read.
   int config_text(const char* command, std::string& config) const;
 };
+
+// True, after printing "rill COMMAND: --output PATH is OPTION's file PATH",
+// when output already exists as one of the inputs (option, path) — or as a
+// file inside an input that is a folder. Commands check this before they
+// start: writing over an input (a memory-mapped checkpoint, say) destroys it.
+bool output_overwrites_input(const char* command, const std::string& output,
+                             const std::vector<std::pair<const char*, std::string>>& inputs);
 
 double seconds_since(std::chrono::steady_clock::time_point start);
 

@@ -4,6 +4,11 @@
 
 namespace rill_cli {
 
+// The whole command line (argv[0] is the program): the subcommand argv[1]
+// names runs with the rest, or the usage is printed. Returns the exit code.
+int dispatch(int argc, char** argv);
+
+
 int info_main(int argc, char** argv);   // rill info
 int bench_main(int argc, char** argv);  // rill bench
 int demo_main(int argc, char** argv);   // rill demo: the README's main job

@@ -195,8 +195,9 @@ int generate_main(int argc, char** argv) {
   // The folder's tokenizer (a GGUF file's own), for --prompt and for printing text.
   const bool gguf = model_path.size() > 5 && model_path.compare(model_path.size() - 5, 5, ".gguf") == 0;
   const std::string tokenizer_path = gguf ? model_path : model_path + "/tokenizer.json";
-  if (std::FILE* file = std::fopen(tokenizer_path.c_str(), "rb")) {
-    std::fclose(file);
+  // Whatever is there goes to the reader, which refuses what is not a file;
+  // opening it here would wait forever on a named pipe.
+  if (access(tokenizer_path.c_str(), F_OK) == 0) {
     status = rill_tokenizer_load(model_path.c_str(), &h.tokenizer);
     if (status != RILL_OK) return fail_status(tokenizer_path, status);
   } else if (prompt != nullptr) {

@@ -91,6 +91,7 @@ int logits_main(int argc, char** argv) {
       return 2;
     }
   }
+  if (output_overwrites_input("logits", output_path, {{"--model", model_path}})) return 2;
   rill_lm_load_options options;
   rill_lm_load_options_init(&options);
   if (dtype_name != nullptr) {

@@ -133,8 +133,13 @@ int run_main(int argc, char** argv) {
     }
   }
 
+  if (output_overwrites_input("run", output_path,
+                              {{"--config", config_path}, {"--weights", weights_path}, {"--input", input_path}})) {
+    return 2;
+  }
   std::string config;
-  if (!read_text(config_path, config)) return fail(config_path + ": cannot read the config file");
+  std::string read_error;
+  if (!read_text(config_path, config, read_error)) return fail(config_path + ": cannot read the config file: " + read_error);
   rill_model_desc desc;
   rill_status status = rill_model_desc_from_toml(config.c_str(), config_path.c_str(), &desc);
   if (status != RILL_OK) return fail_status("config", status);

@@ -8,12 +8,12 @@
 #include <nlohmann/json.hpp>
 #include <toml++/toml.h>
 
-#include <fstream>
 #include <map>
 #include <set>
 #include <sstream>
 
 #include "errors.h"
+#include "io/text_file.h"
 
 namespace rill::lm {
 namespace {
@@ -698,14 +698,13 @@ const std::map<std::string, std::string>& refused_families() {
 }
 
 json read_json(const std::string& path, bool& exists) {
-  std::ifstream in(path, std::ios::binary);
-  exists = static_cast<bool>(in);
+  std::string text, error;
+  const io::ReadResult read = io::read_text_file(path, text, error);
+  exists = read != io::ReadResult::missing;
   if (!exists) return json();
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) throw ConfigError{RILL_ERROR_IO, path + ": cannot read"};
+  if (read == io::ReadResult::failed) throw ConfigError{RILL_ERROR_IO, path + ": " + error};
   try {
-    json parsed = json::parse(text.str());
+    json parsed = json::parse(text);
     if (!parsed.is_object()) throw ConfigError{RILL_ERROR_CONFIG, path + ": expected a JSON object"};
     return parsed;
   } catch (const json::parse_error& e) {

@@ -4,22 +4,22 @@
 // validated and every tensor matched to the model before the model is made,
 // and any later failure destroys what was made.
 #include <nlohmann/json.hpp>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <cstddef>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <map>
 #include <memory>
 #include <set>
-#include <sstream>
 #include <string_view>
 
 #include "dtype_convert.h"
 #include "errors.h"
 #include "host_services.h"
 #include "io/safetensors.h"
+#include "io/text_file.h"
 #include "lm.h"
 #include "model.h"
 #include "tensors.h"
@@ -46,7 +46,11 @@ bool is_plain_name(const std::string& name) {
          name.find('\\') == std::string::npos;
 }
 
-bool file_exists(const std::string& path) { return static_cast<bool>(std::ifstream(path)); }
+// Something is at path (a named pipe or a folder too: the reader then refuses it).
+bool file_exists(const std::string& path) {
+  struct stat info {};
+  return ::stat(path.c_str(), &info) == 0;
+}
 
 // Opens model.safetensors, or every shard model.safetensors.index.json
 // names, and checks that each tensor the index names is in its shard and
@@ -64,12 +68,13 @@ rill_status open_checkpoint(const std::string& f, const std::string& folder, Sha
     out.push_back(std::move(file));
     return RILL_OK;
   }
-  std::ifstream in(index_path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
+  std::string text, error;
+  if (io::read_text_file(index_path, text, error) != io::ReadResult::ok) {
+    return fail(RILL_ERROR_IO, f + ": " + index_path + ": " + (error.empty() ? "cannot open" : error));
+  }
   nlohmann::json index;
   try {
-    index = nlohmann::json::parse(text.str());
+    index = nlohmann::json::parse(text);
   } catch (const nlohmann::json::parse_error& e) {
     return fail(RILL_ERROR_IO, f + ": " + index_path + ": not valid JSON: " + e.what());
   }

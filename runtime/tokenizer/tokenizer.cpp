@@ -4,11 +4,10 @@
 
 #include <algorithm>
 #include <cstdlib>
-#include <fstream>
-#include <sstream>
 
 #include "errors.h"
 #include "gguf_reader.h"
+#include "io/text_file.h"
 #include "tokenizer/gguf_vocab.h"
 #include "tokenizer/utf8.h"
 
@@ -25,15 +24,6 @@ bool is_directory(const std::string& path) {
   return stat(path.c_str(), &info) == 0 && S_ISDIR(info.st_mode);
 }
 
-bool read_file(const std::string& path, std::string& out) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return false;
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) return false;
-  out = text.str();
-  return true;
-}
 
 Json parse_json(const std::string& file, const std::string& text) {
   try {
@@ -167,17 +157,24 @@ rill_status Tokenizer::load(const std::string& path, const char* function, std::
     return RILL_OK;
   }
   const std::string json_path = folder ? path + "/tokenizer.json" : path;
-  std::string text;
-  if (!read_file(json_path, text)) {
+  std::string text, error;
+  const io::ReadResult read = io::read_text_file(json_path, text, error);
+  if (read != io::ReadResult::ok) {
     return fail(RILL_ERROR_IO, std::string(function) + ": cannot read '" + json_path + "'" +
-                                   (folder ? " (the folder has no tokenizer.json)" : ""));
+                                   (read == io::ReadResult::failed ? ": " + error
+                                    : folder                       ? " (the folder has no tokenizer.json)"
+                                                                   : ": no such file"));
   }
   std::unique_ptr<Tokenizer> tokenizer(new Tokenizer());
   try {
     tokenizer->load_json(json_path, text);
     std::string config;
     const std::string config_path = folder ? path + "/tokenizer_config.json" : "";
-    if (folder && read_file(config_path, config)) tokenizer->apply_tokenizer_config(config_path, config);
+    if (folder) {
+      const io::ReadResult config_read = io::read_text_file(config_path, config, error);
+      if (config_read == io::ReadResult::failed) throw LoadError{RILL_ERROR_IO, config_path + ": " + error};
+      if (config_read == io::ReadResult::ok) tokenizer->apply_tokenizer_config(config_path, config);
+    }
   } catch (const LoadError& e) {
     return fail(e.status, std::string(function) + ": " + e.message);
   }
