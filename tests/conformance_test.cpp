@@ -462,6 +462,9 @@ TEST_CASE("gemm matches the double reference") {
   const std::vector<GemmCase> cases = {
       {{1, 1}, 1},    {{1, 7}, 5},        {{3, 64}, 33},        {{16, 96}, 40},     {{17, 96}, 40},
       {{1, 4096}, 64}, {{2, 3, 4095}, 9}, {{2, 2, 5, 129}, 70}, {{64, 256}, 130},
+      // One and two rows (the weight-row streaming kernel) with K = 896 (whole
+      // unrolled steps) and K = 1003 (a single vector and scalars after them).
+      {{1, 896}, 130}, {{2, 1003}, 67},
   };
   const std::vector<GemmVariant> variants = {
       {1.0f, 0.0f, false}, {0.5f, 0.0f, true}, {1.0f, 1.0f, true}, {-2.0f, 0.25f, false}, {1.0f, -1.0f, true},
@@ -512,7 +515,8 @@ TEST_CASE("cpu: results do not depend on the thread count") {
       CHECK(run_row_op(one, op, dtype, c, in) == expected);
       for (const auto& ctx : many) CHECK(run_row_op(*ctx, op, dtype, c, in) == expected);
     }
-    for (const GemmCase& g : {GemmCase{{5, 300}, 301}, GemmCase{{40, 300}, 301}, GemmCase{{67, 300}, 1000}}) {
+    for (const GemmCase& g : {GemmCase{{1, 300}, 301}, GemmCase{{2, 300}, 301}, GemmCase{{5, 300}, 301},
+                              GemmCase{{40, 300}, 301}, GemmCase{{67, 300}, 1000}}) {
       INFO("gemm a " << shape_text(g.a_shape) << " n " << g.n);
       const int64_t rows = numel(g.a_shape) / 300;
       const std::vector<float> a = rounded(random_values(size_t(rows * 300), 78, -1.0f, 1.0f), dtype);

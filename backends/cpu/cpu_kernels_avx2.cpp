@@ -98,6 +98,7 @@ inline void vstream_fence() { _mm_sfence(); }
 inline void keep_in_register(V& v) { __asm__("" : "+x"(v)); }
 
 inline V vset1(float f) { return _mm256_set1_ps(f); }
+inline V vadd(V a, V b) { return _mm256_add_ps(a, b); }
 inline V vsub(V a, V b) { return _mm256_sub_ps(a, b); }
 inline V vmul(V a, V b) { return _mm256_mul_ps(a, b); }
 inline V vfma(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }

@@ -38,6 +38,7 @@ inline void vstream_fence() {}
 inline void keep_in_register(V&) {}
 
 inline V vset1(float f) { return f; }
+inline V vadd(V a, V b) { return a + b; }
 inline V vsub(V a, V b) { return a - b; }
 inline V vmul(V a, V b) { return a * b; }
 inline V vfma(V a, V b, V c) { return a * b + c; }
