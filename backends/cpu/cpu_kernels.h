@@ -89,7 +89,8 @@ struct Kernels {
   void (*gemm_few_rows)(const GemmFewRowsArgs& args, int64_t block_begin, int64_t block_end);
   // Elements [begin, end); an element's result does not depend on the range.
   void (*activation)(const ActivationArgs& args, int64_t begin, int64_t end);
-  // dst[i] = exp(src[i]) in f32, within 2 ulp; dst may equal src.
+  // dst[i] = exp(src[i]) in f32 (a few ulp: SiLU built on it is within 2.1);
+  // dst may equal src.
   void (*exp_f32)(const float* src, float* dst, int64_t count);
   void (*to_f32)(rill_dtype dtype, const void* src, float* dst, int64_t count);
   void (*from_f32)(rill_dtype dtype, const float* src, void* dst, int64_t count);
