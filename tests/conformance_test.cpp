@@ -462,6 +462,9 @@ TEST_CASE("gemm matches the double reference") {
   const std::vector<GemmCase> cases = {
       {{1, 1}, 1},    {{1, 7}, 5},        {{3, 64}, 33},        {{16, 96}, 40},     {{17, 96}, 40},
       {{1, 4096}, 64}, {{2, 3, 4095}, 9}, {{2, 2, 5, 129}, 70}, {{64, 256}, 130},
+      // One and two rows (the weight-row streaming kernel) with K = 896 (whole
+      // unrolled steps) and K = 1003 (a single vector and scalars after them).
+      {{1, 896}, 130}, {{2, 1003}, 67},
   };
   const std::vector<GemmVariant> variants = {
       {1.0f, 0.0f, false}, {0.5f, 0.0f, true}, {1.0f, 1.0f, true}, {-2.0f, 0.25f, false}, {1.0f, -1.0f, true},
@@ -512,7 +515,8 @@ TEST_CASE("cpu: results do not depend on the thread count") {
       CHECK(run_row_op(one, op, dtype, c, in) == expected);
       for (const auto& ctx : many) CHECK(run_row_op(*ctx, op, dtype, c, in) == expected);
     }
-    for (const GemmCase& g : {GemmCase{{5, 300}, 301}, GemmCase{{40, 300}, 301}, GemmCase{{67, 300}, 1000}}) {
+    for (const GemmCase& g : {GemmCase{{1, 300}, 301}, GemmCase{{2, 300}, 301}, GemmCase{{5, 300}, 301},
+                              GemmCase{{40, 300}, 301}, GemmCase{{67, 300}, 1000}}) {
       INFO("gemm a " << shape_text(g.a_shape) << " n " << g.n);
       const int64_t rows = numel(g.a_shape) / 300;
       const std::vector<float> a = rounded(random_values(size_t(rows * 300), 78, -1.0f, 1.0f), dtype);
@@ -668,6 +672,51 @@ TEST_CASE("activation matches the double reference: every function, plain and ga
       }
     }
   }
+}
+
+// The largest error in ulps of f32 activations of x against the double reference.
+double largest_ulp_error(const std::vector<float>& out, const std::vector<double>& expected) {
+  double largest = 0.0;
+  for (size_t i = 0; i < out.size(); ++i) largest = std::max(largest, rill_tol::ulp_error(out[i], expected[i]));
+  return largest;
+}
+
+TEST_CASE("cpu: f32 activations are within their ulp bounds of the double reference") {
+  // The CPU backend computes SiLU and GELU (tanh form) from its own vector
+  // exp, in every ISA (CTest also runs this with RILL_CPU_ISA=scalar), and
+  // GELU from the C library's erfcf. Inputs: both tails, where x / (1 + e^-x)
+  // reaches 1e-36 (GELU only down to -5: below, the reference's double
+  // 1 + tanh and 1 + erf cancel), and every tail length of a vector (odd counts).
+  struct Bound {
+    rill_act_fn fn;
+    float range;
+    double ulps;  // about twice the largest error measured (AVX2 and scalar)
+  };
+  // The GELUs round their argument to f32 before a function whose relative
+  // change grows with it (x = -5: about 2|y| = 17 for e^-2y, x^2 = 25 for
+  // erfc(-x/sqrt 2)): tens of ulps there, inherent to f32 arguments.
+  const Bound bounds[] = {{RILL_ACT_SILU, 88.0f, 4.0},        // 2.1 ulp
+                          {RILL_ACT_GELU_TANH, 5.0f, 64.0},   // 31 (AVX2), 37 (scalar)
+                          {RILL_ACT_GELU, 5.0f, 48.0}};       // 22
+  for (const Bound& b : bounds) {
+    INFO("fn " << int(b.fn) << " on [-" << b.range << ", " << b.range << "]");
+    for (int64_t count : {int64_t{100003}, int64_t{7}}) {
+      std::vector<float> x = random_values(size_t(count), 15000 + uint32_t(count), -b.range, b.range);
+      x[0] = 0.0f;
+      const std::vector<float> out = run_activation(*g_ctx, RILL_DTYPE_F32, b.fn, {count}, x, {}, false);
+      const double ulps = largest_ulp_error(out, rill_ref::activation(b.fn, x, {}));
+      MESSAGE("fn " << int(b.fn) << ": " << ulps << " ulp (bound " << b.ulps << ")");
+      CHECK(ulps <= b.ulps);
+    }
+  }
+  // Negative control: GELU's tanh form written as 0.5 x (1 + tanhf(y)), whose
+  // 1 + tanh cancels for negative x, is far outside its bound.
+  std::vector<float> x = random_values(10001, 15100, -5.0f, 5.0f);
+  std::vector<float> naive(x.size());
+  for (size_t i = 0; i < x.size(); ++i) {
+    naive[i] = 0.5f * x[i] * (1.0f + std::tanh(0.79788456f * (x[i] + 0.044715f * x[i] * x[i] * x[i])));
+  }
+  CHECK(largest_ulp_error(naive, rill_ref::activation(RILL_ACT_GELU_TANH, x, {})) > 64.0 * 100);
 }
 
 TEST_CASE("launches larger than one pass of a GPU grid match the reference") {

@@ -1,12 +1,13 @@
 // Picks the kernel table for the running CPU: the widest ISA it supports. The
-// environment variable RILL_CPU_ISA=scalar forces the portable kernels (to
-// test them on a machine with AVX2); RILL_CPU_ISA=auto or unset picks.
+// environment variable RILL_CPU_ISA forces one, to test each ISA's kernels on
+// one machine: "scalar" (the portable kernels), "avx2" (where the CPU has
+// AVX2, FMA and F16C; else a warning and the portable kernels); "auto" or
+// unset picks.
 #if defined(RILL_CPU_HAVE_AVX2_KERNELS)
 #include <cpuid.h>
 #endif
 
 #include <cstdlib>
-#include <cstring>
 #include <string>
 
 #include "cpu_internal.h"
@@ -29,15 +30,21 @@ bool cpu_has_avx2() {
 #endif
 }
 
+void warn(const std::string& message) {
+  const rill_host_services* host = host_services();
+  if (host && host->log) host->log(RILL_LOG_WARNING, "cpu", message.c_str());
+}
+
 const Kernels& select_kernels() {
   const char* forced = std::getenv("RILL_CPU_ISA");
-  if (forced && std::strcmp(forced, "scalar") == 0) return scalar::kKernels;
-  if (forced && forced[0] != '\0' && std::strcmp(forced, "auto") != 0) {
-    const rill_host_services* host = host_services();
-    if (host && host->log) {
-      host->log(RILL_LOG_WARNING, "cpu",
-                ("RILL_CPU_ISA: expected 'scalar' or 'auto', got '" + std::string(forced) + "'; using auto").c_str());
-    }
+  const std::string choice = forced ? forced : "";
+  if (choice == "scalar") return scalar::kKernels;
+  if (choice == "avx2" && !cpu_has_avx2()) {
+    warn("RILL_CPU_ISA: 'avx2' asked for, but this CPU or build lacks AVX2+FMA+F16C; using the scalar kernels");
+    return scalar::kKernels;
+  }
+  if (!choice.empty() && choice != "auto" && choice != "avx2") {
+    warn("RILL_CPU_ISA: expected 'scalar', 'avx2' or 'auto', got '" + choice + "'; using auto");
   }
 #if defined(RILL_CPU_HAVE_AVX2_KERNELS)
   if (cpu_has_avx2()) return avx2::kKernels;

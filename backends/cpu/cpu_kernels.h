@@ -62,6 +62,16 @@ struct GemmFewRowsArgs {
   float beta;
 };
 
+// out[i] = act(x[i]) (times up[i] when gated) for f32/f16/bf16 storage; out
+// may equal x.
+struct ActivationArgs {
+  rill_dtype dtype;
+  rill_act_fn fn;
+  const char* x;
+  const char* up;  // or null
+  char* out;
+};
+
 // The widest M the few-rows GEMM kernel takes: decode-sized batches, where
 // the work is streaming the weights once.
 constexpr int64_t kGemmFewRowsMax = 16;
@@ -77,6 +87,11 @@ struct Kernels {
   void (*fused_add_layer_norm)(const FusedAddNormArgs& args, int64_t row_begin, int64_t row_end);
   // Blocks [block_begin, block_end) of kGemmBlockN output features each.
   void (*gemm_few_rows)(const GemmFewRowsArgs& args, int64_t block_begin, int64_t block_end);
+  // Elements [begin, end); an element's result does not depend on the range.
+  void (*activation)(const ActivationArgs& args, int64_t begin, int64_t end);
+  // dst[i] = exp(src[i]) in f32 (a few ulp: SiLU built on it is within 2.1);
+  // dst may equal src.
+  void (*exp_f32)(const float* src, float* dst, int64_t count);
   void (*to_f32)(rill_dtype dtype, const void* src, float* dst, int64_t count);
   void (*from_f32)(rill_dtype dtype, const float* src, void* dst, int64_t count);
 };

@@ -98,8 +98,17 @@ inline void vstream_fence() { _mm_sfence(); }
 inline void keep_in_register(V& v) { __asm__("" : "+x"(v)); }
 
 inline V vset1(float f) { return _mm256_set1_ps(f); }
+inline V vadd(V a, V b) { return _mm256_add_ps(a, b); }
 inline V vsub(V a, V b) { return _mm256_sub_ps(a, b); }
 inline V vmul(V a, V b) { return _mm256_mul_ps(a, b); }
+inline V vdiv(V a, V b) { return _mm256_div_ps(a, b); }
+inline V vmin(V a, V b) { return _mm256_min_ps(a, b); }
+inline V vmax(V a, V b) { return _mm256_max_ps(a, b); }
+inline V vround(V v) { return _mm256_round_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
+inline V vfloor(V v) { return _mm256_floor_ps(v); }
+inline V vpow2(V n) {
+  return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23));
+}
 inline V vfma(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
 inline float vhsum(V v) {
   __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));

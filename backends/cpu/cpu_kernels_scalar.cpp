@@ -38,8 +38,16 @@ inline void vstream_fence() {}
 inline void keep_in_register(V&) {}
 
 inline V vset1(float f) { return f; }
+inline V vadd(V a, V b) { return a + b; }
 inline V vsub(V a, V b) { return a - b; }
 inline V vmul(V a, V b) { return a * b; }
+inline V vdiv(V a, V b) { return a / b; }
+// As the SSE/AVX instructions: b when either is NaN.
+inline V vmin(V a, V b) { return a < b ? a : b; }
+inline V vmax(V a, V b) { return a > b ? a : b; }
+inline V vround(V v) { return nearbyintf(v); }
+inline V vfloor(V v) { return floorf(v); }
+inline V vpow2(V n) { return n == n ? bits_float(static_cast<uint32_t>(static_cast<int32_t>(n) + 127) << 23) : n; }
 inline V vfma(V a, V b, V c) { return a * b + c; }
 inline float vhsum(V v) { return v; }
 

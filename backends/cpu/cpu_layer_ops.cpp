@@ -37,9 +37,12 @@ void rope_typed(rill_backend_context* ctx, const rill_backend_tensor* x, const i
   const int64_t heads = x->shape[1];
   const int64_t tokens = x->shape[0];
   const int64_t half = static_cast<int64_t>(inv_freq.size());
-  void* data = tensor_data(x);
+  char* data = tensor_data(x);
+  const Kernels& kn = kernels();
+  const int64_t row_bytes = head_dim * static_cast<int64_t>(dtype_bytes(DT));
   ctx->pool.parallel_for(tokens, 4, [&](int64_t begin, int64_t end, unsigned) {
     std::vector<float> cos_t(static_cast<size_t>(half)), sin_t(static_cast<size_t>(half));
+    std::vector<float> widened(DT == RILL_DTYPE_F32 ? 0 : static_cast<size_t>(head_dim));
     for (int64_t token = begin; token < end; ++token) {
       const double position = positions[token];
       for (int64_t i = 0; i < half; ++i) {
@@ -48,13 +51,16 @@ void rope_typed(rill_backend_context* ctx, const rill_backend_tensor* x, const i
         sin_t[i] = static_cast<float>(factor * std::sin(angle));
       }
       for (int64_t h = 0; h < heads; ++h) {
-        const int64_t row = (token * heads + h) * head_dim;
+        // 16-bit rows are widened and narrowed with the vector converters.
+        char* row_data = data + (token * heads + h) * row_bytes;
+        float* row = DT == RILL_DTYPE_F32 ? reinterpret_cast<float*>(row_data) : widened.data();
+        if (DT != RILL_DTYPE_F32) kn.to_f32(DT, row_data, row, head_dim);
         for (int64_t i = 0; i < half; ++i) {
-          const float x1 = load_scalar<DT>(data, row + i);
-          const float x2 = load_scalar<DT>(data, row + i + half);
-          store_scalar<DT>(data, row + i, x1 * cos_t[i] - x2 * sin_t[i]);
-          store_scalar<DT>(data, row + i + half, x2 * cos_t[i] + x1 * sin_t[i]);
+          const float x1 = row[i], x2 = row[i + half];
+          row[i] = x1 * cos_t[i] - x2 * sin_t[i];
+          row[i + half] = x2 * cos_t[i] + x1 * sin_t[i];
         }
+        if (DT != RILL_DTYPE_F32) kn.from_f32(DT, row, row_data, head_dim);
       }
     }
   });
@@ -146,6 +152,7 @@ void attention_typed(rill_backend_context* ctx, const rill_backend_tensor* q, co
     return static_cast<int64_t>(kv_lengths[b]) - queries + t + 1;  // attends to slots 0..position
   };
   const float inv_softcap = softcap > 0.0f ? 1.0f / softcap : 0.0f;
+  const auto exp_f32 = kernels().exp_f32;
 
   ctx->pool.parallel_for(rows * chunks, 1, [&](int64_t begin, int64_t end, unsigned thread) {
     float* qf = scratch.data() + static_cast<size_t>(per_thread) * thread;
@@ -184,10 +191,12 @@ void attention_typed(rill_backend_context* ctx, const rill_backend_tensor* q, co
         max_score = std::max(max_score, s);
       }
       // Softmax in f32, max-subtracted; normalized once at the end.
+      for (int64_t j = 0; j < last - first; ++j) scores[j] -= max_score;
+      exp_f32(scores, scores, last - first);
       float sum = 0.0f;
       std::fill(acc, acc + head_dim, 0.0f);
       for (int64_t j = first; j < last; ++j) {
-        const float p = std::exp(scores[j - first] - max_score);
+        const float p = scores[j - first];
         sum += p;
         const float* vr = row_f32<DT>(v_data, ((b * slots + j) * kv_heads + kvh) * head_dim, head_dim, widened);
         for (int64_t d = 0; d < head_dim; ++d) acc[d] += p * vr[d];
@@ -226,38 +235,6 @@ void attention_typed(rill_backend_context* ctx, const rill_backend_tensor* q, co
       }
       const float inv_sum = 1.0f / sum;
       for (int64_t d = 0; d < head_dim; ++d) store_scalar<DT>(out_data, row * head_dim + d, acc[d] * inv_sum);
-    }
-  });
-}
-
-// ---- Activations -----------------------------------------------------------
-
-inline float apply(rill_act_fn fn, float x) {
-  switch (fn) {
-    case RILL_ACT_SILU: return x / (1.0f + std::exp(-x));
-    case RILL_ACT_GELU: return 0.5f * x * (1.0f + std::erf(x * 0.70710678118654752f));
-    case RILL_ACT_GELU_TANH: {
-      const float inner = 0.79788456080286536f * (x + 0.044715f * x * x * x);
-      return 0.5f * x * (1.0f + std::tanh(inner));
-    }
-    case RILL_ACT_RELU: return x > 0.0f ? x : 0.0f;
-    default: return x;  // unreachable: the runtime validates fn
-  }
-}
-
-template <rill_dtype DT>
-void activation_typed(rill_backend_context* ctx, rill_act_fn fn, const rill_backend_tensor* x,
-                      const rill_backend_tensor* up, const rill_backend_tensor* out) {
-  int64_t count = 1;
-  for (int32_t i = 0; i < x->ndim; ++i) count *= x->shape[i];
-  const void* x_data = tensor_data(x);
-  const void* up_data = tensor_data(up);
-  void* out_data = tensor_data(out);
-  ctx->pool.parallel_for(count, 4096, [&](int64_t begin, int64_t end, unsigned) {
-    for (int64_t i = begin; i < end; ++i) {
-      float y = apply(fn, load_scalar<DT>(x_data, i));
-      if (up_data != nullptr) y *= load_scalar<DT>(up_data, i);
-      store_scalar<DT>(out_data, i, y);
     }
   });
 }
@@ -314,12 +291,14 @@ rill_status op_attention_ex(rill_backend_context* ctx, const rill_backend_tensor
 
 rill_status op_activation(rill_backend_context* ctx, rill_act_fn fn, const rill_backend_tensor* x,
                           const rill_backend_tensor* up, const rill_backend_tensor* out) {
-  switch (x->dtype) {
-    case RILL_DTYPE_F32: activation_typed<RILL_DTYPE_F32>(ctx, fn, x, up, out); break;
-    case RILL_DTYPE_F16: activation_typed<RILL_DTYPE_F16>(ctx, fn, x, up, out); break;
-    case RILL_DTYPE_BF16: activation_typed<RILL_DTYPE_BF16>(ctx, fn, x, up, out); break;
-    default: return fail(RILL_ERROR_DTYPE, "cpu activation: unsupported dtype");
+  if (x->dtype != RILL_DTYPE_F32 && x->dtype != RILL_DTYPE_F16 && x->dtype != RILL_DTYPE_BF16) {
+    return fail(RILL_ERROR_DTYPE, "cpu activation: unsupported dtype");
   }
+  int64_t count = 1;
+  for (int32_t i = 0; i < x->ndim; ++i) count *= x->shape[i];
+  const ActivationArgs args = {x->dtype, fn, tensor_data(x), up ? tensor_data(up) : nullptr, tensor_data(out)};
+  const auto kernel = kernels().activation;
+  ctx->pool.parallel_for(count, 4096, [&](int64_t begin, int64_t end, unsigned) { kernel(args, begin, end); });
   return RILL_OK;
 }
 

@@ -3,7 +3,8 @@
 // Few rows (decode, rows <= kGemmFewRowsMax): rill's own kernel, which streams
 // each weight row once, converting 16-bit weights on the fly, with the output
 // features split across the context's threads.
-// More rows: OpenBLAS sgemm (16-bit operands converted to f32 first), called
+// More rows: OpenBLAS sgemm (16-bit weights widened to f32 one output tile at
+// a time, in cache, by the thread that multiplies the tile), called
 // single-threaded from the context's threads on fixed tiles of the output
 // features, so that only the context's pool runs, OpenBLAS's own threads never
 // compete with it, and results do not depend on the thread count. openblas_set_num_threads(1) is process-wide:
@@ -135,47 +136,52 @@ rill_status gemm_blas(rill_backend_context* ctx, const rill_backend_tensor* a, c
                       const rill_backend_tensor* bias, float alpha, float beta, const rill_backend_tensor* out) {
   const int64_t rows = tensor_rows(a), k = tensor_cols(a), n = w->shape[0];
   const bool f32 = a->dtype == RILL_DTYPE_F32;
-  // Scratch: bias [n], then for 16-bit dtypes a [rows, k], w [n, k], c [rows, n].
-  const size_t floats = static_cast<size_t>(n) + (f32 ? 0 : static_cast<size_t>(rows * k + n * k + rows * n));
-  float* base = scratch(ctx, floats);
-  if (!base) return scratch_failure(floats);
-  float* bias_f32 = base;
-  float* a_f32 = base + n;
-  float* w_f32 = a_f32 + rows * k;
-  float* c = f32 ? reinterpret_cast<float*>(tensor_data(out)) : w_f32 + n * k;
-  const float* a_ptr = a_as_f32(a, rows * k, a_f32);
-  const float* w_ptr = reinterpret_cast<const float*>(tensor_data(w));
-  if (!f32) {
-    const Kernels& kn = kernels();
-    const char* w_src = tensor_data(w);
-    const size_t elem = dtype_bytes(w->dtype);
-    ctx->pool.parallel_for(n, std::max<int64_t>(1, 16384 / k), [&](int64_t r0, int64_t r1, unsigned) {
-      kn.to_f32(w->dtype, w_src + r0 * k * elem, w_f32 + r0 * k, (r1 - r0) * k);
-    });
-    w_ptr = w_f32;
-  }
-  prepare_addend(ctx, out, bias, beta, c, rows, n, bias_f32);
-
   // Output features in tiles whose width depends only on the shape, never on
   // the thread count: OpenBLAS's arithmetic for an element depends on the
   // width of the call that computes it (its kernels treat full and remainder
   // columns differently), so a tile is computed by the same call however the
   // tiles are shared among threads. Tiles are a multiple of 16 columns wide,
   // at least kBlasTileMin, and at most kBlasTilesMax of them.
-  openblas_set_num_threads(1);
   const int64_t tile = std::max(kBlasTileMin, round_up((n + kBlasTilesMax - 1) / kBlasTilesMax, 16));
   const int64_t tiles = (n + tile - 1) / tile;
-  ctx->pool.parallel_for(tiles, 1, [&](int64_t t0, int64_t t1, unsigned) {
+  // Scratch: bias [n], then for 16-bit dtypes a [rows, k], c [rows, n] and
+  // one tile of w [tile, k] per thread. 16-bit weights are widened a tile at
+  // a time by the thread that multiplies it, right before its sgemm, so the
+  // f32 copy is still in that core's caches and never makes a round trip
+  // through memory.
+  const unsigned threads = ctx->pool.size();
+  const size_t floats = static_cast<size_t>(n) + (f32 ? 0
+                                                      : static_cast<size_t>(rows * k + rows * n) +
+                                                            static_cast<size_t>(threads) * static_cast<size_t>(tile * k));
+  float* base = scratch(ctx, floats);
+  if (!base) return scratch_failure(floats);
+  float* bias_f32 = base;
+  float* a_f32 = base + n;
+  float* c = f32 ? reinterpret_cast<float*>(tensor_data(out)) : a_f32 + rows * k;
+  float* w_tiles = f32 ? nullptr : c + rows * n;
+  const float* a_ptr = a_as_f32(a, rows * k, a_f32);
+  prepare_addend(ctx, out, bias, beta, c, rows, n, bias_f32);
+
+  openblas_set_num_threads(1);
+  const Kernels& kn = kernels();
+  const char* w_data = tensor_data(w);
+  const size_t w_elem = dtype_bytes(w->dtype);
+  ctx->pool.parallel_for(tiles, 1, [&](int64_t t0, int64_t t1, unsigned thread) {
     for (int64_t t = t0; t < t1; ++t) {
       const int64_t n0 = t * tile, width = std::min(tile, n - n0);
+      const float* w_tile = reinterpret_cast<const float*>(w_data) + n0 * k;
+      if (!f32) {
+        float* widened = w_tiles + static_cast<size_t>(thread) * static_cast<size_t>(tile * k);
+        kn.to_f32(w->dtype, w_data + n0 * k * static_cast<int64_t>(w_elem), widened, width * k);
+        w_tile = widened;
+      }
       cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<blasint>(rows), static_cast<blasint>(width),
-                  static_cast<blasint>(k), alpha, a_ptr, static_cast<blasint>(k), w_ptr + n0 * k,
-                  static_cast<blasint>(k), 1.0f, c + n0, static_cast<blasint>(n));
+                  static_cast<blasint>(k), alpha, a_ptr, static_cast<blasint>(k), w_tile, static_cast<blasint>(k), 1.0f,
+                  c + n0, static_cast<blasint>(n));
     }
   });
 
   if (!f32) {
-    const Kernels& kn = kernels();
     char* out_data = tensor_data(out);
     const size_t elem = dtype_bytes(out->dtype);
     ctx->pool.parallel_for(rows, std::max<int64_t>(1, 16384 / n), [&](int64_t r0, int64_t r1, unsigned) {

@@ -111,6 +111,17 @@ namespace {
 Score g_largest[8];  // by rill_dtype value
 }  // namespace
 
+double ulp_error(float actual, double expected) {
+  const float rounded = static_cast<float>(expected);
+  if (!std::isfinite(rounded) || !std::isfinite(actual)) {
+    return actual == rounded || (std::isnan(actual) && std::isnan(rounded)) ? 0.0
+                                                                            : std::numeric_limits<double>::infinity();
+  }
+  const double magnitude = std::max(std::fabs(expected), static_cast<double>(std::numeric_limits<float>::min()));
+  const double ulp = std::ldexp(1.0, std::ilogb(magnitude) - 23);
+  return std::fabs(static_cast<double>(actual) - expected) / ulp;
+}
+
 void note(const Score& s, rill_dtype dtype) {
   if (dtype < 0 || dtype > RILL_DTYPE_Q6_K) return;
   Score& largest = g_largest[dtype];

@@ -44,6 +44,13 @@ bool within(const Score& score, rill_dtype dtype);
 // "NMSE x (limit y), worst element x (limit y), n NaN/Inf" for failure messages.
 std::string describe(const Score& score, rill_dtype dtype);
 
+// The error of one f32 result in units in the last place of the reference
+// rounded to f32: |actual - expected| / ulp(expected), where ulp(v) is the
+// spacing of f32 numbers at |v| (2^-149 below FLT_MIN). NaN and infinities
+// count 0 when actual matches expected exactly, else +Inf. The element-wise
+// bound for functions the CPU backend computes in f32 (its activations).
+double ulp_error(float actual, double expected);
+
 // Remembers the largest NMSE and worst-element error noted per dtype, and
 // prints them, one line per dtype: how the figures in tolerance.cpp were measured.
 void note(const Score& score, rill_dtype dtype);
