@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <utility>
@@ -62,7 +63,7 @@ bool parse_dtype_name(const char* name, rill_dtype& out) {
 }
 
 bool read_text(const std::string& path, std::string& out) {
-  std::ifstream file(path, std::ios::binary);
+  std::ifstream file(std::filesystem::u8path(path), std::ios::binary);
   if (!file) return false;
   std::ostringstream text;
   text << file.rdbuf();

@@ -1,6 +1,5 @@
 // `rill generate`: generates tokens from a Hugging Face model folder with a
 // rill_session, streaming them to stdout as they come.
-#include <unistd.h>
 
 #include <chrono>
 #include <climits>
@@ -13,6 +12,7 @@
 
 #include "cli_options.h"
 #include "commands.h"
+#include "platform.h"
 #include "rill.h"
 
 namespace rill_cli {
@@ -183,7 +183,7 @@ int generate_main(int argc, char** argv) {
 
   std::string config;
   if (const int code = runtime.config_text("generate", config); code != 0) return code;
-  const bool terminal = isatty(STDERR_FILENO) != 0;
+  const bool terminal = rill::platform::stderr_is_terminal();
   Handles h;
   rill_status status = rill_context_create(config.c_str(), &h.ctx);
   if (status != RILL_OK) return fail_status("context", status);
@@ -194,7 +194,7 @@ int generate_main(int argc, char** argv) {
   if (status != RILL_OK) return fail_status(model_path, status);
   // The folder's tokenizer, for --prompt and for printing text.
   const std::string tokenizer_path = model_path + "/tokenizer.json";
-  if (std::FILE* file = std::fopen(tokenizer_path.c_str(), "rb")) {
+  if (std::FILE* file = rill::platform::open_file(tokenizer_path, "rb")) {
     std::fclose(file);
     status = rill_tokenizer_load(model_path.c_str(), &h.tokenizer);
     if (status != RILL_OK) return fail_status(tokenizer_path, status);

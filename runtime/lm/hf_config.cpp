@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <toml++/toml.h>
 
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <set>
@@ -593,7 +594,7 @@ const std::map<std::string, std::string>& refused_families() {
 }
 
 json read_json(const std::string& path, bool& exists) {
-  std::ifstream in(path, std::ios::binary);
+  std::ifstream in(std::filesystem::u8path(path), std::ios::binary);
   exists = static_cast<bool>(in);
   if (!exists) return json();
   std::ostringstream text;

@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <memory>
@@ -42,7 +43,7 @@ bool is_plain_name(const std::string& name) {
          name.find('\\') == std::string::npos;
 }
 
-bool file_exists(const std::string& path) { return static_cast<bool>(std::ifstream(path)); }
+bool file_exists(const std::string& path) { return static_cast<bool>(std::ifstream(std::filesystem::u8path(path))); }
 
 // Opens model.safetensors, or every shard model.safetensors.index.json
 // names, and checks that each tensor the index names is in its shard and
@@ -60,7 +61,7 @@ rill_status open_checkpoint(const std::string& f, const std::string& folder, Sha
     out.push_back(std::move(file));
     return RILL_OK;
   }
-  std::ifstream in(index_path, std::ios::binary);
+  std::ifstream in(std::filesystem::u8path(index_path), std::ios::binary);
   std::ostringstream text;
   text << in.rdbuf();
   nlohmann::json index;

@@ -1,13 +1,14 @@
 #include "tokenizer/tokenizer.h"
 
-#include <sys/stat.h>
 
 #include <algorithm>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
 #include "errors.h"
+#include "platform.h"
 #include "tokenizer/utf8.h"
 
 namespace rill {
@@ -18,13 +19,8 @@ using tok::Json;
 using tok::JsonAt;
 using tok::LoadError;
 
-bool is_directory(const std::string& path) {
-  struct stat info {};
-  return stat(path.c_str(), &info) == 0 && S_ISDIR(info.st_mode);
-}
-
 bool read_file(const std::string& path, std::string& out) {
-  std::ifstream in(path, std::ios::binary);
+  std::ifstream in(std::filesystem::u8path(path), std::ios::binary);
   if (!in) return false;
   std::ostringstream text;
   text << in.rdbuf();
@@ -139,7 +135,7 @@ void Tokenizer::apply_tokenizer_config(const std::string& file, const std::strin
 }
 
 rill_status Tokenizer::load(const std::string& path, const char* function, std::unique_ptr<Tokenizer>& out) {
-  const bool folder = is_directory(path);
+  const bool folder = platform::is_directory(path);
   const std::string json_path = folder ? path + "/tokenizer.json" : path;
   std::string text;
   if (!read_file(json_path, text)) {
