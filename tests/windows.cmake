@@ -21,3 +21,7 @@ set_tests_properties(conformance_cpu PROPERTIES
 add_test(NAME conformance_cpu_portable COMMAND conformance_test)
 set_tests_properties(conformance_cpu_portable PROPERTIES
   ENVIRONMENT "RILL_TEST_BACKEND=cpu;RILL_CPU_ISA=scalar;RILL_CPU_GEMM=rill" SKIP_RETURN_CODE 77 LABELS "conformance;cpu")
+
+# The rill tool starts and finds its built-in CPU backend.
+add_test(NAME cli_info COMMAND rill_cli info)
+set_tests_properties(cli_info PROPERTIES PASS_REGULAR_EXPRESSION "cpu: available" LABELS runtime)
