@@ -12,7 +12,7 @@ packages=(
   python3 python3-numpy python3-pytest python3-setuptools python3-pip python3-torch  # Python binding, references
   python3-venv python3-packaging                                       # the tests' transformers venv
   mono-mcs mono-runtime                                                # C# binding
-  g++-mingw-w64-x86-64 wine64                                          # Windows cross-build, its tests under Wine
+  g++-mingw-w64-x86-64 wine64 xvfb xauth                              # Windows cross-build, its tests under Wine
 )
 
 missing=()

@@ -7,6 +7,8 @@
 # - toml++, nlohmann/json and doctest, header-only: their Debian headers, each
 #   in its own folder (never all of /usr/include, whose glibc headers would
 #   shadow MinGW's), with CMake package files for find_package.
+# - The Vulkan headers (libvulkan-dev), for the Vulkan plugin, which loads
+#   vulkan-1.dll at run time and so needs no import library.
 # Needs the deb-src lines for Debian main (added when missing) and
 # scripts/install-deps.sh run before. Does nothing when the prefix is complete.
 set -euo pipefail
@@ -95,4 +97,7 @@ CMAKE
 header_package tomlplusplus tomlplusplus::tomlplusplus toml++ TOML_HEADER_ONLY=1
 header_package nlohmann_json nlohmann_json::nlohmann_json nlohmann
 header_package doctest doctest::doctest doctest
+for folder in vulkan vk_video; do
+  ln -sfn "/usr/include/$folder" "$prefix/include/$folder"
+done
 touch "$stamp"

@@ -1,6 +1,6 @@
 # The tests of a Windows build (included from tests/CMakeLists.txt when WIN32):
 # the C API, plugin loading with the fake plugins built as DLLs, and the
-# conformance suite on the CPU backend. Cross-built with MinGW-w64, CTest runs
+# conformance suite on the CPU backend and, when it is built, on Vulkan. Cross-built with MinGW-w64, CTest runs
 # them under Wine (cmake/toolchains/mingw-w64-x86_64.cmake); scripts/windows-check.sh
 # builds and runs them with the examples.
 add_subdirectory(fake_plugins)
@@ -21,6 +21,13 @@ set_tests_properties(conformance_cpu PROPERTIES
 add_test(NAME conformance_cpu_portable COMMAND conformance_test)
 set_tests_properties(conformance_cpu_portable PROPERTIES
   ENVIRONMENT "RILL_TEST_BACKEND=cpu;RILL_CPU_ISA=scalar;RILL_CPU_GEMM=rill" SKIP_RETURN_CODE 77 LABELS "conformance;cpu")
+# rill-vulkan.dll through Wine's Vulkan (winevulkan, over the host's driver:
+# lavapipe in CI), skipped where Wine has no Vulkan device.
+if(TARGET rill_backend_vulkan)
+  add_test(NAME conformance_vulkan COMMAND conformance_test)
+  set_tests_properties(conformance_vulkan PROPERTIES
+    ENVIRONMENT "RILL_TEST_BACKEND=vulkan" SKIP_RETURN_CODE 77 LABELS "conformance;vulkan")
+endif()
 
 # The rill tool starts and finds its built-in CPU backend.
 add_test(NAME cli_info COMMAND rill_cli info)
