@@ -7,6 +7,8 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <initializer_list>
 #include <string>
 #include <vector>
@@ -36,7 +38,8 @@ const std::string kPluginDir = RILL_FAKE_PLUGIN_DIR;
 
 std::string config_for(const std::string& backend, const std::string& plugin_dir = RILL_FAKE_PLUGIN_DIR) {
   std::string text = "[runtime]\nbackend = \"" + backend + "\"\n";
-  if (!plugin_dir.empty()) text += "plugin_dir = \"" + plugin_dir + "\"\n";
+  // A TOML literal string: Windows paths hold backslashes.
+  if (!plugin_dir.empty()) text += "plugin_dir = '" + plugin_dir + "'\n";
   return text;
 }
 
@@ -185,6 +188,35 @@ TEST_CASE("found through RILL_PLUGIN_PATH when no plugin_dir is set") {
   CHECK(std::string(rill_last_error()).find("/nonexistent/rill-plugins (RILL_PLUGIN_PATH)") != std::string::npos);
   rill_test::unset_env("RILL_PLUGIN_PATH");
   CHECK(rill_context_create(config_for("fakehost", "").c_str(), &ctx) == RILL_ERROR_BACKEND_UNAVAILABLE);
+}
+
+TEST_CASE("UTF-8 paths: a plugin_dir and a config file whose names are not ASCII") {
+  // Copies of the working plugin and a config in a folder named in three
+  // scripts; on Windows the loader and the file APIs must get them as UTF-16.
+  namespace fs = std::filesystem;
+  const std::string folder_utf8 = kPluginDir + kFolderSeparator + "utf8-\xC3\xB1-\xE6\x97\xA5\xE6\x9C\xAC-\xD0\xB6";
+  const fs::path folder = fs::u8path(folder_utf8);
+  fs::remove_all(folder);
+  fs::create_directories(folder);
+  fs::copy_file(fs::u8path(kPluginDir + kFolderSeparator + plugin_file("fakehost")), folder / plugin_file("fakehost"));
+  {
+    FakeContext context(config_for("fakehost", folder_utf8));
+    CHECK(std::string(rill_context_backend_name(context.ctx)) == "fakehost");
+  }
+  const std::string config_utf8 = folder_utf8 + kFolderSeparator + "r\xC3\xA9glages.toml";
+  {
+    std::ofstream config(fs::u8path(config_utf8), std::ios::binary);
+    // TOML literal strings ('...') keep Windows backslashes as they are.
+    config << "[runtime]\nbackend = \"fakehost\"\nplugin_dir = '" << folder_utf8 << "'\n";
+  }
+  rill_context* ctx = nullptr;
+  REQUIRE_MESSAGE(rill_context_create_from_file(config_utf8.c_str(), &ctx) == RILL_OK, rill_last_error());
+  CHECK(std::string(rill_context_backend_name(ctx)) == "fakehost");
+  rill_context_destroy(ctx);
+  // The same name with one byte changed is not found, and the message keeps the UTF-8 name.
+  const std::string missing = folder_utf8 + "-x";
+  CHECK(rill_context_create(config_for("fakehost", missing).c_str(), &ctx) == RILL_ERROR_BACKEND_UNAVAILABLE);
+  CHECK(std::string(rill_last_error()).find(missing + " (plugin_dir)") != std::string::npos);
 }
 
 TEST_CASE("absent ops are RILL_ERROR_UNSUPPORTED; failing ops RILL_ERROR_BACKEND") {
