@@ -33,7 +33,7 @@ install(FILES
 foreach(_rill_plugin rill_backend_vulkan rill_backend_cuda)
   if(TARGET ${_rill_plugin})
     set_target_properties(${_rill_plugin} PROPERTIES INSTALL_RPATH_USE_LINK_PATH ON)
-    install(TARGETS ${_rill_plugin} LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
+    install(TARGETS ${_rill_plugin} LIBRARY DESTINATION ${RILL_INSTALL_PLUGINDIR})
   endif()
 endforeach()
 

@@ -230,9 +230,10 @@ RILL_API rill_status rill_info_report(const char* config_toml, char* buf, size_t
    strings. Each backend with a table checks it when the context is created,
    whichever backend is chosen; the table of a backend whose plugin cannot be
    loaded cannot be checked and is ignored (a warning is logged).
-   Plugins (librill-<name>.so) are searched in plugin_dir, then in each folder of
-   the RILL_PLUGIN_PATH environment variable (':'-separated), then in the folder
-   holding librill itself.
+   Plugins (librill-<name>.so; rill-<name>.dll on Windows) are searched in
+   plugin_dir, then in each folder of the RILL_PLUGIN_PATH environment variable
+   (':'-separated; ';' on Windows), then in the folder holding librill itself.
+   Paths are UTF-8 on every system.
    A backend asked for by name that cannot be had fails with
    RILL_ERROR_BACKEND_UNAVAILABLE and the reason. "auto" walks `prefer`, skips
    what it cannot have — and a Vulkan device that is a CPU implementation (such

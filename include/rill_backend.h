@@ -2,9 +2,10 @@
  * rill_backend.h — the interface between the rill runtime and its backends.
  *
  * A backend is either built into librill (the CPU backend) or a plugin: a shared
- * library named librill-<name>.so that exports the two symbols declared at the
- * end of this file (use RILL_BACKEND_PLUGIN_DEFINE). Plugins never link against
- * librill: everything they need from the host comes through rill_host_services.
+ * library named librill-<name>.so (rill-<name>.dll on Windows) that exports the
+ * two symbols declared at the end of this file (use RILL_BACKEND_PLUGIN_DEFINE).
+ * Plugins never link against librill: everything they need from the host comes
+ * through rill_host_services.
  *
  * The runtime validates every argument before it calls a backend: handles are
  * non-NULL, dtypes agree, shapes fit, optional operands are NULL or well-formed.

@@ -1,9 +1,6 @@
 // rill_context_*: creation from config text or a file, teardown, accessors.
-#include <sys/stat.h>
 
-#include <cerrno>
 #include <cstdio>
-#include <cstring>
 #include <memory>
 
 #include "backend_selection.h"
@@ -12,6 +9,7 @@
 #include "host_services.h"
 #include "layer/model.h"
 #include "objects.h"
+#include "platform.h"
 
 namespace rill {
 namespace {
@@ -36,16 +34,11 @@ rill_status create_context(std::string_view text, const std::string& source, con
 
 // Reads a whole file; on failure returns RILL_ERROR_IO with the reason.
 rill_status read_file(const char* function, const char* path, std::string& out) {
-  struct stat st {};
-  if (::stat(path, &st) != 0) {
-    return fail(RILL_ERROR_IO, std::string(function) + ": path: cannot open '" + path + "': " + std::strerror(errno));
-  }
-  if (!S_ISREG(st.st_mode)) {
-    return fail(RILL_ERROR_IO, std::string(function) + ": path: '" + path + "' is not a regular file");
-  }
-  std::FILE* file = std::fopen(path, "rb");
+  uint64_t bytes = 0;
+  std::string problem;
+  std::FILE* file = platform::open_regular_file(path, bytes, problem);
   if (file == nullptr) {
-    return fail(RILL_ERROR_IO, std::string(function) + ": path: cannot open '" + path + "': " + std::strerror(errno));
+    return fail(RILL_ERROR_IO, std::string(function) + ": path: '" + path + "': " + problem);
   }
   std::string text;
   char chunk[65536];

@@ -1,7 +1,17 @@
 #include "plugin_loader.h"
 
+#ifdef _WIN32
+#ifndef WIN32_LEAN_AND_MEAN
+#define WIN32_LEAN_AND_MEAN
+#endif
+#ifndef NOMINMAX
+#define NOMINMAX
+#endif
+#include <windows.h>
+#else
 #include <dlfcn.h>
 #include <sys/stat.h>
+#endif
 
 #include <cstdlib>
 #include <map>
@@ -11,6 +21,7 @@
 
 #include "host_services.h"
 #include "logging.h"
+#include "platform.h"
 
 namespace rill {
 namespace {
@@ -38,6 +49,101 @@ struct Candidate {
   std::string via;  // why this folder is searched
 };
 
+// The operating system's side of loading: file names, folders, and the dynamic
+// loader (dlopen on POSIX, LoadLibrary on Windows).
+#ifdef _WIN32
+
+constexpr const char* kPluginPrefix = "rill-";
+constexpr const char* kPluginSuffix = ".dll";
+constexpr char kListSeparator = ';';
+constexpr char kFolderSeparator = '\\';
+
+std::string system_error_text(DWORD code) {
+  wchar_t* text = nullptr;
+  const DWORD length = FormatMessageW(
+      FORMAT_MESSAGE_ALLOCATE_BUFFER | FORMAT_MESSAGE_FROM_SYSTEM | FORMAT_MESSAGE_IGNORE_INSERTS, nullptr, code, 0,
+      reinterpret_cast<wchar_t*>(&text), 0, nullptr);
+  std::string out = length > 0 ? platform::to_utf8(std::wstring(text, length)) : "no reason given";
+  LocalFree(text);
+  while (!out.empty() && (out.back() == '\n' || out.back() == '\r' || out.back() == ' ')) out.pop_back();
+  out += " (error " + std::to_string(code) + ")";
+  // Windows does not name the DLL that is missing; say at least that it is a
+  // dependency, since the plugin itself was found.
+  if (code == ERROR_MOD_NOT_FOUND) out += "; a DLL it depends on was not found";
+  return out;
+}
+
+// The folder that holds rill.dll (or the program, when rill is linked statically).
+std::string own_folder() {
+  HMODULE module = nullptr;
+  if (!GetModuleHandleExW(GET_MODULE_HANDLE_EX_FLAG_FROM_ADDRESS | GET_MODULE_HANDLE_EX_FLAG_UNCHANGED_REFCOUNT,
+                          reinterpret_cast<LPCWSTR>(&rill_version_number), &module)) {
+    return {};
+  }
+  std::wstring path(MAX_PATH, L'\0');
+  for (;;) {
+    const DWORD length = GetModuleFileNameW(module, path.data(), static_cast<DWORD>(path.size()));
+    if (length == 0) return {};
+    if (length < path.size()) {
+      path.resize(length);
+      break;
+    }
+    path.resize(path.size() * 2);
+  }
+  const std::string utf8 = platform::to_utf8(path);
+  const size_t slash = utf8.find_last_of("\\/");
+  return slash == std::string::npos ? std::string(".") : utf8.substr(0, slash);
+}
+
+bool is_file(const std::string& path) {
+  const DWORD attributes = GetFileAttributesW(platform::to_wide(path).c_str());
+  return attributes != INVALID_FILE_ATTRIBUTES && (attributes & FILE_ATTRIBUTE_DIRECTORY) == 0;
+}
+
+std::string resolved(const std::string& path) {
+  const std::wstring wide = platform::to_wide(path);
+  const DWORD length = GetFullPathNameW(wide.c_str(), 0, nullptr, nullptr);
+  if (length == 0) return path;
+  std::wstring full(length, L'\0');
+  const DWORD written = GetFullPathNameW(wide.c_str(), length, full.data(), nullptr);
+  if (written == 0 || written >= length) return path;
+  full.resize(written);
+  // Windows file names are case-insensitive: one key for every spelling.
+  CharLowerBuffW(full.data(), static_cast<DWORD>(full.size()));
+  return platform::to_utf8(full);
+}
+
+void* open_library(const std::string& path, std::string& error) {
+  std::wstring wide = platform::to_wide(path);
+  for (wchar_t& c : wide) {
+    if (c == L'/') c = L'\\';
+  }
+  // The plugin's own folder is searched for the DLLs it depends on.
+  HMODULE module = LoadLibraryExW(wide.c_str(), nullptr, LOAD_WITH_ALTERED_SEARCH_PATH);
+  if (module == nullptr) error = system_error_text(GetLastError());
+  return reinterpret_cast<void*>(module);
+}
+
+void* library_symbol(void* library, const char* symbol, std::string& error) {
+  FARPROC address = GetProcAddress(reinterpret_cast<HMODULE>(library), symbol);
+  if (address == nullptr) error = system_error_text(GetLastError());
+  return reinterpret_cast<void*>(address);
+}
+
+void close_library(void* library) { FreeLibrary(reinterpret_cast<HMODULE>(library)); }
+
+#else
+
+constexpr const char* kPluginPrefix = "librill-";
+constexpr const char* kPluginSuffix = ".so";
+constexpr char kListSeparator = ':';
+constexpr char kFolderSeparator = '/';
+
+std::string dl_error_text() {
+  const char* text = dlerror();
+  return text != nullptr ? text : "no reason given";
+}
+
 // The folder that holds librill (or the program, when rill is linked statically).
 std::string own_folder() {
   Dl_info info{};
@@ -45,24 +151,6 @@ std::string own_folder() {
   std::string path = info.dli_fname;
   const size_t slash = path.rfind('/');
   return slash == std::string::npos ? std::string(".") : path.substr(0, slash);
-}
-
-std::vector<Candidate> search_folders(const std::string& plugin_dir) {
-  std::vector<Candidate> folders;
-  if (!plugin_dir.empty()) folders.push_back({plugin_dir, "plugin_dir"});
-  if (const char* env = std::getenv("RILL_PLUGIN_PATH")) {
-    std::string list = env;
-    size_t start = 0;
-    while (start <= list.size()) {
-      size_t end = list.find(':', start);
-      if (end == std::string::npos) end = list.size();
-      if (end > start) folders.push_back({list.substr(start, end - start), "RILL_PLUGIN_PATH"});
-      start = end + 1;
-    }
-  }
-  const std::string own = own_folder();
-  if (!own.empty()) folders.push_back({own, "beside librill"});
-  return folders;
 }
 
 bool is_file(const std::string& path) {
@@ -78,9 +166,40 @@ std::string resolved(const std::string& path) {
   return out;
 }
 
-std::string dl_error_text() {
-  const char* text = dlerror();
-  return text != nullptr ? text : "no reason given";
+void* open_library(const std::string& path, std::string& error) {
+  dlerror();
+  void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (handle == nullptr) error = dl_error_text();
+  return handle;
+}
+
+void* library_symbol(void* library, const char* symbol, std::string& error) {
+  dlerror();
+  void* address = dlsym(library, symbol);
+  if (address == nullptr) error = dl_error_text();
+  return address;
+}
+
+void close_library(void* library) { dlclose(library); }
+
+#endif
+
+std::vector<Candidate> search_folders(const std::string& plugin_dir) {
+  std::vector<Candidate> folders;
+  if (!plugin_dir.empty()) folders.push_back({plugin_dir, "plugin_dir"});
+  if (const char* env = std::getenv("RILL_PLUGIN_PATH")) {
+    std::string list = env;
+    size_t start = 0;
+    while (start <= list.size()) {
+      size_t end = list.find(kListSeparator, start);
+      if (end == std::string::npos) end = list.size();
+      if (end > start) folders.push_back({list.substr(start, end - start), "RILL_PLUGIN_PATH"});
+      start = end + 1;
+    }
+  }
+  const std::string own = own_folder();
+  if (!own.empty()) folders.push_back({own, "beside librill"});
+  return folders;
 }
 
 // Checks the table a plugin's init returned against the agreed version.
@@ -137,12 +256,13 @@ bool table_is_valid(const rill_backend* table, const std::string& name, uint32_t
   return true;
 }
 
-// dlopens path and brings the plugin up. Returns nullptr with reason on failure.
+// Loads the library at path and brings the plugin up. Returns nullptr with
+// reason on failure.
 std::unique_ptr<LoadedPlugin> open_plugin(const std::string& name, const std::string& path, std::string& reason) {
-  dlerror();
-  void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  std::string error;
+  void* handle = open_library(path, error);
   if (handle == nullptr) {
-    reason = "cannot load " + path + ": " + dl_error_text();
+    reason = "cannot load " + path + ": " + error;
     return nullptr;
   }
   auto plugin = std::make_unique<LoadedPlugin>();
@@ -151,15 +271,13 @@ std::unique_ptr<LoadedPlugin> open_plugin(const std::string& name, const std::st
   plugin->backend.origin = path;
   auto close_with = [&](const std::string& why) {
     reason = path + ": " + why;
-    dlclose(handle);
+    close_library(handle);
     return nullptr;
   };
-  dlerror();
-  void* negotiate_symbol = dlsym(handle, RILL_PLUGIN_NEGOTIATE_SYMBOL);
-  if (negotiate_symbol == nullptr) return close_with("no " RILL_PLUGIN_NEGOTIATE_SYMBOL " symbol: " + dl_error_text());
-  dlerror();
-  void* init_symbol = dlsym(handle, RILL_PLUGIN_INIT_SYMBOL);
-  if (init_symbol == nullptr) return close_with("no " RILL_PLUGIN_INIT_SYMBOL " symbol: " + dl_error_text());
+  void* negotiate_symbol = library_symbol(handle, RILL_PLUGIN_NEGOTIATE_SYMBOL, error);
+  if (negotiate_symbol == nullptr) return close_with("no " RILL_PLUGIN_NEGOTIATE_SYMBOL " symbol: " + error);
+  void* init_symbol = library_symbol(handle, RILL_PLUGIN_INIT_SYMBOL, error);
+  if (init_symbol == nullptr) return close_with("no " RILL_PLUGIN_INIT_SYMBOL " symbol: " + error);
   auto negotiate = reinterpret_cast<rill_plugin_negotiate_fn>(negotiate_symbol);
   auto init = reinterpret_cast<rill_plugin_init_fn>(init_symbol);
 
@@ -187,10 +305,10 @@ std::unique_ptr<LoadedPlugin> open_plugin(const std::string& name, const std::st
 }  // namespace
 
 const Backend* load_plugin(const std::string& name, const std::string& plugin_dir, std::string& reason) {
-  const std::string file = "librill-" + name + ".so";
+  const std::string file = kPluginPrefix + name + kPluginSuffix;
   std::string searched;
   for (const Candidate& folder : search_folders(plugin_dir)) {
-    const std::string path = folder.folder + "/" + file;
+    const std::string path = folder.folder + kFolderSeparator + file;
     if (!is_file(path)) {
       searched += (searched.empty() ? "" : ", ") + folder.folder + " (" + folder.via + ")";
       continue;

@@ -13,6 +13,7 @@ packages=(
   python3-venv python3-packaging                                       # the tests' transformers venv
   mono-mcs mono-runtime                                                # C# binding
   clang-14 libfuzzer-14-dev                                            # fuzz targets, ThreadSanitizer build
+  g++-mingw-w64-x86-64 wine64 xvfb xauth                              # Windows cross-build, its tests under Wine
 )
 
 missing=()

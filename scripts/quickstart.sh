@@ -3,7 +3,8 @@
 #   scripts/quickstart.sh          install what is missing, build, run the main job: text from the
 #                                  demo model (rill generate), then rill demo
 #   scripts/quickstart.sh test     install what is missing, build, run the whole test suite,
-#                                  then again under AddressSanitizer + UndefinedBehaviorSanitizer,
+#                                  the Windows build's tests under Wine (scripts/windows-check.sh),
+#                                  then the suite again under AddressSanitizer + UndefinedBehaviorSanitizer,
 #                                  the threading tests under ThreadSanitizer, and every fuzz target
 #                                  for a short time (docs/RELIABILITY.md)
 # Environment: RILL_BUILD_DIR (default build), RILL_JOBS (default: all cores),
@@ -54,6 +55,9 @@ fi
 
 configure_and_build "$build"
 (cd "$build" && ctest --output-on-failure -j "$jobs")
+
+# The Windows build: cross-built with MinGW-w64, its tests run under Wine.
+RILL_WINDOWS_BUILD_DIR=$build-windows RILL_JOBS=$jobs "$root/scripts/windows-check.sh"
 
 # The sanitizer pass: the same suite built with ASan+UBSan. Tests that load
 # librill into an uninstrumented interpreter (Python, Mono) or rebuild rill as

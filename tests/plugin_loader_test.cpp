@@ -7,6 +7,8 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <initializer_list>
 #include <string>
 #include <vector>
@@ -16,16 +18,28 @@
 
 // Under AddressSanitizer a huge allocation aborts by default; these tests need
 // it to fail the ordinary way, returning NULL, to reach RILL_ERROR_OUT_OF_MEMORY.
+#ifndef _WIN32
 extern "C" __attribute__((visibility("default"), used)) const char* __asan_default_options();
 extern "C" const char* __asan_default_options() { return "allocator_may_return_null=1"; }
+#endif
 
 namespace {
 
 using rill_test::expect_failure;
 
+// A plugin's file name, and where the loader looks for it, as this system spells them.
+std::string plugin_file(const std::string& name) { return RILL_FAKE_PLUGIN_PREFIX + name + RILL_FAKE_PLUGIN_SUFFIX; }
+#ifdef _WIN32
+const std::string kFolderSeparator = "\\", kListSeparator = ";";
+#else
+const std::string kFolderSeparator = "/", kListSeparator = ":";
+#endif
+const std::string kPluginDir = RILL_FAKE_PLUGIN_DIR;
+
 std::string config_for(const std::string& backend, const std::string& plugin_dir = RILL_FAKE_PLUGIN_DIR) {
   std::string text = "[runtime]\nbackend = \"" + backend + "\"\n";
-  if (!plugin_dir.empty()) text += "plugin_dir = \"" + plugin_dir + "\"\n";
+  // A TOML literal string: Windows paths hold backslashes.
+  if (!plugin_dir.empty()) text += "plugin_dir = '" + plugin_dir + "'\n";
   return text;
 }
 
@@ -49,17 +63,22 @@ struct FakeContext : rill_test::ScopedContext {
 }  // namespace
 
 TEST_CASE("plugin not found: the message lists the folders searched") {
-  expect_unavailable("absent", {"librill-absent.so not found", RILL_FAKE_PLUGIN_DIR " (plugin_dir)", "beside librill"});
+  expect_unavailable("absent", {plugin_file("absent") + " not found", kPluginDir + " (plugin_dir)", "beside librill"});
 }
 
 TEST_CASE("a file that is not a shared object") {
   // The reason after the path is the dynamic loader's own ("invalid ELF header" with glibc).
-  expect_unavailable("notelf", {"cannot load " RILL_FAKE_PLUGIN_DIR "/librill-notelf.so: "});
+  expect_unavailable("notelf", {"cannot load " + kPluginDir + kFolderSeparator + plugin_file("notelf") + ": "});
 }
 
-TEST_CASE("a plugin whose dependency is missing reports dlerror's text") {
+TEST_CASE("a plugin whose dependency is missing reports the dynamic loader's text") {
+#ifdef _WIN32
+  // Windows does not name the missing DLL; the loader says what kind of failure it is.
+  expect_unavailable("missingdep", {plugin_file("missingdep"), "(error 126)", "a DLL it depends on was not found"});
+#else
   expect_unavailable("missingdep",
                      {"librill-missingdep.so", "librill_fake_dependency.so", "cannot open shared object file"});
+#endif
 }
 
 TEST_CASE("a plugin without its init symbol") {
@@ -157,8 +176,9 @@ TEST_CASE("a version 1 plugin: the runtime fills threads and allow_tf32 and refu
 }
 
 TEST_CASE("found through RILL_PLUGIN_PATH when no plugin_dir is set") {
-  const std::string path = std::string("/nonexistent/rill-plugins::") + RILL_FAKE_PLUGIN_DIR;
-  REQUIRE(setenv("RILL_PLUGIN_PATH", path.c_str(), 1) == 0);
+  // An empty entry between two separators is skipped.
+  const std::string path = "/nonexistent/rill-plugins" + kListSeparator + kListSeparator + kPluginDir;
+  rill_test::set_env("RILL_PLUGIN_PATH", path);
   {
     FakeContext context(config_for("fakehost", ""));
     CHECK(std::string(rill_context_backend_name(context.ctx)) == "fakehost");
@@ -166,8 +186,37 @@ TEST_CASE("found through RILL_PLUGIN_PATH when no plugin_dir is set") {
   rill_context* ctx = nullptr;
   CHECK(rill_context_create(config_for("absent", "").c_str(), &ctx) == RILL_ERROR_BACKEND_UNAVAILABLE);
   CHECK(std::string(rill_last_error()).find("/nonexistent/rill-plugins (RILL_PLUGIN_PATH)") != std::string::npos);
-  REQUIRE(unsetenv("RILL_PLUGIN_PATH") == 0);
+  rill_test::unset_env("RILL_PLUGIN_PATH");
   CHECK(rill_context_create(config_for("fakehost", "").c_str(), &ctx) == RILL_ERROR_BACKEND_UNAVAILABLE);
+}
+
+TEST_CASE("UTF-8 paths: a plugin_dir and a config file whose names are not ASCII") {
+  // Copies of the working plugin and a config in a folder named in three
+  // scripts; on Windows the loader and the file APIs must get them as UTF-16.
+  namespace fs = std::filesystem;
+  const std::string folder_utf8 = kPluginDir + kFolderSeparator + "utf8-\xC3\xB1-\xE6\x97\xA5\xE6\x9C\xAC-\xD0\xB6";
+  const fs::path folder = fs::u8path(folder_utf8);
+  fs::remove_all(folder);
+  fs::create_directories(folder);
+  fs::copy_file(fs::u8path(kPluginDir + kFolderSeparator + plugin_file("fakehost")), folder / plugin_file("fakehost"));
+  {
+    FakeContext context(config_for("fakehost", folder_utf8));
+    CHECK(std::string(rill_context_backend_name(context.ctx)) == "fakehost");
+  }
+  const std::string config_utf8 = folder_utf8 + kFolderSeparator + "r\xC3\xA9glages.toml";
+  {
+    std::ofstream config(fs::u8path(config_utf8), std::ios::binary);
+    // TOML literal strings ('...') keep Windows backslashes as they are.
+    config << "[runtime]\nbackend = \"fakehost\"\nplugin_dir = '" << folder_utf8 << "'\n";
+  }
+  rill_context* ctx = nullptr;
+  REQUIRE_MESSAGE(rill_context_create_from_file(config_utf8.c_str(), &ctx) == RILL_OK, rill_last_error());
+  CHECK(std::string(rill_context_backend_name(ctx)) == "fakehost");
+  rill_context_destroy(ctx);
+  // The same name with one byte changed is not found, and the message keeps the UTF-8 name.
+  const std::string missing = folder_utf8 + "-x";
+  CHECK(rill_context_create(config_for("fakehost", missing).c_str(), &ctx) == RILL_ERROR_BACKEND_UNAVAILABLE);
+  CHECK(std::string(rill_last_error()).find(missing + " (plugin_dir)") != std::string::npos);
 }
 
 TEST_CASE("absent ops are RILL_ERROR_UNSUPPORTED; failing ops RILL_ERROR_BACKEND") {
@@ -210,7 +259,7 @@ TEST_CASE("auto: skips what fails and a CPU implementation, and says why") {
   CHECK(std::string(rill_context_backend_name(context.ctx)) == "fakehost");
   const std::string report = rill_context_selection_report(context.ctx);
   CAPTURE(report);
-  CHECK(report.find("absent: skipped: librill-absent.so not found") == 0);
+  CHECK(report.find("absent: skipped: " + plugin_file("absent") + " not found") == 0);
   CHECK(report.find("\ninitfails: skipped: ") != std::string::npos);
   CHECK(report.find("\ncpuimpl: skipped: device 0 'fake host device' is a CPU implementation") != std::string::npos);
   CHECK(report.find("\nfakehost: chosen") != std::string::npos);

@@ -5,6 +5,7 @@
 #include <new>
 
 #include "cpu_internal.h"
+#include "platform.h"
 
 namespace rill::cpu {
 
@@ -13,11 +14,11 @@ rill_status buffer_alloc(rill_backend_context*, uint64_t bytes, rill_backend_buf
   if (rounded < bytes || rounded > SIZE_MAX) {
     return fail(RILL_ERROR_OUT_OF_MEMORY, "cpu: buffer of " + std::to_string(bytes) + " bytes does not fit in memory");
   }
-  void* data = std::aligned_alloc(kBufferAlignment, static_cast<size_t>(rounded));
+  void* data = platform::aligned_alloc(kBufferAlignment, static_cast<size_t>(rounded));
   if (!data) return fail(RILL_ERROR_OUT_OF_MEMORY, "cpu: out of memory allocating " + std::to_string(bytes) + " bytes");
   rill_backend_buffer* buffer = new (std::nothrow) rill_backend_buffer{data, bytes};
   if (!buffer) {
-    std::free(data);
+    platform::aligned_free(data);
     return fail(RILL_ERROR_OUT_OF_MEMORY, "cpu: out of memory allocating a buffer object");
   }
   *out_buffer = buffer;
@@ -26,7 +27,7 @@ rill_status buffer_alloc(rill_backend_context*, uint64_t bytes, rill_backend_buf
 
 void buffer_free(rill_backend_context*, rill_backend_buffer* buffer) {
   if (!buffer) return;
-  std::free(buffer->data);
+  platform::aligned_free(buffer->data);
   delete buffer;
 }
 

@@ -1,12 +1,11 @@
 // The CPU backend's one device: the host CPU.
-#include <unistd.h>
-
 #include <cstdio>
 #include <cstring>
 #include <thread>
 
 #include "cpu_internal.h"
 #include "cpu_kernels.h"
+#include "platform.h"
 
 namespace rill::cpu {
 
@@ -40,8 +39,7 @@ rill_status describe_device(uint32_t index, rill_backend_device_info* out_info) 
   info.struct_size = sizeof info;
   std::snprintf(info.name, sizeof info.name, "%s", device_name(hardware_threads()).c_str());
   info.type = RILL_DEVICE_TYPE_CPU;
-  const long pages = sysconf(_SC_PHYS_PAGES), page_size = sysconf(_SC_PAGESIZE);
-  info.memory_bytes = pages > 0 && page_size > 0 ? static_cast<uint64_t>(pages) * static_cast<uint64_t>(page_size) : 0;
+  info.memory_bytes = platform::physical_memory_bytes();
   // The f32 lanes of one vector register in the kernels in use.
   info.subgroup_size = std::strcmp(isa_description(), "scalar") == 0 ? 1 : 8;
   std::snprintf(info.details, sizeof info.details, "kernels: %s; hardware threads: %u; GEMM for more than %lld rows: %s",

@@ -152,6 +152,8 @@ bool validation_requested() {
 
 rill_status create_instance(bool validation, PFN_vkDebugUtilsMessengerCallbackEXT callback, void* user_data,
                             VkInstance* out_instance, VkDebugUtilsMessengerEXT* out_messenger) {
+  const rill_status loaded = load_vulkan();
+  if (loaded != RILL_OK) return loaded;
   if (validation && !has_layer(kValidationLayer)) {
     return fail(RILL_ERROR_BACKEND_UNAVAILABLE,
                 std::string("Vulkan: RILL_VULKAN_VALIDATION=1 asks for ") + kValidationLayer +
@@ -197,6 +199,11 @@ rill_status create_instance(bool validation, PFN_vkDebugUtilsMessengerCallbackEX
   VkInstance instance = VK_NULL_HANDLE;
   VkResult result = vkCreateInstance(&info, nullptr, &instance);
   if (result != VK_SUCCESS) return fail_vk(result, "vkCreateInstance");
+  const rill_status functions = load_instance_functions(instance);
+  if (functions != RILL_OK) {
+    if (vkDestroyInstance != nullptr) vkDestroyInstance(instance, nullptr);
+    return functions;
+  }
 
   VkDebugUtilsMessengerEXT messenger = VK_NULL_HANDLE;
   if (validation) {

@@ -3,11 +3,12 @@
    vk_context.cpp (device, queue, command recording, hazards, submission),
    vk_buffer.cpp (device buffers, staging), vk_pipelines.cpp (embedded SPIR-V,
    pipelines, dispatch), vk_ops.cpp (the residual-stream operators),
-   vk_layer_ops.cpp (the decoder-layer operators), vk_plugin.cpp (tables). */
+   vk_layer_ops.cpp (the decoder-layer operators), vk_plugin.cpp (tables),
+   vk_functions.cpp (the Vulkan functions, loaded at run time). */
 #ifndef RILL_VK_INTERNAL_H
 #define RILL_VK_INTERNAL_H
 
-#include <vulkan/vulkan.h>
+#include "vk_functions.h"
 
 #include <atomic>
 #include <cstdint>

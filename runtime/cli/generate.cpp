@@ -1,6 +1,5 @@
 // `rill generate`: generates tokens from a Hugging Face model folder with a
 // rill_session, streaming them to stdout as they come.
-#include <unistd.h>
 
 #include <chrono>
 #include <climits>
@@ -8,11 +7,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <string>
 #include <vector>
 
 #include "cli_options.h"
 #include "commands.h"
+#include "platform.h"
 #include "rill.h"
 
 namespace rill_cli {
@@ -183,7 +184,7 @@ int generate_main(int argc, char** argv) {
 
   std::string config;
   if (const int code = runtime.config_text("generate", config); code != 0) return code;
-  const bool terminal = isatty(STDERR_FILENO) != 0;
+  const bool terminal = rill::platform::stderr_is_terminal();
   Handles h;
   rill_status status = rill_context_create(config.c_str(), &h.ctx);
   if (status != RILL_OK) return fail_status("context", status);
@@ -197,7 +198,8 @@ int generate_main(int argc, char** argv) {
   const std::string tokenizer_path = gguf ? model_path : model_path + "/tokenizer.json";
   // Whatever is there goes to the reader, which refuses what is not a file;
   // opening it here would wait forever on a named pipe.
-  if (access(tokenizer_path.c_str(), F_OK) == 0) {
+  std::error_code ignored;
+  if (std::filesystem::exists(std::filesystem::u8path(tokenizer_path), ignored)) {
     status = rill_tokenizer_load(model_path.c_str(), &h.tokenizer);
     if (status != RILL_OK) return fail_status(tokenizer_path, status);
   } else if (prompt != nullptr) {

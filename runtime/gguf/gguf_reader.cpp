@@ -1,10 +1,5 @@
 #include "gguf_reader.h"
 
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
@@ -126,22 +121,6 @@ bool load_f64(ValueType type, const unsigned char* p, double& out) {
   if (!load_integer(type, p, negative, magnitude)) return false;
   out = negative ? -static_cast<double>(magnitude) : static_cast<double>(magnitude);
   return true;
-}
-
-struct FileCloser {
-  int fd;
-  ~FileCloser() {
-    if (fd >= 0) ::close(fd);
-  }
-};
-
-const char* file_kind(mode_t mode) {
-  if (S_ISDIR(mode)) return "a directory";
-  if (S_ISFIFO(mode)) return "a FIFO";
-  if (S_ISCHR(mode)) return "a character device";
-  if (S_ISBLK(mode)) return "a block device";
-  if (S_ISSOCK(mode)) return "a socket";
-  return "not a regular file";
 }
 
 }  // namespace
@@ -503,40 +482,13 @@ rill_status parse(const unsigned char* bytes, size_t size, Contents& out, std::s
   }
 }
 
-File::~File() {
-  if (mapping_ != nullptr) ::munmap(mapping_, mapping_bytes_);
-}
-
 rill_status File::open(const std::string& path, std::unique_ptr<File>& out, std::string& error) {
-  // O_NONBLOCK: opening a FIFO must not wait for a writer; anything but a
-  // regular file is refused right after.
-  FileCloser file{::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK)};
-  if (file.fd < 0) {
-    error = std::string("cannot open: ") + std::strerror(errno);
-    return RILL_ERROR_IO;
-  }
-  struct stat info {};
-  if (::fstat(file.fd, &info) != 0) {
-    error = std::string("cannot stat: ") + std::strerror(errno);
-    return RILL_ERROR_IO;
-  }
-  if (!S_ISREG(info.st_mode)) {
-    error = std::string("not a regular file (") + file_kind(info.st_mode) + ")";
-    return RILL_ERROR_IO;
-  }
   std::unique_ptr<File> result(new File());
   result->path_ = path;
-  result->mapping_bytes_ = static_cast<size_t>(info.st_size);
-  if (result->mapping_bytes_ > 0) {
-    void* mapping = ::mmap(nullptr, result->mapping_bytes_, PROT_READ, MAP_PRIVATE, file.fd, 0);
-    if (mapping == MAP_FAILED) {
-      error = std::string("cannot map: ") + std::strerror(errno);
-      return RILL_ERROR_IO;
-    }
-    result->mapping_ = mapping;
-  }
-  const rill_status status =
-      parse(static_cast<const unsigned char*>(result->mapping_), result->mapping_bytes_, result->contents_, error);
+  // The platform layer refuses anything but a regular file without waiting
+  // on a FIFO.
+  if (!result->mapping_.open(path, error)) return RILL_ERROR_IO;
+  const rill_status status = parse(result->mapping_.data(), result->mapping_.size(), result->contents_, error);
   if (status != RILL_OK) return status;
   out = std::move(result);
   return RILL_OK;

@@ -16,6 +16,7 @@
 #include <string_view>
 #include <vector>
 
+#include "platform.h"
 #include "rill.h"
 
 namespace rill::gguf {
@@ -113,7 +114,6 @@ class File {
   // parse() failure). Opening never blocks on a FIFO.
   static rill_status open(const std::string& path, std::unique_ptr<File>& out, std::string& error);
 
-  ~File();
   File(const File&) = delete;
   File& operator=(const File&) = delete;
 
@@ -123,8 +123,7 @@ class File {
  private:
   File() = default;
   std::string path_;
-  void* mapping_ = nullptr;
-  size_t mapping_bytes_ = 0;
+  platform::MappedFile mapping_;
   Contents contents_;
 };
 

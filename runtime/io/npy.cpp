@@ -1,13 +1,11 @@
 #include "npy.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <memory>
+
+#include "platform.h"
 
 namespace rill::io {
 namespace {
@@ -72,23 +70,12 @@ bool parse_header(const std::string& header, NpyArray& out, std::string& problem
 }  // namespace
 
 bool read_npy_f32(const std::string& path, NpyArray& out, std::string& error) {
-  // O_NONBLOCK: a named pipe must be refused, not waited on until a writer comes.
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-  if (fd < 0) return error = path + ": cannot open: " + std::strerror(errno), false;
   // The file's size bounds the header and the data, so that a hostile header
   // cannot make us allocate what the file does not hold.
-  struct stat info {};
-  if (::fstat(fd, &info) != 0 || !S_ISREG(info.st_mode)) {
-    ::close(fd);
-    return error = path + ": not a regular file", false;
-  }
-  File file(::fdopen(fd, "rb"));
-  if (!file) {
-    const int reason = errno;
-    ::close(fd);
-    return error = path + ": cannot open: " + std::strerror(reason), false;
-  }
-  const uint64_t file_bytes = static_cast<uint64_t>(info.st_size);
+  uint64_t file_bytes = 0;
+  std::string open_error;
+  File file(platform::open_regular_file(path, file_bytes, open_error));
+  if (!file) return error = path + ": " + open_error, false;
   unsigned char preamble[10];
   if (std::fread(preamble, 1, 8, file.get()) != 8 || std::memcmp(preamble, kMagic, kMagicBytes) != 0) {
     return error = path + ": not a .npy file (no \\x93NUMPY magic)", false;
@@ -158,8 +145,8 @@ bool write_npy_f32(const std::string& path, const std::vector<int64_t>& shape, c
   if (dict.size() > 65535) return error = path + ": shape too long for a version 1.0 header", false;
   // Written beside path and renamed over it once complete, so that a failed
   // write never leaves a file at path that looks like a result.
-  const std::string partial = path + ".partial-" + std::to_string(::getpid());
-  File file(std::fopen(partial.c_str(), "wb"));
+  const std::string partial = path + ".partial-" + std::to_string(platform::process_id());
+  File file(platform::open_file(partial, "wb"));
   if (!file) return error = path + ": cannot create: " + std::strerror(errno), false;
   const unsigned char version_and_length[4] = {1, 0, static_cast<unsigned char>(dict.size() & 0xff),
                                                static_cast<unsigned char>(dict.size() >> 8)};

@@ -1,13 +1,6 @@
 #include "safetensors.h"
 
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
-#include <cstring>
 #include <nlohmann/json.hpp>
 
 #include "errors.h"
@@ -18,13 +11,6 @@ namespace {
 // Headers larger than this are refused before any parsing (the format's
 // reference implementation uses the same bound).
 constexpr uint64_t kMaxHeaderBytes = 100ull * 1024 * 1024;
-
-struct FileCloser {
-  int fd;
-  ~FileCloser() {
-    if (fd >= 0) ::close(fd);
-  }
-};
 
 std::string shape_text(const std::vector<int64_t>& shape) {
   std::string s = "[";
@@ -61,34 +47,20 @@ const SafetensorsTensor* SafetensorsFile::find(const std::string& name) const {
   return nullptr;
 }
 
-SafetensorsFile::~SafetensorsFile() {
-  if (mapping_ != nullptr) ::munmap(mapping_, mapping_bytes_);
-}
-
 rill_status SafetensorsFile::open(const std::string& path, const char* function,
                                   std::unique_ptr<SafetensorsFile>& out) {
   const std::string where = std::string(function) + ": " + path + ": ";
   auto io_error = [&](const std::string& text) { return fail(RILL_ERROR_IO, where + text); };
 
-  // O_NONBLOCK: opening a named pipe must not wait for a writer; the check
-  // below refuses anything but a regular file, where the flag changes nothing.
-  FileCloser file{::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK)};
-  if (file.fd < 0) return io_error(std::string("cannot open: ") + std::strerror(errno));
-  struct stat info {};
-  if (::fstat(file.fd, &info) != 0) return io_error(std::string("cannot stat: ") + std::strerror(errno));
-  if (!S_ISREG(info.st_mode)) return io_error("not a regular file");
-  const uint64_t file_bytes = static_cast<uint64_t>(info.st_size);
+  std::unique_ptr<SafetensorsFile> result(new SafetensorsFile());
+  result->path_ = path;
+  std::string problem;
+  if (!result->mapping_.open(path, problem)) return io_error(problem);
+  const uint64_t file_bytes = result->mapping_.size();
   if (file_bytes < 8) {
     return io_error("truncated: " + std::to_string(file_bytes) + " bytes, shorter than the 8-byte header length");
   }
-
-  std::unique_ptr<SafetensorsFile> result(new SafetensorsFile());
-  result->path_ = path;
-  result->mapping_bytes_ = static_cast<size_t>(file_bytes);
-  void* mapping = ::mmap(nullptr, result->mapping_bytes_, PROT_READ, MAP_PRIVATE, file.fd, 0);
-  if (mapping == MAP_FAILED) return io_error(std::string("cannot map: ") + std::strerror(errno));
-  result->mapping_ = mapping;
-  const auto* bytes = static_cast<const unsigned char*>(mapping);
+  const unsigned char* bytes = result->mapping_.data();
 
   uint64_t header_bytes = 0;
   for (int i = 7; i >= 0; --i) header_bytes = (header_bytes << 8) | bytes[i];

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "platform.h"
 #include "rill.h"
 
 namespace rill::io {
@@ -30,7 +31,6 @@ class SafetensorsFile {
   // where one is at fault, the tensor.
   static rill_status open(const std::string& path, const char* function, std::unique_ptr<SafetensorsFile>& out);
 
-  ~SafetensorsFile();
   SafetensorsFile(const SafetensorsFile&) = delete;
   SafetensorsFile& operator=(const SafetensorsFile&) = delete;
 
@@ -43,8 +43,7 @@ class SafetensorsFile {
   SafetensorsFile() = default;
 
   std::string path_;
-  void* mapping_ = nullptr;
-  size_t mapping_bytes_ = 0;
+  platform::MappedFile mapping_;
   std::vector<SafetensorsTensor> tensors_;
 };
 

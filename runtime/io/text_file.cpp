@@ -1,53 +1,36 @@
 #include "io/text_file.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <cerrno>
+#include <cstdint>
+#include <cstdio>
 #include <cstring>
 
+#include "platform/platform.h"
+
 namespace rill::io {
-namespace {
-
-const char* kind_of(mode_t mode) {
-  if (S_ISDIR(mode)) return "a folder";
-  if (S_ISFIFO(mode)) return "a named pipe";
-  if (S_ISCHR(mode) || S_ISBLK(mode)) return "a device";
-  if (S_ISSOCK(mode)) return "a socket";
-  return "not a file";
-}
-
-}  // namespace
 
 ReadResult read_text_file(const std::string& path, std::string& out, std::string& error) {
-  // O_NONBLOCK: opening a named pipe must not wait for a writer; fstat then refuses it.
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-  if (fd < 0) {
-    if (errno == ENOENT) return ReadResult::missing;
-    error = std::string("cannot open: ") + std::strerror(errno);
-    return ReadResult::failed;
-  }
-  struct stat info {};
-  if (::fstat(fd, &info) != 0 || !S_ISREG(info.st_mode)) {
-    error = std::string("not a regular file (") + kind_of(info.st_mode) + ")";
-    ::close(fd);
+  uint64_t bytes = 0;
+  std::string open_error;
+  // The platform layer refuses anything but a regular file without waiting on
+  // a named pipe.
+  std::FILE* file = platform::open_regular_file(path, bytes, open_error);
+  if (file == nullptr) {
+    if (errno == ENOENT && open_error.rfind("cannot open", 0) == 0) return ReadResult::missing;
+    error = open_error;
     return ReadResult::failed;
   }
   std::string text;
   char chunk[65536];
-  for (;;) {
-    const ssize_t got = ::read(fd, chunk, sizeof chunk);
-    if (got == 0) break;
-    if (got < 0) {
-      if (errno == EINTR) continue;
-      error = std::string("cannot read: ") + std::strerror(errno);
-      ::close(fd);
-      return ReadResult::failed;
-    }
-    text.append(chunk, static_cast<size_t>(got));
+  size_t got = 0;
+  while ((got = std::fread(chunk, 1, sizeof chunk, file)) > 0) text.append(chunk, got);
+  const bool failed = std::ferror(file) != 0;
+  const int read_errno = errno;
+  std::fclose(file);
+  if (failed) {
+    error = std::string("cannot read: ") + std::strerror(read_errno);
+    return ReadResult::failed;
   }
-  ::close(fd);
   out = std::move(text);
   return ReadResult::ok;
 }

@@ -15,8 +15,8 @@ enum class ReadResult {
 };
 
 // Reads the whole regular file at path into out. On failure error says why,
-// without the path: "cannot open: <reason>", "not a regular file (a named
-// pipe)", "cannot read: <reason>"; out is left alone.
+// without the path: "cannot open: <reason>", "not a regular file",
+// "cannot read: <reason>"; out is left alone.
 ReadResult read_text_file(const std::string& path, std::string& out, std::string& error);
 
 }  // namespace rill::io

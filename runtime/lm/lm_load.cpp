@@ -4,12 +4,12 @@
 // validated and every tensor matched to the model before the model is made,
 // and any later failure destroys what was made.
 #include <nlohmann/json.hpp>
-#include <sys/stat.h>
 
 #include <algorithm>
 #include <cstddef>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <set>
@@ -46,10 +46,11 @@ bool is_plain_name(const std::string& name) {
          name.find('\\') == std::string::npos;
 }
 
-// Something is at path (a named pipe or a folder too: the reader then refuses it).
+// Something is at path (a named pipe or a folder too: the reader then refuses
+// it). Asked without opening it, which would wait on a named pipe.
 bool file_exists(const std::string& path) {
-  struct stat info {};
-  return ::stat(path.c_str(), &info) == 0;
+  std::error_code ignored;
+  return std::filesystem::exists(std::filesystem::u8path(path), ignored);
 }
 
 // Opens model.safetensors, or every shard model.safetensors.index.json

@@ -1,6 +1,5 @@
 #include "tokenizer/tokenizer.h"
 
-#include <sys/stat.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -8,6 +7,7 @@
 #include "errors.h"
 #include "gguf_reader.h"
 #include "io/text_file.h"
+#include "platform.h"
 #include "tokenizer/gguf_vocab.h"
 #include "tokenizer/utf8.h"
 
@@ -18,11 +18,6 @@ namespace {
 using tok::Json;
 using tok::JsonAt;
 using tok::LoadError;
-
-bool is_directory(const std::string& path) {
-  struct stat info {};
-  return stat(path.c_str(), &info) == 0 && S_ISDIR(info.st_mode);
-}
 
 
 Json parse_json(const std::string& file, const std::string& text) {
@@ -140,7 +135,7 @@ void Tokenizer::load_gguf(const std::string& path, const gguf::Contents& content
 }
 
 rill_status Tokenizer::load(const std::string& path, const char* function, std::unique_ptr<Tokenizer>& out) {
-  const bool folder = is_directory(path);
+  const bool folder = platform::is_directory(path);
   if (!folder && path.size() > 5 && path.compare(path.size() - 5, 5, ".gguf") == 0) {
     std::unique_ptr<gguf::File> file;
     std::string error;

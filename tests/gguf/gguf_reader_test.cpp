@@ -302,14 +302,14 @@ TEST_CASE("gguf: File::open maps regular files and refuses everything else") {
   const std::string folder = base + "_dir";
   REQUIRE(::mkdir(folder.c_str(), 0700) == 0);
   CHECK(rill::gguf::File::open(folder, file, error) == RILL_ERROR_IO);
-  CHECK_MESSAGE(error.find("not a regular file (a directory)") != std::string::npos, error);
+  CHECK_MESSAGE(error.find("not a regular file") != std::string::npos, error);
   ::rmdir(folder.c_str());
 
   // Opening a FIFO with no writer must neither block nor be read.
   const std::string fifo = base + "_fifo";
   REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
   CHECK(rill::gguf::File::open(fifo, file, error) == RILL_ERROR_IO);
-  CHECK_MESSAGE(error.find("not a regular file (a FIFO)") != std::string::npos, error);
+  CHECK_MESSAGE(error.find("not a regular file") != std::string::npos, error);
   ::unlink(fifo.c_str());
 
   const std::string empty = base + "_empty.gguf";

@@ -6,6 +6,7 @@
 #include <doctest/doctest.h>
 
 #include <cstdint>
+#include <cstdlib>
 #include <initializer_list>
 #include <string>
 #include <vector>
@@ -67,6 +68,23 @@ inline rill_model_desc model_desc(int32_t num_layers, int32_t hidden_size, int32
   d.num_heads = num_heads;
   d.intermediate_size = intermediate_size;
   return d;
+}
+
+// Sets or removes an environment variable of this process (what rill's
+// std::getenv then sees), on POSIX and Windows alike.
+inline void set_env(const char* name, const std::string& value) {
+#ifdef _WIN32
+  REQUIRE(_putenv_s(name, value.c_str()) == 0);
+#else
+  REQUIRE(setenv(name, value.c_str(), 1) == 0);
+#endif
+}
+inline void unset_env(const char* name) {
+#ifdef _WIN32
+  REQUIRE(_putenv_s(name, "") == 0);  // an empty value removes it on Windows
+#else
+  REQUIRE(unsetenv(name) == 0);
+#endif
 }
 
 }  // namespace rill_test
