@@ -26,14 +26,18 @@
 #include "rill_backend.h"
 #include "tolerance.h"
 
+#include <vulkan/vulkan.h>
+
 namespace {
 
 const rill_backend* g_backend = nullptr;
 std::string g_last_error;
 std::vector<std::string> g_validation_logs;
+int g_memory_blocks_made = 0;  // "new memory block" debug messages: device memory allocations
 
 void host_log(rill_log_level, const char*, const char* message) {
   if (std::strncmp(message, "validation:", 11) == 0) g_validation_logs.emplace_back(message);
+  if (std::strncmp(message, "new memory block", 16) == 0) ++g_memory_blocks_made;
 }
 
 rill_status host_fail(rill_status status, const char* message) {
@@ -513,6 +517,102 @@ TEST_CASE("errors map to statuses and leave the context usable") {
   REQUIRE(ops().rms_norm(c.ctx, &t, nullptr, 0.0f, &t) == RILL_OK);
   for (float v : c.read(t)) CHECK(v == doctest::Approx(1.0f));
   CHECK(g_backend->synchronize(c.ctx) == RILL_OK);
+}
+
+TEST_CASE("many small buffers share memory blocks, and freed ranges are used again") {
+  Context c;
+  const int count = 2000;
+  const uint64_t bytes = 4096;  // 8 MiB in all: one shared block
+  std::vector<rill_backend_buffer*> buffers(count);
+  const int blocks_before = g_memory_blocks_made;
+  for (int round = 0; round < 2; ++round) {
+    CAPTURE(round);
+    for (int i = 0; i < count; ++i) {
+      REQUIRE_MESSAGE(g_backend->buffer_alloc(c.ctx, bytes, &buffers[i]) == RILL_OK, g_last_error);
+      const std::vector<int32_t> pattern(bytes / 4, i * 7 + round);
+      REQUIRE(g_backend->buffer_write(c.ctx, buffers[i], 0, pattern.data(), bytes) == RILL_OK);
+    }
+    // Overlapping ranges would show as another buffer's pattern.
+    int wrong = 0;
+    std::vector<int32_t> got(bytes / 4);
+    for (int i = 0; i < count; ++i) {
+      REQUIRE(g_backend->buffer_read(c.ctx, buffers[i], 0, got.data(), bytes) == RILL_OK);
+      for (int32_t v : got) wrong += v != i * 7 + round ? 1 : 0;
+    }
+    CHECK(wrong == 0);
+    for (rill_backend_buffer* b : buffers) g_backend->buffer_free(c.ctx, b);
+    // The second round finds the ranges the first gave back: no new block.
+    CHECK(g_memory_blocks_made - blocks_before <= 1);
+  }
+}
+
+// maxMemoryAllocationSize of the device the plugin calls `name`, read through
+// Vulkan itself; 0 when no such device is found.
+static uint64_t max_allocation_of(const char* name) {
+  VkApplicationInfo app{};
+  app.sType = VK_STRUCTURE_TYPE_APPLICATION_INFO;
+  app.apiVersion = VK_API_VERSION_1_2;
+  VkInstanceCreateInfo info{};
+  info.sType = VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO;
+  info.pApplicationInfo = &app;
+  VkInstance instance = VK_NULL_HANDLE;
+  if (vkCreateInstance(&info, nullptr, &instance) != VK_SUCCESS) return 0;
+  uint32_t count = 0;
+  vkEnumeratePhysicalDevices(instance, &count, nullptr);
+  std::vector<VkPhysicalDevice> devices(count);
+  vkEnumeratePhysicalDevices(instance, &count, devices.data());
+  uint64_t limit = 0;
+  for (VkPhysicalDevice device : devices) {
+    VkPhysicalDeviceMaintenance3Properties maintenance3{};
+    maintenance3.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_3_PROPERTIES;
+    VkPhysicalDeviceProperties2 props{};
+    props.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2;
+    props.pNext = &maintenance3;
+    vkGetPhysicalDeviceProperties2(device, &props);
+    if (std::strcmp(props.properties.deviceName, name) == 0) limit = maintenance3.maxMemoryAllocationSize;
+  }
+  vkDestroyInstance(instance, nullptr);
+  return limit;
+}
+
+TEST_CASE("a buffer larger than maxMemoryAllocationSize is refused, naming both sizes") {
+  rill_backend_device_info device{};
+  device.struct_size = sizeof device;
+  REQUIRE(g_backend->describe_device(0, &device) == RILL_OK);
+  const uint64_t limit = max_allocation_of(device.name);
+  REQUIRE(limit > 0);
+  Context c;
+  rill_backend_buffer* buffer = nullptr;
+  CHECK(g_backend->buffer_alloc(c.ctx, limit + 1, &buffer) == RILL_ERROR_OUT_OF_MEMORY);
+  CHECK(buffer == nullptr);
+  CHECK(g_last_error.find(std::to_string(limit + 1) + " bytes") != std::string::npos);
+  CHECK(g_last_error.find("maxMemoryAllocationSize, " + std::to_string(limit) + " bytes") != std::string::npos);
+  // A buffer of its own block (over half a block) still works beside the
+  // shared ones; 80 MiB are read in more than one staging batch.
+  const std::vector<float> values = random_values(20u << 20, 70);
+  rill_backend_tensor big = c.tensor(values, RILL_DTYPE_F32, 1, 20 << 20);
+  CHECK(c.read(big) == values);
+}
+
+TEST_CASE("a buffer freed while queued ops still read it is destroyed only after they ran") {
+  Context c;
+  const int64_t cols = 4096;
+  const std::vector<float> x = random_values(cols, 80), w = random_values(cols, 81, 0.5f, 1.5f);
+  rill_backend_tensor out = c.tensor(std::vector<float>(cols, 0.0f), RILL_DTYPE_F32, 1, cols);
+  for (int round = 0; round < 3; ++round) {
+    CAPTURE(round);
+    // Not tracked by Context: freed right after the ops that read them are queued.
+    rill_backend_tensor tx = c.tensor(x, RILL_DTYPE_F32, 1, cols);
+    rill_backend_tensor tw = c.tensor(w, RILL_DTYPE_F32, 0, cols);
+    c.buffers.resize(c.buffers.size() - 2);
+    REQUIRE(ops().rms_norm(c.ctx, &tx, &tw, 1e-6f, &out) == RILL_OK);
+    g_backend->buffer_free(c.ctx, tx.buffer);
+    g_backend->buffer_free(c.ctx, tw.buffer);
+    // New buffers may take the freed memory only once the ops have run.
+    rill_backend_tensor scratch = c.tensor(std::vector<float>(cols, NAN), RILL_DTYPE_F32, 1, cols);
+    REQUIRE(ops().residual_add(c.ctx, &scratch, &scratch, nullptr, 1.0f, 1.0f) == RILL_OK);
+    check_close(c.read(out), norm_reference(x, w, {}, 1e-6f, false, 1, cols), RILL_DTYPE_F32);
+  }
 }
 
 int main(int argc, char** argv) {

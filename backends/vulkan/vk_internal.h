@@ -11,6 +11,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <new>
 #include <string>
@@ -18,6 +19,8 @@
 #include <vector>
 
 #include "rill_backend.h"
+#include "vk_device_list.h"
+#include "vk_ranges.h"
 
 namespace rill_vk {
 
@@ -59,6 +62,8 @@ struct DeviceCaps {
   uint32_t subgroup_size = 0;
   bool cooperative_matrix = false; /* VK_KHR_cooperative_matrix reported (not used) */
   uint64_t device_local_bytes = 0;
+  uint64_t max_allocation_bytes = 0; /* maxMemoryAllocationSize */
+  bool memory_budget = false;        /* VK_EXT_memory_budget supported */
   VkPhysicalDeviceType type = VK_PHYSICAL_DEVICE_TYPE_OTHER;
   VkPhysicalDeviceLimits limits{};
   std::string name;
@@ -70,6 +75,9 @@ struct DeviceCaps {
 rill_status create_instance(bool validation, PFN_vkDebugUtilsMessengerCallbackEXT callback, void* user_data,
                             VkInstance* out_instance, VkDebugUtilsMessengerEXT* out_messenger);
 void destroy_instance(VkInstance instance, VkDebugUtilsMessengerEXT messenger);
+/* The physical devices rill lists and opens by index: each GPU once, however
+   many drivers expose it (unique_devices). On failure reports and returns a status. */
+rill_status list_physical_devices(VkInstance instance, std::vector<VkPhysicalDevice>* out);
 /* Queries what rill needs to know about a physical device. */
 DeviceCaps query_caps(VkPhysicalDevice physical);
 /* True when the environment asks for validation (RILL_VULKAN_VALIDATION=1). */
@@ -78,13 +86,43 @@ bool validation_requested();
 rill_status device_count(uint32_t* out_count);
 rill_status describe_device(uint32_t index, rill_backend_device_info* out_info);
 
+/* ---- vk_memory.cpp ------------------------------------------------------ */
+
+/* One VkDeviceMemory from which buffers take ranges. */
+struct MemoryBlock {
+  VkDeviceMemory memory = VK_NULL_HANDLE;
+  uint32_t type = 0;
+  uint32_t heap = 0;
+  bool shared = false;     /* false: made for one large buffer */
+  void* mapped = nullptr;  /* host address once mapped (host-visible types) */
+  RangeAllocator ranges;
+  explicit MemoryBlock(uint64_t bytes) : ranges(bytes) {}
+};
+
+/* A buffer's range of a block. */
+struct Allocation {
+  MemoryBlock* block = nullptr;
+  uint64_t offset = 0;
+  uint64_t bytes = 0;
+};
+
+/* The device memory of a context: blocks per memory type, and what rill holds
+   of each heap (the budget where VK_EXT_memory_budget is absent). */
+struct MemoryPool {
+  VkPhysicalDeviceMemoryProperties properties{};
+  bool budget_extension = false;
+  uint64_t block_bytes = 0;
+  uint64_t heap_used[VK_MAX_MEMORY_HEAPS] = {};
+  std::vector<std::unique_ptr<MemoryBlock>> blocks;
+};
+
 /* ---- vk_buffer.cpp ------------------------------------------------------ */
 
 }  // namespace rill_vk
 
 struct rill_backend_buffer {
   VkBuffer buffer = VK_NULL_HANDLE;
-  VkDeviceMemory memory = VK_NULL_HANDLE;
+  rill_vk::Allocation allocation;
   uint64_t size = 0;
 };
 
@@ -93,7 +131,7 @@ namespace rill_vk {
 /* A host-visible, persistently mapped buffer used for uploads and downloads. */
 struct StagingChunk {
   VkBuffer buffer = VK_NULL_HANDLE;
-  VkDeviceMemory memory = VK_NULL_HANDLE;
+  Allocation allocation;
   void* mapped = nullptr;
   uint64_t size = 0;
   uint64_t used = 0;
@@ -111,6 +149,9 @@ struct Frame {
   uint32_t descriptor_sets = 0;
   std::vector<StagingChunk> staging;
   uint64_t staging_used = 0;
+  /* Buffers freed while this frame (or an earlier one) may still use them;
+     destroyed once its fence has signalled. */
+  std::vector<rill_backend_buffer*> freed;
 };
 
 /* A byte range of a buffer touched by a recorded command. */
@@ -139,8 +180,7 @@ struct rill_backend_context {
   uint32_t queue_family = 0;
   rill_vk::DeviceCaps caps;
   bool use_subgroups = false;
-  uint32_t memory_type_device = UINT32_MAX;
-  uint32_t memory_type_staging = UINT32_MAX;
+  rill_vk::MemoryPool memory;
 
   VkCommandPool command_pool = VK_NULL_HANDLE;
   rill_vk::Frame frames[rill_vk::kFrameCount];
@@ -184,9 +224,25 @@ rill_status flush(rill_backend_context* ctx);
 rill_status finish(rill_backend_context* ctx);
 /* Maps a failure that may be a device loss and marks the context lost. */
 rill_status fail_context(rill_backend_context* ctx, VkResult result, const char* what);
-/* Picks a memory type with the required and preferred properties. */
-uint32_t find_memory_type(const VkPhysicalDeviceMemoryProperties& props, uint32_t type_bits,
-                          VkMemoryPropertyFlags required, VkMemoryPropertyFlags preferred);
+
+/* ---- vk_memory.cpp ------------------------------------------------------ */
+
+/* Reads the memory types and sets the block size; call once the device exists. */
+void memory_init(rill_backend_context* ctx);
+/* Binds memory to buffer: a range of a shared block (a dedicated block for
+   large buffers) of a memory type allowed by the buffer's memoryTypeBits
+   with the required properties, preferring those with preferred too. Refuses
+   with RILL_ERROR_OUT_OF_MEMORY, naming the bytes, what the heap's budget
+   (VK_EXT_memory_budget, or the heap's size less what rill holds) cannot give. */
+rill_status memory_bind_buffer(rill_backend_context* ctx, VkBuffer buffer, VkMemoryPropertyFlags required,
+                               VkMemoryPropertyFlags preferred, Allocation* out);
+/* Gives a range back; a block left empty is freed unless it is the only
+   empty one of its type (kept for the next allocation). */
+void memory_release(rill_backend_context* ctx, Allocation* allocation);
+void memory_destroy(rill_backend_context* ctx);
+/* The host address of an allocation in host-visible memory (blocks are
+   mapped on first use); nullptr with a report on failure. */
+void* memory_map(rill_backend_context* ctx, const Allocation& allocation);
 
 /* ---- vk_buffer.cpp ------------------------------------------------------ */
 
@@ -200,15 +256,16 @@ rill_status buffer_read(rill_backend_context* ctx, rill_backend_buffer* buffer, 
                         uint64_t bytes);
 rill_status buffer_copy(rill_backend_context* ctx, rill_backend_buffer* src, uint64_t src_offset,
                         rill_backend_buffer* dst, uint64_t dst_offset, uint64_t bytes);
-/* Creates a device buffer without reporting through the host (used inside the
-   backend). */
-VkResult create_device_buffer(rill_backend_context* ctx, uint64_t bytes, rill_backend_buffer* out);
+/* Creates a device buffer of bytes in device-local memory. */
+rill_status create_device_buffer(rill_backend_context* ctx, uint64_t bytes, rill_backend_buffer* out);
 void destroy_device_buffer(rill_backend_context* ctx, rill_backend_buffer* buffer);
 /* Copies bytes of host data (e.g. positions, lengths) into staging memory
    of the frame being recorded and describes it for binding to the next
    dispatch, which must be recorded right after (the frame is flushed first if
    it could not take that dispatch). */
 rill_status upload_to_staging(rill_backend_context* ctx, const void* data, uint64_t bytes, BoundRange* out);
+/* Destroys the buffers freed into frame (its fence has signalled). */
+void destroy_freed_buffers(rill_backend_context* ctx, Frame* frame);
 /* Makes frame's staging chunks reusable; frees oversized ones. */
 void reset_staging(rill_backend_context* ctx, Frame* frame);
 void destroy_staging(rill_backend_context* ctx, Frame* frame);
