@@ -434,6 +434,31 @@ TEST_CASE("rope and activations match the reference across many elements") {
   }
 }
 
+TEST_CASE("rope tables reused across calls give each call its own positions, theta and rotary_dim") {
+  Context c;
+  const int64_t tokens = 9, heads = 3, head_dim = 64;
+  struct Call {
+    int32_t first_position;
+    float theta;
+    int32_t rotary;
+  };
+  // Repeats hit the cached tables; six different keys evict the oldest of the
+  // four kept; the last calls come back to evicted and kept keys.
+  const Call calls[] = {{0, 1e4f, 64},   {0, 1e4f, 64},   {100, 1e4f, 64}, {0, 5e5f, 64},   {0, 1e4f, 32},
+                        {7, 1e4f, 64},   {3000, 1e4f, 64}, {0, 1e4f, 64},  {100, 1e4f, 64}, {3000, 1e4f, 64}};
+  for (const Call& call : calls) {
+    CAPTURE(call.first_position);
+    CAPTURE(call.theta);
+    CAPTURE(call.rotary);
+    std::vector<int32_t> positions(tokens);
+    for (int64_t i = 0; i < tokens; ++i) positions[i] = call.first_position + static_cast<int32_t>(i);
+    auto x = random_values(tokens * heads * head_dim, 90 + call.first_position);
+    rill_backend_tensor tx = tensor4(c, x, RILL_DTYPE_F32, {tokens, heads, head_dim}, 3);
+    REQUIRE_MESSAGE(ops().rope(c.ctx, &tx, positions.data(), call.theta, call.rotary) == RILL_OK, g_last_error);
+    check_close(c.read(tx), rill_ref::rope(x, positions, heads, head_dim, call.theta, call.rotary), RILL_DTYPE_F32);
+  }
+}
+
 // Runs a chain of dependent ops; with sync_each, synchronizes after each one.
 static std::vector<float> run_chain(bool sync_each) {
   Context c;

@@ -222,6 +222,7 @@ rill_status context_create(const rill_backend_context_options* options, rill_bac
 
 void context_destroy(rill_backend_context* ctx) {
   if (ctx == nullptr) return;
+  release_rope_tables(ctx);
   if (!ctx->lost) finish(ctx);
   destroy_context_objects(ctx);
   delete ctx;

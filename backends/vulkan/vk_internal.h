@@ -162,6 +162,16 @@ struct Access {
   bool write;
 };
 
+/* A RoPE table on the device: cos and sin per (token, frequency) for the
+   positions, frequencies and factor it was made for. */
+struct RopeTable {
+  std::vector<double> inv_freq;
+  double factor = 1.0;
+  std::vector<int32_t> positions;
+  rill_backend_buffer* table = nullptr;
+  uint64_t last_use = 0;
+};
+
 constexpr uint32_t kFrameCount = 2;
 constexpr uint32_t kMaxSetsPerFrame = 512;
 constexpr uint32_t kBindingCount = 5;
@@ -193,6 +203,10 @@ struct rill_backend_context {
   VkPipelineLayout pipeline_layout = VK_NULL_HANDLE;
   std::unordered_map<std::string, VkPipeline> pipelines;
   rill_backend_buffer* placeholder = nullptr; /* bound where an operand is absent */
+  /* RoPE cos/sin tables of recent calls: every layer of a forward pass rotates
+     q and k at the same positions, so one table serves them all. */
+  std::vector<rill_vk::RopeTable> rope_tables;
+  uint64_t rope_calls = 0;
 
   /* Set after a device loss: every later call fails with this message. */
   bool lost = false;
@@ -335,6 +349,8 @@ rill_status layer_attention_ex(rill_backend_context* ctx, const rill_backend_ten
 rill_status layer_activation(rill_backend_context* ctx, rill_act_fn fn, const rill_backend_tensor* x,
                              const rill_backend_tensor* up, const rill_backend_tensor* out);
 rill_status check_attention_head_dim(int64_t head_dim);
+/* Frees the cached RoPE tables (at context destruction). */
+void release_rope_tables(rill_backend_context* ctx);
 
 /* ---- vk_supports.cpp: the capability query (interface version 3) ------- */
 
