@@ -26,6 +26,7 @@
 #include "rill_backend.h"
 #include "tolerance.h"
 
+#include <unistd.h>
 #include <vulkan/vulkan.h>
 
 namespace {
@@ -34,10 +35,12 @@ const rill_backend* g_backend = nullptr;
 std::string g_last_error;
 std::vector<std::string> g_validation_logs;
 int g_memory_blocks_made = 0;  // "new memory block" debug messages: device memory allocations
+std::string g_pipeline_cache_log;  // the last "pipeline cache ..." message
 
 void host_log(rill_log_level, const char*, const char* message) {
   if (std::strncmp(message, "validation:", 11) == 0) g_validation_logs.emplace_back(message);
   if (std::strncmp(message, "new memory block", 16) == 0) ++g_memory_blocks_made;
+  if (std::strncmp(message, "pipeline cache", 14) == 0) g_pipeline_cache_log = message;
 }
 
 rill_status host_fail(rill_status status, const char* message) {
@@ -638,6 +641,98 @@ TEST_CASE("a buffer freed while queued ops still read it is destroyed only after
     REQUIRE(ops().residual_add(c.ctx, &scratch, &scratch, nullptr, 1.0f, 1.0f) == RILL_OK);
     check_close(c.read(out), norm_reference(x, w, {}, 1e-6f, false, 1, cols), RILL_DTYPE_F32);
   }
+}
+
+// The bytes of the file at path (empty when it cannot be read).
+static std::vector<char> file_bytes(const std::string& path) {
+  std::vector<char> bytes;
+  if (FILE* file = std::fopen(path.c_str(), "rb")) {
+    char chunk[4096];
+    for (size_t n; (n = std::fread(chunk, 1, sizeof chunk, file)) > 0;) bytes.insert(bytes.end(), chunk, chunk + n);
+    std::fclose(file);
+  }
+  return bytes;
+}
+
+static void write_file(const std::string& path, const std::vector<char>& bytes) {
+  FILE* file = std::fopen(path.c_str(), "wb");
+  REQUIRE(file != nullptr);
+  std::fwrite(bytes.data(), 1, bytes.size(), file);
+  std::fclose(file);
+}
+
+// Creates a context with [backend.vulkan] pipeline_cache = path, runs an
+// rms_norm on it against the reference, and destroys it (writing the cache).
+static void run_with_pipeline_cache(const std::string& path) {
+  rill_backend_option option{};
+  option.key = "pipeline_cache";
+  option.type = RILL_BACKEND_OPTION_STRING;
+  option.string_value = path.c_str();
+  uint32_t rejected = 0;
+  REQUIRE_MESSAGE(g_backend->check_options(&option, 1, &rejected) == RILL_OK, g_last_error);
+  rill_backend_context_options options{};
+  options.struct_size = sizeof options;
+  options.options = &option;
+  options.option_count = 1;
+  rill_backend_context* ctx = nullptr;
+  REQUIRE_MESSAGE(g_backend->context_create(&options, &ctx) == RILL_OK, g_last_error);
+  const std::vector<float> x = random_values(300, 95);
+  std::vector<float> out(x.size(), 0.0f);
+  rill_backend_buffer* buffer = nullptr;
+  REQUIRE(g_backend->buffer_alloc(ctx, 2 * x.size() * 4, &buffer) == RILL_OK);
+  REQUIRE(g_backend->buffer_write(ctx, buffer, 0, x.data(), x.size() * 4) == RILL_OK);
+  rill_backend_tensor tx{}, tout{};
+  tx.buffer = tout.buffer = buffer;
+  tx.dtype = tout.dtype = RILL_DTYPE_F32;
+  tx.ndim = tout.ndim = 1;
+  tx.shape[0] = tout.shape[0] = static_cast<int64_t>(x.size());
+  tx.shape[1] = tx.shape[2] = tx.shape[3] = tout.shape[1] = tout.shape[2] = tout.shape[3] = 1;
+  tout.offset = x.size() * 4;
+  REQUIRE(ops().rms_norm(ctx, &tx, nullptr, 1e-6f, &tout) == RILL_OK);
+  REQUIRE(g_backend->buffer_read(ctx, buffer, tout.offset, out.data(), out.size() * 4) == RILL_OK);
+  check_close(out, norm_reference(x, {}, {}, 1e-6f, false, 1, static_cast<int64_t>(x.size())), RILL_DTYPE_F32);
+  g_backend->buffer_free(ctx, buffer);
+  g_backend->context_destroy(ctx);
+}
+
+TEST_CASE("the pipeline cache is written on destruction, reused, and a corrupt or foreign file is ignored") {
+  char folder_template[] = "/tmp/rill-vulkan-cache-XXXXXX";
+  REQUIRE(mkdtemp(folder_template) != nullptr);
+  const std::string path = std::string(folder_template) + "/pipelines.bin";
+
+  g_pipeline_cache_log.clear();
+  run_with_pipeline_cache(path);  // no file yet
+  CHECK(g_pipeline_cache_log.find("not used: cannot be opened") != std::string::npos);
+  const std::vector<char> written = file_bytes(path);
+  VkPipelineCacheHeaderVersionOne header{};
+  REQUIRE(written.size() >= sizeof header);
+  std::memcpy(&header, written.data(), sizeof header);
+  CHECK(header.headerVersion == VK_PIPELINE_CACHE_HEADER_VERSION_ONE);
+
+  g_pipeline_cache_log.clear();
+  run_with_pipeline_cache(path);  // the file of the first run
+  CHECK(g_pipeline_cache_log.empty());
+
+  // Garbage, a truncated header, and a header of another vendor.
+  std::vector<char> foreign = written;
+  header.vendorID ^= 0x5a5a;
+  std::memcpy(foreign.data(), &header, sizeof header);
+  const std::vector<char> garbage(5000, '\x7f');
+  const std::vector<char> truncated(written.begin(), written.begin() + 10);
+  for (const auto& [bytes, why] : {std::pair{garbage, "the header size is invalid"},
+                                   std::pair{truncated, "shorter than a pipeline cache header"},
+                                   std::pair{foreign, "made for another device"}}) {
+    CAPTURE(why);
+    write_file(path, bytes);
+    g_pipeline_cache_log.clear();
+    run_with_pipeline_cache(path);
+    CHECK(g_pipeline_cache_log.find(why) != std::string::npos);
+    // Rewritten as a valid cache by the context that ignored it.
+    CHECK(file_bytes(path).size() >= sizeof header);
+    CHECK(file_bytes(path) != bytes);
+  }
+  std::remove(path.c_str());
+  rmdir(folder_template);
 }
 
 int main(int argc, char** argv) {

@@ -156,6 +156,7 @@ void destroy_context_objects(rill_backend_context* ctx) {
       ctx->placeholder = nullptr;
     }
     destroy_pipelines(ctx);
+    pipeline_cache_close(ctx);
     for (Frame& frame : ctx->frames) {
       destroy_freed_buffers(ctx, &frame);
       destroy_staging(ctx, &frame);
@@ -201,6 +202,7 @@ rill_status context_create(const rill_backend_context_options* options, rill_bac
   if (status == RILL_OK) status = create_device(ctx);
   if (status == RILL_OK) status = create_frames(ctx);
   if (status == RILL_OK) status = create_pipeline_layout(ctx);
+  if (status == RILL_OK) status = pipeline_cache_open(ctx, options);
   if (status == RILL_OK) {
     ctx->placeholder = new rill_backend_buffer();
     status = create_device_buffer(ctx, 256, ctx->placeholder);

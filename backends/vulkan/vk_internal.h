@@ -202,6 +202,8 @@ struct rill_backend_context {
   VkDescriptorSetLayout set_layout = VK_NULL_HANDLE;
   VkPipelineLayout pipeline_layout = VK_NULL_HANDLE;
   std::unordered_map<std::string, VkPipeline> pipelines;
+  VkPipelineCache pipeline_cache = VK_NULL_HANDLE; /* with pipeline_cache_path only */
+  std::string pipeline_cache_path;
   rill_backend_buffer* placeholder = nullptr; /* bound where an operand is absent */
   /* RoPE cos/sin tables of recent calls: every layer of a forward pass rotates
      q and k at the same positions, so one table serves them all. */
@@ -351,6 +353,16 @@ rill_status layer_activation(rill_backend_context* ctx, rill_act_fn fn, const ri
 rill_status check_attention_head_dim(int64_t head_dim);
 /* Frees the cached RoPE tables (at context destruction). */
 void release_rope_tables(rill_backend_context* ctx);
+
+/* ---- vk_pipeline_cache.cpp: [backend.vulkan] pipeline_cache --------- */
+
+/* The backend's check_options: pipeline_cache, a non-empty path. */
+rill_status check_options(const rill_backend_option* options, uint32_t count, uint32_t* out_rejected);
+/* Creates ctx's pipeline cache from the file options name, if any (a file
+   that cannot be used is logged and ignored). */
+rill_status pipeline_cache_open(rill_backend_context* ctx, const rill_backend_context_options* options);
+/* Writes the cache back to its file and destroys it. */
+void pipeline_cache_close(rill_backend_context* ctx);
 
 /* ---- vk_supports.cpp: the capability query (interface version 3) ------- */
 
