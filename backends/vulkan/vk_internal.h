@@ -1,8 +1,11 @@
 /* Internal declarations shared by the files of the Vulkan backend plugin.
    One file per object: vk_device.cpp (instance, enumeration, errors),
-   vk_context.cpp (device, queue, command recording, hazards, submission),
-   vk_buffer.cpp (device buffers, staging), vk_pipelines.cpp (embedded SPIR-V,
-   pipelines, dispatch), vk_ops.cpp (the residual-stream operators),
+   vk_device_list.cpp (one listing per GPU), vk_context.cpp (device, queue,
+   command recording, hazards, submission), vk_memory.cpp and vk_ranges.cpp
+   (memory blocks and their free ranges), vk_buffer.cpp (device buffers,
+   staging, deferred frees), vk_pipelines.cpp (embedded SPIR-V, pipelines,
+   dispatch), vk_pipeline_cache.cpp (the pipeline cache file and the backend's
+   options), vk_ops.cpp (the residual-stream operators),
    vk_layer_ops.cpp (the decoder-layer operators), vk_plugin.cpp (tables). */
 #ifndef RILL_VK_INTERNAL_H
 #define RILL_VK_INTERNAL_H
