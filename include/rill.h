@@ -221,12 +221,14 @@ RILL_API rill_status rill_info_report(const char* config_toml, char* buf, size_t
    A [backend.<name>] table may be given for any backend, plugins included.
    `device` is read by rill for every backend: an index (as `rill info` lists
    them), or text that picks the first device whose name contains it, ignoring
-   ASCII case. With no `device`, the first device that is not a CPU
-   implementation of a GPU API is used. No such device makes that backend
+   ASCII case. With no `device`, a discrete GPU is preferred, then an
+   integrated GPU, a virtual GPU, any other device, and a CPU implementation
+   of a GPU API last (the first of the best kind). No such device makes that backend
    unavailable, with a reason that names what was asked and lists the devices.
    Every other key belongs to the backend, which checks it: the CPU backend
-   takes `threads` (integer 0 to 65536), CUDA `tf32` (boolean), Vulkan nothing
-   else; a plugin documents its own. Values are booleans, integers, floats or
+   takes `threads` (integer 0 to 65536), CUDA `tf32` (boolean), Vulkan
+   `pipeline_cache` (the path of its pipeline cache file); a plugin documents
+   its own. Values are booleans, integers, floats or
    strings. Each backend with a table checks it when the context is created,
    whichever backend is chosen; the table of a backend whose plugin cannot be
    loaded cannot be checked and is ignored (a warning is logged).
@@ -237,7 +239,8 @@ RILL_API rill_status rill_info_report(const char* config_toml, char* buf, size_t
    A backend asked for by name that cannot be had fails with
    RILL_ERROR_BACKEND_UNAVAILABLE and the reason. "auto" walks `prefer`, skips
    what it cannot have — and a Vulkan device that is a CPU implementation (such
-   as lavapipe), where the CPU backend is faster — and records why each was
+   as lavapipe), where the CPU backend is faster, unless `device` names it —
+   and records why each was
    skipped (rill_context_selection_report, and the log at RILL_LOG_INFO).
    out_ctx: receives the new context; the caller owns it.
    Thread-safe. */

@@ -29,10 +29,23 @@ std::string device_list(const std::vector<rill_backend_device_info>& devices) {
   return list;
 }
 
+// How much a device is preferred when the config names none (lower first): a
+// discrete GPU, then an integrated one (it shares the host's memory bandwidth),
+// a virtual one, anything else, and a CPU implementation of a GPU API last.
+int default_rank(rill_device_type type) {
+  switch (enum_value(type)) {
+    case RILL_DEVICE_TYPE_DISCRETE_GPU: return 0;
+    case RILL_DEVICE_TYPE_INTEGRATED_GPU: return 1;
+    case RILL_DEVICE_TYPE_VIRTUAL_GPU: return 2;
+    case RILL_DEVICE_TYPE_CPU_IMPLEMENTATION: return 4;
+    default: return 3;
+  }
+}
+
 // The runtime's one device matcher: picks the device index that choice asks
 // for, by index or by a part of the name (the first device whose name holds it,
-// in any case). Without an explicit choice, the first device that is not a CPU
-// implementation of a GPU API wins (device 0 when all are). Returns false with
+// in any case). Without an explicit choice, the most preferred device type
+// wins (default_rank), the first of that type on a tie. Returns false with
 // the reason, naming what was asked and listing the devices, when none fits.
 bool pick_device(const Backend& backend, const DeviceChoice& choice, uint32_t& index, rill_backend_device_info& info,
                  std::string& reason) {
@@ -65,18 +78,16 @@ bool pick_device(const Backend& backend, const DeviceChoice& choice, uint32_t& i
     return true;
   }
   index = 0;
-  for (uint32_t i = 0; i < devices.size(); ++i) {
-    if (devices[i].type != RILL_DEVICE_TYPE_CPU_IMPLEMENTATION) {
-      index = i;
-      break;
-    }
+  for (uint32_t i = 1; i < devices.size(); ++i) {
+    if (default_rank(devices[i].type) < default_rank(devices[index].type)) index = i;
   }
   info = devices[index];
   return true;
 }
 
 // Tries one backend. In auto mode a device that is a CPU implementation of a
-// GPU API is refused: the CPU backend does the same work faster.
+// GPU API is refused unless the config names it: the CPU backend does the same
+// work faster.
 bool try_backend(const Config& config, const std::string& name, bool auto_mode, Selection& out,
                  std::string& reason) {
   const Backend* backend = acquire_backend(name, config.plugin_dir, reason);
@@ -85,7 +96,8 @@ bool try_backend(const Config& config, const std::string& name, bool auto_mode, 
   uint32_t index = 0;
   rill_backend_device_info info{};
   if (!pick_device(*backend, table.device, index, info, reason)) return false;
-  if (auto_mode && info.type == RILL_DEVICE_TYPE_CPU_IMPLEMENTATION && name != "cpu") {
+  if (auto_mode && !table.device.explicit_choice && info.type == RILL_DEVICE_TYPE_CPU_IMPLEMENTATION &&
+      name != "cpu") {
     reason = "device " + std::to_string(index) + " " + quoted(info.name) +
              " is a CPU implementation; the cpu backend is faster there";
     return false;

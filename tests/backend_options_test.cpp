@@ -55,9 +55,13 @@ TEST_CASE("cuda: tf32 is a boolean") {
   CHECK(std::string(rill_context_backend_name(accepted.ctx)) == "cpu");
 }
 
-TEST_CASE("vulkan: takes no options of its own, so version 2's threads and tf32 are refused") {
-  expect_refused("threads = 2\n", "unknown key 'threads'; the vulkan backend takes no options but device");
-  expect_refused("tf32 = true\n", "unknown key 'tf32'; the vulkan backend takes no options but device");
+TEST_CASE("vulkan: pipeline_cache is a non-empty path; version 2's threads and tf32 are refused") {
+  expect_refused("threads = 2\n", "unknown key 'threads'; expected one of: device, pipeline_cache");
+  expect_refused("tf32 = true\n", "unknown key 'tf32'; expected one of: device, pipeline_cache");
+  expect_refused("pipeline_cache = 1\n", "'pipeline_cache': expected a string, got an integer");
+  expect_refused("pipeline_cache = \"\"\n", "'pipeline_cache': expected the path of a file, got an empty string");
+  rill_test::ScopedContext accepted(config_with("pipeline_cache = \"rill-vulkan.cache\"\n"));
+  CHECK(std::string(rill_context_backend_name(accepted.ctx)) == "cpu");
 }
 
 int main(int argc, char** argv) {

@@ -269,6 +269,18 @@ TEST_CASE("auto: skips what fails and a CPU implementation, and says why") {
   CHECK(std::string(rill_context_backend_name(named.ctx)) == "cpuimpl");
 }
 
+TEST_CASE("without a device in the config: discrete before integrated before virtual, a CPU implementation last") {
+  FakeContext ranked(config_for("manydevices"));
+  CHECK(std::string(rill_context_device_name(ranked.ctx)) == "fake discrete gpu A");
+  // Named by index or by name, any device is opened, a CPU implementation
+  // too, even in auto mode.
+  const std::string dir = std::string("plugin_dir = \"") + RILL_FAKE_PLUGIN_DIR + "\"\n";
+  FakeContext by_index("[runtime]\nbackend = \"manydevices\"\n" + dir + "[backend.manydevices]\ndevice = 3\n");
+  CHECK(std::string(rill_context_device_name(by_index.ctx)) == "fake integrated gpu");
+  FakeContext asked("[runtime]\nprefer = [\"manydevices\"]\n" + dir + "[backend.manydevices]\ndevice = \"CPU impl\"\n");
+  CHECK(std::string(rill_context_device_name(asked.ctx)) == "fake cpu implementation");
+}
+
 TEST_CASE("auto: when nothing in prefer can be had, every reason is given") {
   rill_context* ctx = nullptr;
   const std::string text = std::string("[runtime]\nprefer = [\"nodevices\", \"refuses\"]\nplugin_dir = \"") +

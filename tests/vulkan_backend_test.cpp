@@ -26,14 +26,21 @@
 #include "rill_backend.h"
 #include "tolerance.h"
 
+#include <unistd.h>
+#include <vulkan/vulkan.h>
+
 namespace {
 
 const rill_backend* g_backend = nullptr;
 std::string g_last_error;
 std::vector<std::string> g_validation_logs;
+int g_memory_blocks_made = 0;  // "new memory block" debug messages: device memory allocations
+std::string g_pipeline_cache_log;  // the last "pipeline cache ..." message
 
 void host_log(rill_log_level, const char*, const char* message) {
   if (std::strncmp(message, "validation:", 11) == 0) g_validation_logs.emplace_back(message);
+  if (std::strncmp(message, "new memory block", 16) == 0) ++g_memory_blocks_made;
+  if (std::strncmp(message, "pipeline cache", 14) == 0) g_pipeline_cache_log = message;
 }
 
 rill_status host_fail(rill_status status, const char* message) {
@@ -430,6 +437,31 @@ TEST_CASE("rope and activations match the reference across many elements") {
   }
 }
 
+TEST_CASE("rope tables reused across calls give each call its own positions, theta and rotary_dim") {
+  Context c;
+  const int64_t tokens = 9, heads = 3, head_dim = 64;
+  struct Call {
+    int32_t first_position;
+    float theta;
+    int32_t rotary;
+  };
+  // Repeats hit the cached tables; six different keys evict the oldest of the
+  // four kept; the last calls come back to evicted and kept keys.
+  const Call calls[] = {{0, 1e4f, 64},   {0, 1e4f, 64},   {100, 1e4f, 64}, {0, 5e5f, 64},   {0, 1e4f, 32},
+                        {7, 1e4f, 64},   {3000, 1e4f, 64}, {0, 1e4f, 64},  {100, 1e4f, 64}, {3000, 1e4f, 64}};
+  for (const Call& call : calls) {
+    CAPTURE(call.first_position);
+    CAPTURE(call.theta);
+    CAPTURE(call.rotary);
+    std::vector<int32_t> positions(tokens);
+    for (int64_t i = 0; i < tokens; ++i) positions[i] = call.first_position + static_cast<int32_t>(i);
+    auto x = random_values(tokens * heads * head_dim, 90 + call.first_position);
+    rill_backend_tensor tx = tensor4(c, x, RILL_DTYPE_F32, {tokens, heads, head_dim}, 3);
+    REQUIRE_MESSAGE(ops().rope(c.ctx, &tx, positions.data(), call.theta, call.rotary) == RILL_OK, g_last_error);
+    check_close(c.read(tx), rill_ref::rope(x, positions, heads, head_dim, call.theta, call.rotary), RILL_DTYPE_F32);
+  }
+}
+
 // Runs a chain of dependent ops; with sync_each, synchronizes after each one.
 static std::vector<float> run_chain(bool sync_each) {
   Context c;
@@ -513,6 +545,194 @@ TEST_CASE("errors map to statuses and leave the context usable") {
   REQUIRE(ops().rms_norm(c.ctx, &t, nullptr, 0.0f, &t) == RILL_OK);
   for (float v : c.read(t)) CHECK(v == doctest::Approx(1.0f));
   CHECK(g_backend->synchronize(c.ctx) == RILL_OK);
+}
+
+TEST_CASE("many small buffers share memory blocks, and freed ranges are used again") {
+  Context c;
+  const int count = 2000;
+  const uint64_t bytes = 4096;  // 8 MiB in all: one shared block
+  std::vector<rill_backend_buffer*> buffers(count);
+  const int blocks_before = g_memory_blocks_made;
+  for (int round = 0; round < 2; ++round) {
+    CAPTURE(round);
+    for (int i = 0; i < count; ++i) {
+      REQUIRE_MESSAGE(g_backend->buffer_alloc(c.ctx, bytes, &buffers[i]) == RILL_OK, g_last_error);
+      const std::vector<int32_t> pattern(bytes / 4, i * 7 + round);
+      REQUIRE(g_backend->buffer_write(c.ctx, buffers[i], 0, pattern.data(), bytes) == RILL_OK);
+    }
+    // Overlapping ranges would show as another buffer's pattern.
+    int wrong = 0;
+    std::vector<int32_t> got(bytes / 4);
+    for (int i = 0; i < count; ++i) {
+      REQUIRE(g_backend->buffer_read(c.ctx, buffers[i], 0, got.data(), bytes) == RILL_OK);
+      for (int32_t v : got) wrong += v != i * 7 + round ? 1 : 0;
+    }
+    CHECK(wrong == 0);
+    for (rill_backend_buffer* b : buffers) g_backend->buffer_free(c.ctx, b);
+    // The second round finds the ranges the first gave back: no new block.
+    CHECK(g_memory_blocks_made - blocks_before <= 1);
+  }
+}
+
+// maxMemoryAllocationSize of the device the plugin calls `name`, read through
+// Vulkan itself; 0 when no such device is found.
+static uint64_t max_allocation_of(const char* name) {
+  VkApplicationInfo app{};
+  app.sType = VK_STRUCTURE_TYPE_APPLICATION_INFO;
+  app.apiVersion = VK_API_VERSION_1_2;
+  VkInstanceCreateInfo info{};
+  info.sType = VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO;
+  info.pApplicationInfo = &app;
+  VkInstance instance = VK_NULL_HANDLE;
+  if (vkCreateInstance(&info, nullptr, &instance) != VK_SUCCESS) return 0;
+  uint32_t count = 0;
+  vkEnumeratePhysicalDevices(instance, &count, nullptr);
+  std::vector<VkPhysicalDevice> devices(count);
+  vkEnumeratePhysicalDevices(instance, &count, devices.data());
+  uint64_t limit = 0;
+  for (VkPhysicalDevice device : devices) {
+    VkPhysicalDeviceMaintenance3Properties maintenance3{};
+    maintenance3.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_3_PROPERTIES;
+    VkPhysicalDeviceProperties2 props{};
+    props.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2;
+    props.pNext = &maintenance3;
+    vkGetPhysicalDeviceProperties2(device, &props);
+    if (std::strcmp(props.properties.deviceName, name) == 0) limit = maintenance3.maxMemoryAllocationSize;
+  }
+  vkDestroyInstance(instance, nullptr);
+  return limit;
+}
+
+TEST_CASE("a buffer larger than maxMemoryAllocationSize is refused, naming both sizes") {
+  rill_backend_device_info device{};
+  device.struct_size = sizeof device;
+  REQUIRE(g_backend->describe_device(0, &device) == RILL_OK);
+  const uint64_t limit = max_allocation_of(device.name);
+  REQUIRE(limit > 0);
+  Context c;
+  rill_backend_buffer* buffer = nullptr;
+  CHECK(g_backend->buffer_alloc(c.ctx, limit + 1, &buffer) == RILL_ERROR_OUT_OF_MEMORY);
+  CHECK(buffer == nullptr);
+  CHECK(g_last_error.find(std::to_string(limit + 1) + " bytes") != std::string::npos);
+  CHECK(g_last_error.find("maxMemoryAllocationSize, " + std::to_string(limit) + " bytes") != std::string::npos);
+  // A buffer of its own block (over half a block) still works beside the
+  // shared ones; 80 MiB are read in more than one staging batch.
+  const std::vector<float> values = random_values(20u << 20, 70);
+  rill_backend_tensor big = c.tensor(values, RILL_DTYPE_F32, 1, 20 << 20);
+  CHECK(c.read(big) == values);
+}
+
+TEST_CASE("a buffer freed while queued ops still read it is destroyed only after they ran") {
+  Context c;
+  const int64_t cols = 4096;
+  const std::vector<float> x = random_values(cols, 80), w = random_values(cols, 81, 0.5f, 1.5f);
+  rill_backend_tensor out = c.tensor(std::vector<float>(cols, 0.0f), RILL_DTYPE_F32, 1, cols);
+  for (int round = 0; round < 3; ++round) {
+    CAPTURE(round);
+    // Not tracked by Context: freed right after the ops that read them are queued.
+    rill_backend_tensor tx = c.tensor(x, RILL_DTYPE_F32, 1, cols);
+    rill_backend_tensor tw = c.tensor(w, RILL_DTYPE_F32, 0, cols);
+    c.buffers.resize(c.buffers.size() - 2);
+    REQUIRE(ops().rms_norm(c.ctx, &tx, &tw, 1e-6f, &out) == RILL_OK);
+    g_backend->buffer_free(c.ctx, tx.buffer);
+    g_backend->buffer_free(c.ctx, tw.buffer);
+    // New buffers may take the freed memory only once the ops have run.
+    rill_backend_tensor scratch = c.tensor(std::vector<float>(cols, NAN), RILL_DTYPE_F32, 1, cols);
+    REQUIRE(ops().residual_add(c.ctx, &scratch, &scratch, nullptr, 1.0f, 1.0f) == RILL_OK);
+    check_close(c.read(out), norm_reference(x, w, {}, 1e-6f, false, 1, cols), RILL_DTYPE_F32);
+  }
+}
+
+// The bytes of the file at path (empty when it cannot be read).
+static std::vector<char> file_bytes(const std::string& path) {
+  std::vector<char> bytes;
+  if (FILE* file = std::fopen(path.c_str(), "rb")) {
+    char chunk[4096];
+    for (size_t n; (n = std::fread(chunk, 1, sizeof chunk, file)) > 0;) bytes.insert(bytes.end(), chunk, chunk + n);
+    std::fclose(file);
+  }
+  return bytes;
+}
+
+static void write_file(const std::string& path, const std::vector<char>& bytes) {
+  FILE* file = std::fopen(path.c_str(), "wb");
+  REQUIRE(file != nullptr);
+  std::fwrite(bytes.data(), 1, bytes.size(), file);
+  std::fclose(file);
+}
+
+// Creates a context with [backend.vulkan] pipeline_cache = path, runs an
+// rms_norm on it against the reference, and destroys it (writing the cache).
+static void run_with_pipeline_cache(const std::string& path) {
+  rill_backend_option option{};
+  option.key = "pipeline_cache";
+  option.type = RILL_BACKEND_OPTION_STRING;
+  option.string_value = path.c_str();
+  uint32_t rejected = 0;
+  REQUIRE_MESSAGE(g_backend->check_options(&option, 1, &rejected) == RILL_OK, g_last_error);
+  rill_backend_context_options options{};
+  options.struct_size = sizeof options;
+  options.options = &option;
+  options.option_count = 1;
+  rill_backend_context* ctx = nullptr;
+  REQUIRE_MESSAGE(g_backend->context_create(&options, &ctx) == RILL_OK, g_last_error);
+  const std::vector<float> x = random_values(300, 95);
+  std::vector<float> out(x.size(), 0.0f);
+  rill_backend_buffer* buffer = nullptr;
+  REQUIRE(g_backend->buffer_alloc(ctx, 2 * x.size() * 4, &buffer) == RILL_OK);
+  REQUIRE(g_backend->buffer_write(ctx, buffer, 0, x.data(), x.size() * 4) == RILL_OK);
+  rill_backend_tensor tx{}, tout{};
+  tx.buffer = tout.buffer = buffer;
+  tx.dtype = tout.dtype = RILL_DTYPE_F32;
+  tx.ndim = tout.ndim = 1;
+  tx.shape[0] = tout.shape[0] = static_cast<int64_t>(x.size());
+  tx.shape[1] = tx.shape[2] = tx.shape[3] = tout.shape[1] = tout.shape[2] = tout.shape[3] = 1;
+  tout.offset = x.size() * 4;
+  REQUIRE(ops().rms_norm(ctx, &tx, nullptr, 1e-6f, &tout) == RILL_OK);
+  REQUIRE(g_backend->buffer_read(ctx, buffer, tout.offset, out.data(), out.size() * 4) == RILL_OK);
+  check_close(out, norm_reference(x, {}, {}, 1e-6f, false, 1, static_cast<int64_t>(x.size())), RILL_DTYPE_F32);
+  g_backend->buffer_free(ctx, buffer);
+  g_backend->context_destroy(ctx);
+}
+
+TEST_CASE("the pipeline cache is written on destruction, reused, and a corrupt or foreign file is ignored") {
+  char folder_template[] = "/tmp/rill-vulkan-cache-XXXXXX";
+  REQUIRE(mkdtemp(folder_template) != nullptr);
+  const std::string path = std::string(folder_template) + "/pipelines.bin";
+
+  g_pipeline_cache_log.clear();
+  run_with_pipeline_cache(path);  // no file yet
+  CHECK(g_pipeline_cache_log.find("not used: cannot be opened") != std::string::npos);
+  const std::vector<char> written = file_bytes(path);
+  VkPipelineCacheHeaderVersionOne header{};
+  REQUIRE(written.size() >= sizeof header);
+  std::memcpy(&header, written.data(), sizeof header);
+  CHECK(header.headerVersion == VK_PIPELINE_CACHE_HEADER_VERSION_ONE);
+
+  g_pipeline_cache_log.clear();
+  run_with_pipeline_cache(path);  // the file of the first run
+  CHECK(g_pipeline_cache_log.empty());
+
+  // Garbage, a truncated header, and a header of another vendor.
+  std::vector<char> foreign = written;
+  header.vendorID ^= 0x5a5a;
+  std::memcpy(foreign.data(), &header, sizeof header);
+  const std::vector<char> garbage(5000, '\x7f');
+  const std::vector<char> truncated(written.begin(), written.begin() + 10);
+  for (const auto& [bytes, why] : {std::pair{garbage, "the header size is invalid"},
+                                   std::pair{truncated, "shorter than a pipeline cache header"},
+                                   std::pair{foreign, "made for another device"}}) {
+    CAPTURE(why);
+    write_file(path, bytes);
+    g_pipeline_cache_log.clear();
+    run_with_pipeline_cache(path);
+    CHECK(g_pipeline_cache_log.find(why) != std::string::npos);
+    // Rewritten as a valid cache by the context that ignored it.
+    CHECK(file_bytes(path).size() >= sizeof header);
+    CHECK(file_bytes(path) != bytes);
+  }
+  std::remove(path.c_str());
+  rmdir(folder_template);
 }
 
 int main(int argc, char** argv) {

@@ -12,8 +12,11 @@ namespace rill_vk {
 
 namespace {
 
-VkResult create_buffer(rill_backend_context* ctx, uint64_t bytes, VkBufferUsageFlags usage, uint32_t memory_type,
-                       VkBuffer* out_buffer, VkDeviceMemory* out_memory) {
+/* Creates a buffer of bytes and binds it to memory with the required
+   properties (and the preferred ones where a type has them). */
+rill_status create_buffer(rill_backend_context* ctx, uint64_t bytes, VkBufferUsageFlags usage,
+                          VkMemoryPropertyFlags required, VkMemoryPropertyFlags preferred, VkBuffer* out_buffer,
+                          Allocation* out_allocation) {
   VkBufferCreateInfo info{};
   info.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO;
   info.size = bytes;
@@ -21,38 +24,19 @@ VkResult create_buffer(rill_backend_context* ctx, uint64_t bytes, VkBufferUsageF
   info.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
   VkBuffer buffer = VK_NULL_HANDLE;
   VkResult result = vkCreateBuffer(ctx->device, &info, nullptr, &buffer);
-  if (result != VK_SUCCESS) return result;
-  VkMemoryRequirements requirements{};
-  vkGetBufferMemoryRequirements(ctx->device, buffer, &requirements);
-  if ((requirements.memoryTypeBits & (1u << memory_type)) == 0) {
+  if (result != VK_SUCCESS) return fail_context(ctx, result, ("vkCreateBuffer of " + std::to_string(bytes) + " bytes").c_str());
+  const rill_status status = memory_bind_buffer(ctx, buffer, required, preferred, out_allocation);
+  if (status != RILL_OK) {
     vkDestroyBuffer(ctx->device, buffer, nullptr);
-    return VK_ERROR_FEATURE_NOT_PRESENT;
-  }
-  VkMemoryAllocateInfo alloc{};
-  alloc.sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO;
-  alloc.allocationSize = requirements.size;
-  alloc.memoryTypeIndex = memory_type;
-  VkDeviceMemory memory = VK_NULL_HANDLE;
-  result = vkAllocateMemory(ctx->device, &alloc, nullptr, &memory);
-  if (result != VK_SUCCESS) {
-    vkDestroyBuffer(ctx->device, buffer, nullptr);
-    return result;
-  }
-  result = vkBindBufferMemory(ctx->device, buffer, memory, 0);
-  if (result != VK_SUCCESS) {
-    vkFreeMemory(ctx->device, memory, nullptr);
-    vkDestroyBuffer(ctx->device, buffer, nullptr);
-    return result;
+    return status;
   }
   *out_buffer = buffer;
-  *out_memory = memory;
-  return VK_SUCCESS;
+  return RILL_OK;
 }
 
 void destroy_chunk(rill_backend_context* ctx, StagingChunk* chunk) {
-  if (chunk->mapped != nullptr) vkUnmapMemory(ctx->device, chunk->memory);
   if (chunk->buffer != VK_NULL_HANDLE) vkDestroyBuffer(ctx->device, chunk->buffer, nullptr);
-  if (chunk->memory != VK_NULL_HANDLE) vkFreeMemory(ctx->device, chunk->memory, nullptr);
+  memory_release(ctx, &chunk->allocation);
   *chunk = StagingChunk{};
 }
 
@@ -85,11 +69,13 @@ rill_status acquire_staging(rill_backend_context* ctx, uint64_t bytes, Frame** o
   chunk.size = std::max(bytes, kStagingChunkBytes);
   const VkBufferUsageFlags usage =
       VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT | VK_BUFFER_USAGE_STORAGE_BUFFER_BIT;
-  VkResult result = create_buffer(ctx, chunk.size, usage, ctx->memory_type_staging, &chunk.buffer, &chunk.memory);
-  if (result == VK_SUCCESS) result = vkMapMemory(ctx->device, chunk.memory, 0, VK_WHOLE_SIZE, 0, &chunk.mapped);
-  if (result != VK_SUCCESS) {
+  status = create_buffer(ctx, chunk.size, usage, VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT,
+                         VK_MEMORY_PROPERTY_HOST_CACHED_BIT, &chunk.buffer, &chunk.allocation);
+  if (status != RILL_OK) return status;
+  chunk.mapped = memory_map(ctx, chunk.allocation);
+  if (chunk.mapped == nullptr) {
     destroy_chunk(ctx, &chunk);
-    return fail_context(ctx, result, "allocating a staging buffer");
+    return RILL_ERROR_BACKEND;
   }
   chunk.used = bytes;
   frame->staging.push_back(chunk);
@@ -102,19 +88,19 @@ rill_status acquire_staging(rill_backend_context* ctx, uint64_t bytes, Frame** o
 
 }  // namespace
 
-VkResult create_device_buffer(rill_backend_context* ctx, uint64_t bytes, rill_backend_buffer* out) {
+rill_status create_device_buffer(rill_backend_context* ctx, uint64_t bytes, rill_backend_buffer* out) {
   const VkBufferUsageFlags usage =
       VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT;
-  VkResult result = create_buffer(ctx, bytes, usage, ctx->memory_type_device, &out->buffer, &out->memory);
-  if (result == VK_SUCCESS) out->size = bytes;
-  return result;
+  const rill_status status =
+      create_buffer(ctx, bytes, usage, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT, 0, &out->buffer, &out->allocation);
+  if (status == RILL_OK) out->size = bytes;
+  return status;
 }
 
 void destroy_device_buffer(rill_backend_context* ctx, rill_backend_buffer* buffer) {
   if (buffer->buffer != VK_NULL_HANDLE) vkDestroyBuffer(ctx->device, buffer->buffer, nullptr);
-  if (buffer->memory != VK_NULL_HANDLE) vkFreeMemory(ctx->device, buffer->memory, nullptr);
+  memory_release(ctx, &buffer->allocation);
   buffer->buffer = VK_NULL_HANDLE;
-  buffer->memory = VK_NULL_HANDLE;
 }
 
 rill_status upload_to_staging(rill_backend_context* ctx, const void* data, uint64_t bytes, BoundRange* out) {
@@ -166,6 +152,11 @@ void destroy_staging(rill_backend_context* ctx, Frame* frame) {
 rill_status buffer_alloc(rill_backend_context* ctx, uint64_t bytes, rill_backend_buffer** out_buffer) {
   rill_status status = check_usable(ctx);
   if (status != RILL_OK) return status;
+  if (bytes > ctx->caps.max_allocation_bytes) {
+    return fail(RILL_ERROR_OUT_OF_MEMORY, "Vulkan: buffer_alloc of " + std::to_string(bytes) +
+                                              " bytes exceeds the device's largest allocation (maxMemoryAllocationSize, " +
+                                              std::to_string(ctx->caps.max_allocation_bytes) + " bytes)");
+  }
   if (bytes > ctx->caps.device_local_bytes) {
     return fail(RILL_ERROR_OUT_OF_MEMORY, "Vulkan: buffer_alloc of " + std::to_string(bytes) +
                                               " bytes exceeds the device's " +
@@ -173,19 +164,19 @@ rill_status buffer_alloc(rill_backend_context* ctx, uint64_t bytes, rill_backend
   }
   auto* buffer = new (std::nothrow) rill_backend_buffer();
   if (buffer == nullptr) return fail(RILL_ERROR_OUT_OF_MEMORY, "Vulkan: out of host memory in buffer_alloc");
-  VkResult result = create_device_buffer(ctx, bytes, buffer);
-  if (result != VK_SUCCESS) {
+  status = create_device_buffer(ctx, bytes, buffer);
+  if (status != RILL_OK) {
     delete buffer;
-    return fail_context(ctx, result, ("vkAllocateMemory for a buffer of " + std::to_string(bytes) + " bytes").c_str());
+    return status;
   }
   *out_buffer = buffer;
   return RILL_OK;
 }
 
-void buffer_free(rill_backend_context* ctx, rill_backend_buffer* buffer) {
-  if (buffer == nullptr) return;
-  /* Recorded or running commands may still use the buffer. */
-  if (!ctx->lost) finish(ctx);
+namespace {
+
+void destroy_buffer_now(rill_backend_context* ctx, rill_backend_buffer* buffer) {
+  /* Its memory may be handed out again: forget the old handle's accesses. */
   for (size_t i = 0; i < ctx->pending_accesses.size();) {
     if (ctx->pending_accesses[i].buffer == buffer->buffer) {
       ctx->pending_accesses.erase(ctx->pending_accesses.begin() + static_cast<std::ptrdiff_t>(i));
@@ -195,6 +186,28 @@ void buffer_free(rill_backend_context* ctx, rill_backend_buffer* buffer) {
   }
   destroy_device_buffer(ctx, buffer);
   delete buffer;
+}
+
+}  // namespace
+
+void destroy_freed_buffers(rill_backend_context* ctx, Frame* frame) {
+  for (rill_backend_buffer* buffer : frame->freed) destroy_buffer_now(ctx, buffer);
+  frame->freed.clear();
+}
+
+void buffer_free(rill_backend_context* ctx, rill_backend_buffer* buffer) {
+  if (buffer == nullptr) return;
+  /* Recorded or running commands may still use the buffer: it goes with the
+     newest frame, recording or submitted, whose fence signals after every
+     earlier submission, and is destroyed when that frame is retired. Nothing
+     waits here. */
+  Frame* newest = &ctx->frames[ctx->current_frame];
+  if (!newest->recording) newest = &ctx->frames[(ctx->current_frame + kFrameCount - 1) % kFrameCount];
+  if (ctx->lost || !(newest->recording || newest->submitted)) {
+    destroy_buffer_now(ctx, buffer);
+    return;
+  }
+  newest->freed.push_back(buffer);
 }
 
 namespace {
@@ -250,24 +263,43 @@ rill_status buffer_read(rill_backend_context* ctx, rill_backend_buffer* buffer, 
   rill_status status = check_usable(ctx);
   if (status != RILL_OK) return status;
   auto* destination = static_cast<unsigned char*>(dst);
-  for (uint64_t done = 0; done < bytes;) {
-    const uint64_t piece = std::min(bytes - done, kStagingChunkBytes);
-    StagedPiece staged;
-    status = record_staged_copy(ctx, buffer, offset + done, piece, false, &staged);
-    if (status != RILL_OK) return status;
+  /* Pieces are recorded into one frame while its staging budget lasts, then
+     a single submission and wait serves them all. */
+  struct Pending {
+    const unsigned char* staged;
+    uint64_t done;
+    uint64_t bytes;
+  };
+  std::vector<Pending> batch;
+  Frame* batch_frame = nullptr;
+  const auto complete_batch = [&]() -> rill_status {
     VkMemoryBarrier to_host{};
     to_host.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER;
     to_host.srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT;
     to_host.dstAccessMask = VK_ACCESS_HOST_READ_BIT;
-    vkCmdPipelineBarrier(staged.frame->cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_HOST_BIT, 0, 1,
+    vkCmdPipelineBarrier(batch_frame->cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_HOST_BIT, 0, 1,
                          &to_host, 0, nullptr, 0, nullptr);
-    /* The chunk belongs to this frame until it is retired, so copy out
+    /* The chunks belong to the frame until it is retired, so copy out
        after the wait and before the frame is reused. */
-    status = finish(ctx);
+    const rill_status finished = finish(ctx);
+    if (finished != RILL_OK) return finished;
+    for (const Pending& piece : batch) std::memcpy(destination + piece.done, piece.staged, piece.bytes);
+    batch.clear();
+    return RILL_OK;
+  };
+  for (uint64_t done = 0; done < bytes;) {
+    const uint64_t piece = std::min(bytes - done, kStagingChunkBytes);
+    if (!batch.empty() && batch_frame->staging_used + piece > kStagingBytesPerFrame) {
+      if ((status = complete_batch()) != RILL_OK) return status;
+    }
+    StagedPiece staged;
+    status = record_staged_copy(ctx, buffer, offset + done, piece, false, &staged);
     if (status != RILL_OK) return status;
-    std::memcpy(destination + done, staged.mapped, piece);
+    batch_frame = staged.frame;
+    batch.push_back({staged.mapped, done, piece});
     done += piece;
   }
+  if (!batch.empty() && (status = complete_batch()) != RILL_OK) return status;
   return check_usable(ctx);
 }
 

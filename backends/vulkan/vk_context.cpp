@@ -31,12 +31,9 @@ bool overlaps(const Access& a, const Access& b) {
 /* Opens the physical device options->device_index. The runtime matches the
    config's `device` to that index; the plugin never matches names itself. */
 rill_status pick_device(rill_backend_context* ctx, const rill_backend_context_options* options) {
-  uint32_t count = 0;
-  VkResult result = vkEnumeratePhysicalDevices(ctx->instance, &count, nullptr);
-  std::vector<VkPhysicalDevice> physicals(count);
-  if (result == VK_SUCCESS && count > 0) result = vkEnumeratePhysicalDevices(ctx->instance, &count, physicals.data());
-  if (result != VK_SUCCESS && result != VK_INCOMPLETE) return fail_vk(result, "vkEnumeratePhysicalDevices");
-  physicals.resize(count);
+  std::vector<VkPhysicalDevice> physicals;
+  const rill_status status = list_physical_devices(ctx->instance, &physicals);
+  if (status != RILL_OK) return status;
   if (physicals.empty()) return fail(RILL_ERROR_BACKEND_UNAVAILABLE, "Vulkan: no Vulkan device found");
   // Only the members inside the caller's struct_size are read.
   const int32_t index =
@@ -84,25 +81,20 @@ rill_status create_device(rill_backend_context* ctx) {
   VkPhysicalDeviceVulkan11Features features11{};
   features11.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES;
   features11.storageBuffer16BitAccess = ctx->caps.storage_16bit ? VK_TRUE : VK_FALSE;
+  /* VK_EXT_memory_budget only adds a query; it is enabled where present so
+     that allocations respect what the rest of the system leaves free. */
+  const char* extensions[] = {VK_EXT_MEMORY_BUDGET_EXTENSION_NAME};
   VkDeviceCreateInfo info{};
   info.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO;
   info.pNext = &features11;
+  info.enabledExtensionCount = ctx->caps.memory_budget ? 1u : 0u;
+  info.ppEnabledExtensionNames = extensions;
   info.queueCreateInfoCount = 1;
   info.pQueueCreateInfos = &queue_info;
   VkResult result = vkCreateDevice(ctx->physical, &info, nullptr, &ctx->device);
   if (result != VK_SUCCESS) return fail_vk(result, "vkCreateDevice");
   vkGetDeviceQueue(ctx->device, chosen, 0, &ctx->queue);
-
-  VkPhysicalDeviceMemoryProperties memory{};
-  vkGetPhysicalDeviceMemoryProperties(ctx->physical, &memory);
-  ctx->memory_type_device = find_memory_type(memory, UINT32_MAX, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT, 0);
-  ctx->memory_type_staging =
-      find_memory_type(memory, UINT32_MAX, VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT,
-                       VK_MEMORY_PROPERTY_HOST_CACHED_BIT);
-  if (ctx->memory_type_device == UINT32_MAX || ctx->memory_type_staging == UINT32_MAX) {
-    return fail(RILL_ERROR_BACKEND_UNAVAILABLE,
-                "Vulkan: device \"" + ctx->caps.name + "\" lacks device-local or host-visible coherent memory");
-  }
+  memory_init(ctx);
   return RILL_OK;
 }
 
@@ -150,6 +142,7 @@ rill_status retire_frame(rill_backend_context* ctx, Frame* frame) {
   if (result != VK_SUCCESS) return fail_context(ctx, result, "vkResetDescriptorPool");
   frame->descriptor_sets = 0;
   reset_staging(ctx, frame);
+  destroy_freed_buffers(ctx, frame);
   return RILL_OK;
 }
 
@@ -163,31 +156,21 @@ void destroy_context_objects(rill_backend_context* ctx) {
       ctx->placeholder = nullptr;
     }
     destroy_pipelines(ctx);
+    pipeline_cache_close(ctx);
     for (Frame& frame : ctx->frames) {
+      destroy_freed_buffers(ctx, &frame);
       destroy_staging(ctx, &frame);
       if (frame.descriptor_pool != VK_NULL_HANDLE) vkDestroyDescriptorPool(ctx->device, frame.descriptor_pool, nullptr);
       if (frame.fence != VK_NULL_HANDLE) vkDestroyFence(ctx->device, frame.fence, nullptr);
     }
     if (ctx->command_pool != VK_NULL_HANDLE) vkDestroyCommandPool(ctx->device, ctx->command_pool, nullptr);
+    memory_destroy(ctx);
     vkDestroyDevice(ctx->device, nullptr);
   }
   destroy_instance(ctx->instance, ctx->messenger);
 }
 
 }  // namespace
-
-uint32_t find_memory_type(const VkPhysicalDeviceMemoryProperties& props, uint32_t type_bits,
-                          VkMemoryPropertyFlags required, VkMemoryPropertyFlags preferred) {
-  uint32_t fallback = UINT32_MAX;
-  for (uint32_t i = 0; i < props.memoryTypeCount; ++i) {
-    if ((type_bits & (1u << i)) == 0) continue;
-    VkMemoryPropertyFlags flags = props.memoryTypes[i].propertyFlags;
-    if ((flags & required) != required) continue;
-    if ((flags & preferred) == preferred) return i;
-    if (fallback == UINT32_MAX) fallback = i;
-  }
-  return fallback;
-}
 
 rill_status fail_context(rill_backend_context* ctx, VkResult result, const char* what) {
   rill_status status = fail_vk(result, what);
@@ -219,10 +202,10 @@ rill_status context_create(const rill_backend_context_options* options, rill_bac
   if (status == RILL_OK) status = create_device(ctx);
   if (status == RILL_OK) status = create_frames(ctx);
   if (status == RILL_OK) status = create_pipeline_layout(ctx);
+  if (status == RILL_OK) status = pipeline_cache_open(ctx, options);
   if (status == RILL_OK) {
     ctx->placeholder = new rill_backend_buffer();
-    VkResult result = create_device_buffer(ctx, 256, ctx->placeholder);
-    if (result != VK_SUCCESS) status = fail_vk(result, "creating the placeholder buffer");
+    status = create_device_buffer(ctx, 256, ctx->placeholder);
   }
   if (status == RILL_OK) status = check_usable(ctx);
   if (status != RILL_OK) {
@@ -241,6 +224,7 @@ rill_status context_create(const rill_backend_context_options* options, rill_bac
 
 void context_destroy(rill_backend_context* ctx) {
   if (ctx == nullptr) return;
+  release_rope_tables(ctx);
   if (!ctx->lost) finish(ctx);
   destroy_context_objects(ctx);
   delete ctx;

@@ -14,6 +14,7 @@ namespace {
 
 constexpr const char* kValidationLayer = "VK_LAYER_KHRONOS_validation";
 constexpr const char* kCooperativeMatrixExtension = "VK_KHR_cooperative_matrix";
+constexpr const char* kMemoryBudgetExtension = "VK_EXT_memory_budget";
 
 /* Devices found by the first enumeration; the list does not change while the
    process runs. */
@@ -59,15 +60,12 @@ rill_status enumerate_devices() {
   VkDebugUtilsMessengerEXT messenger = VK_NULL_HANDLE;
   rill_status status = create_instance(false, nullptr, nullptr, &instance, &messenger);
   if (status != RILL_OK) return status;
-  uint32_t count = 0;
-  VkResult result = vkEnumeratePhysicalDevices(instance, &count, nullptr);
-  std::vector<VkPhysicalDevice> physicals(count);
-  if (result == VK_SUCCESS && count > 0) result = vkEnumeratePhysicalDevices(instance, &count, physicals.data());
-  if (result != VK_SUCCESS && result != VK_INCOMPLETE) {
+  std::vector<VkPhysicalDevice> physicals;
+  status = list_physical_devices(instance, &physicals);
+  if (status != RILL_OK) {
     destroy_instance(instance, messenger);
-    return fail_vk(result, "vkEnumeratePhysicalDevices");
+    return status;
   }
-  physicals.resize(count);
   for (VkPhysicalDevice physical : physicals) g_devices.push_back(query_caps(physical));
   destroy_instance(instance, messenger);
   g_devices_known = true;
@@ -75,6 +73,32 @@ rill_status enumerate_devices() {
 }
 
 }  // namespace
+
+rill_status list_physical_devices(VkInstance instance, std::vector<VkPhysicalDevice>* out) {
+  uint32_t count = 0;
+  VkResult result = vkEnumeratePhysicalDevices(instance, &count, nullptr);
+  std::vector<VkPhysicalDevice> physicals(count);
+  if (result == VK_SUCCESS && count > 0) result = vkEnumeratePhysicalDevices(instance, &count, physicals.data());
+  if (result != VK_SUCCESS && result != VK_INCOMPLETE) return fail_vk(result, "vkEnumeratePhysicalDevices");
+  physicals.resize(count);
+  std::vector<DeviceIdentity> identities(count);
+  for (uint32_t i = 0; i < count; ++i) {
+    VkPhysicalDeviceProperties props{};
+    vkGetPhysicalDeviceProperties(physicals[i], &props);
+    identities[i].api_version = props.apiVersion;
+    if (props.apiVersion < VK_API_VERSION_1_1) continue; /* no deviceUUID before 1.1 */
+    VkPhysicalDeviceIDProperties id{};
+    id.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_ID_PROPERTIES;
+    VkPhysicalDeviceProperties2 props2{};
+    props2.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2;
+    props2.pNext = &id;
+    vkGetPhysicalDeviceProperties2(physicals[i], &props2);
+    std::memcpy(identities[i].uuid.data(), id.deviceUUID, VK_UUID_SIZE);
+  }
+  out->clear();
+  for (size_t index : unique_devices(identities)) out->push_back(physicals[index]);
+  return RILL_OK;
+}
 
 rill_status fail(rill_status status, const std::string& message) {
   if (g_host != nullptr && g_host->fail != nullptr) return g_host->fail(status, message.c_str());
@@ -244,14 +268,18 @@ DeviceCaps query_caps(VkPhysicalDevice physical) {
   if (props.apiVersion >= VK_API_VERSION_1_2) {
     VkPhysicalDeviceSubgroupProperties subgroup{};
     subgroup.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES;
+    VkPhysicalDeviceMaintenance3Properties maintenance3{};
+    maintenance3.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_3_PROPERTIES;
+    maintenance3.pNext = &subgroup;
     VkPhysicalDeviceDriverProperties driver_props{};
     driver_props.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES;
-    driver_props.pNext = &subgroup;
+    driver_props.pNext = &maintenance3;
     VkPhysicalDeviceProperties2 props2{};
     props2.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2;
     props2.pNext = &driver_props;
     vkGetPhysicalDeviceProperties2(physical, &props2);
     caps.subgroup_size = subgroup.subgroupSize;
+    caps.max_allocation_bytes = maintenance3.maxMemoryAllocationSize;
     const VkSubgroupFeatureFlags needed = VK_SUBGROUP_FEATURE_BASIC_BIT | VK_SUBGROUP_FEATURE_ARITHMETIC_BIT;
     caps.subgroup_arithmetic = (subgroup.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) != 0 &&
                                (subgroup.supportedOperations & needed) == needed;
@@ -272,6 +300,7 @@ DeviceCaps query_caps(VkPhysicalDevice physical) {
     if (vkEnumerateDeviceExtensionProperties(physical, nullptr, &extension_count, extensions.data()) == VK_SUCCESS) {
       for (const VkExtensionProperties& extension : extensions) {
         if (std::strcmp(extension.extensionName, kCooperativeMatrixExtension) == 0) caps.cooperative_matrix = true;
+        if (std::strcmp(extension.extensionName, kMemoryBudgetExtension) == 0) caps.memory_budget = true;
       }
     }
   }

@@ -1,8 +1,11 @@
 /* Internal declarations shared by the files of the Vulkan backend plugin.
    One file per object: vk_device.cpp (instance, enumeration, errors),
-   vk_context.cpp (device, queue, command recording, hazards, submission),
-   vk_buffer.cpp (device buffers, staging), vk_pipelines.cpp (embedded SPIR-V,
-   pipelines, dispatch), vk_ops.cpp (the residual-stream operators),
+   vk_device_list.cpp (one listing per GPU), vk_context.cpp (device, queue,
+   command recording, hazards, submission), vk_memory.cpp and vk_ranges.cpp
+   (memory blocks and their free ranges), vk_buffer.cpp (device buffers,
+   staging, deferred frees), vk_pipelines.cpp (embedded SPIR-V, pipelines,
+   dispatch), vk_pipeline_cache.cpp (the pipeline cache file and the backend's
+   options), vk_ops.cpp (the residual-stream operators),
    vk_layer_ops.cpp (the decoder-layer operators), vk_plugin.cpp (tables),
    vk_functions.cpp (the Vulkan functions, loaded at run time). */
 #ifndef RILL_VK_INTERNAL_H
@@ -12,6 +15,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <new>
 #include <string>
@@ -19,6 +23,8 @@
 #include <vector>
 
 #include "rill_backend.h"
+#include "vk_device_list.h"
+#include "vk_ranges.h"
 
 namespace rill_vk {
 
@@ -60,6 +66,8 @@ struct DeviceCaps {
   uint32_t subgroup_size = 0;
   bool cooperative_matrix = false; /* VK_KHR_cooperative_matrix reported (not used) */
   uint64_t device_local_bytes = 0;
+  uint64_t max_allocation_bytes = 0; /* maxMemoryAllocationSize */
+  bool memory_budget = false;        /* VK_EXT_memory_budget supported */
   VkPhysicalDeviceType type = VK_PHYSICAL_DEVICE_TYPE_OTHER;
   VkPhysicalDeviceLimits limits{};
   std::string name;
@@ -71,6 +79,9 @@ struct DeviceCaps {
 rill_status create_instance(bool validation, PFN_vkDebugUtilsMessengerCallbackEXT callback, void* user_data,
                             VkInstance* out_instance, VkDebugUtilsMessengerEXT* out_messenger);
 void destroy_instance(VkInstance instance, VkDebugUtilsMessengerEXT messenger);
+/* The physical devices rill lists and opens by index: each GPU once, however
+   many drivers expose it (unique_devices). On failure reports and returns a status. */
+rill_status list_physical_devices(VkInstance instance, std::vector<VkPhysicalDevice>* out);
 /* Queries what rill needs to know about a physical device. */
 DeviceCaps query_caps(VkPhysicalDevice physical);
 /* True when the environment asks for validation (RILL_VULKAN_VALIDATION=1). */
@@ -79,13 +90,43 @@ bool validation_requested();
 rill_status device_count(uint32_t* out_count);
 rill_status describe_device(uint32_t index, rill_backend_device_info* out_info);
 
+/* ---- vk_memory.cpp ------------------------------------------------------ */
+
+/* One VkDeviceMemory from which buffers take ranges. */
+struct MemoryBlock {
+  VkDeviceMemory memory = VK_NULL_HANDLE;
+  uint32_t type = 0;
+  uint32_t heap = 0;
+  bool shared = false;     /* false: made for one large buffer */
+  void* mapped = nullptr;  /* host address once mapped (host-visible types) */
+  RangeAllocator ranges;
+  explicit MemoryBlock(uint64_t bytes) : ranges(bytes) {}
+};
+
+/* A buffer's range of a block. */
+struct Allocation {
+  MemoryBlock* block = nullptr;
+  uint64_t offset = 0;
+  uint64_t bytes = 0;
+};
+
+/* The device memory of a context: blocks per memory type, and what rill holds
+   of each heap (the budget where VK_EXT_memory_budget is absent). */
+struct MemoryPool {
+  VkPhysicalDeviceMemoryProperties properties{};
+  bool budget_extension = false;
+  uint64_t block_bytes = 0;
+  uint64_t heap_used[VK_MAX_MEMORY_HEAPS] = {};
+  std::vector<std::unique_ptr<MemoryBlock>> blocks;
+};
+
 /* ---- vk_buffer.cpp ------------------------------------------------------ */
 
 }  // namespace rill_vk
 
 struct rill_backend_buffer {
   VkBuffer buffer = VK_NULL_HANDLE;
-  VkDeviceMemory memory = VK_NULL_HANDLE;
+  rill_vk::Allocation allocation;
   uint64_t size = 0;
 };
 
@@ -94,7 +135,7 @@ namespace rill_vk {
 /* A host-visible, persistently mapped buffer used for uploads and downloads. */
 struct StagingChunk {
   VkBuffer buffer = VK_NULL_HANDLE;
-  VkDeviceMemory memory = VK_NULL_HANDLE;
+  Allocation allocation;
   void* mapped = nullptr;
   uint64_t size = 0;
   uint64_t used = 0;
@@ -112,6 +153,9 @@ struct Frame {
   uint32_t descriptor_sets = 0;
   std::vector<StagingChunk> staging;
   uint64_t staging_used = 0;
+  /* Buffers freed while this frame (or an earlier one) may still use them;
+     destroyed once its fence has signalled. */
+  std::vector<rill_backend_buffer*> freed;
 };
 
 /* A byte range of a buffer touched by a recorded command. */
@@ -120,6 +164,16 @@ struct Access {
   uint64_t begin;
   uint64_t end;
   bool write;
+};
+
+/* A RoPE table on the device: cos and sin per (token, frequency) for the
+   positions, frequencies and factor it was made for. */
+struct RopeTable {
+  std::vector<double> inv_freq;
+  double factor = 1.0;
+  std::vector<int32_t> positions;
+  rill_backend_buffer* table = nullptr;
+  uint64_t last_use = 0;
 };
 
 constexpr uint32_t kFrameCount = 2;
@@ -140,8 +194,7 @@ struct rill_backend_context {
   uint32_t queue_family = 0;
   rill_vk::DeviceCaps caps;
   bool use_subgroups = false;
-  uint32_t memory_type_device = UINT32_MAX;
-  uint32_t memory_type_staging = UINT32_MAX;
+  rill_vk::MemoryPool memory;
 
   VkCommandPool command_pool = VK_NULL_HANDLE;
   rill_vk::Frame frames[rill_vk::kFrameCount];
@@ -153,7 +206,13 @@ struct rill_backend_context {
   VkDescriptorSetLayout set_layout = VK_NULL_HANDLE;
   VkPipelineLayout pipeline_layout = VK_NULL_HANDLE;
   std::unordered_map<std::string, VkPipeline> pipelines;
+  VkPipelineCache pipeline_cache = VK_NULL_HANDLE; /* with pipeline_cache_path only */
+  std::string pipeline_cache_path;
   rill_backend_buffer* placeholder = nullptr; /* bound where an operand is absent */
+  /* RoPE cos/sin tables of recent calls: every layer of a forward pass rotates
+     q and k at the same positions, so one table serves them all. */
+  std::vector<rill_vk::RopeTable> rope_tables;
+  uint64_t rope_calls = 0;
 
   /* Set after a device loss: every later call fails with this message. */
   bool lost = false;
@@ -185,9 +244,25 @@ rill_status flush(rill_backend_context* ctx);
 rill_status finish(rill_backend_context* ctx);
 /* Maps a failure that may be a device loss and marks the context lost. */
 rill_status fail_context(rill_backend_context* ctx, VkResult result, const char* what);
-/* Picks a memory type with the required and preferred properties. */
-uint32_t find_memory_type(const VkPhysicalDeviceMemoryProperties& props, uint32_t type_bits,
-                          VkMemoryPropertyFlags required, VkMemoryPropertyFlags preferred);
+
+/* ---- vk_memory.cpp ------------------------------------------------------ */
+
+/* Reads the memory types and sets the block size; call once the device exists. */
+void memory_init(rill_backend_context* ctx);
+/* Binds memory to buffer: a range of a shared block (a dedicated block for
+   large buffers) of a memory type allowed by the buffer's memoryTypeBits
+   with the required properties, preferring those with preferred too. Refuses
+   with RILL_ERROR_OUT_OF_MEMORY, naming the bytes, what the heap's budget
+   (VK_EXT_memory_budget, or the heap's size less what rill holds) cannot give. */
+rill_status memory_bind_buffer(rill_backend_context* ctx, VkBuffer buffer, VkMemoryPropertyFlags required,
+                               VkMemoryPropertyFlags preferred, Allocation* out);
+/* Gives a range back; a block left empty is freed unless it is the only
+   empty one of its type (kept for the next allocation). */
+void memory_release(rill_backend_context* ctx, Allocation* allocation);
+void memory_destroy(rill_backend_context* ctx);
+/* The host address of an allocation in host-visible memory (blocks are
+   mapped on first use); nullptr with a report on failure. */
+void* memory_map(rill_backend_context* ctx, const Allocation& allocation);
 
 /* ---- vk_buffer.cpp ------------------------------------------------------ */
 
@@ -201,15 +276,16 @@ rill_status buffer_read(rill_backend_context* ctx, rill_backend_buffer* buffer, 
                         uint64_t bytes);
 rill_status buffer_copy(rill_backend_context* ctx, rill_backend_buffer* src, uint64_t src_offset,
                         rill_backend_buffer* dst, uint64_t dst_offset, uint64_t bytes);
-/* Creates a device buffer without reporting through the host (used inside the
-   backend). */
-VkResult create_device_buffer(rill_backend_context* ctx, uint64_t bytes, rill_backend_buffer* out);
+/* Creates a device buffer of bytes in device-local memory. */
+rill_status create_device_buffer(rill_backend_context* ctx, uint64_t bytes, rill_backend_buffer* out);
 void destroy_device_buffer(rill_backend_context* ctx, rill_backend_buffer* buffer);
 /* Copies bytes of host data (e.g. positions, lengths) into staging memory
    of the frame being recorded and describes it for binding to the next
    dispatch, which must be recorded right after (the frame is flushed first if
    it could not take that dispatch). */
 rill_status upload_to_staging(rill_backend_context* ctx, const void* data, uint64_t bytes, BoundRange* out);
+/* Destroys the buffers freed into frame (its fence has signalled). */
+void destroy_freed_buffers(rill_backend_context* ctx, Frame* frame);
 /* Makes frame's staging chunks reusable; frees oversized ones. */
 void reset_staging(rill_backend_context* ctx, Frame* frame);
 void destroy_staging(rill_backend_context* ctx, Frame* frame);
@@ -279,6 +355,18 @@ rill_status layer_attention_ex(rill_backend_context* ctx, const rill_backend_ten
 rill_status layer_activation(rill_backend_context* ctx, rill_act_fn fn, const rill_backend_tensor* x,
                              const rill_backend_tensor* up, const rill_backend_tensor* out);
 rill_status check_attention_head_dim(int64_t head_dim);
+/* Frees the cached RoPE tables (at context destruction). */
+void release_rope_tables(rill_backend_context* ctx);
+
+/* ---- vk_pipeline_cache.cpp: [backend.vulkan] pipeline_cache --------- */
+
+/* The backend's check_options: pipeline_cache, a non-empty path. */
+rill_status check_options(const rill_backend_option* options, uint32_t count, uint32_t* out_rejected);
+/* Creates ctx's pipeline cache from the file options name, if any (a file
+   that cannot be used is logged and ignored). */
+rill_status pipeline_cache_open(rill_backend_context* ctx, const rill_backend_context_options* options);
+/* Writes the cache back to its file and destroys it. */
+void pipeline_cache_close(rill_backend_context* ctx);
 
 /* ---- vk_supports.cpp: the capability query (interface version 3) ------- */
 

@@ -1,7 +1,8 @@
 /* The decoder-layer operators of interface version 2: RoPE (rope.comp),
    attention (attention.comp) and activations (activation.comp). Host-side
-   inputs (positions, KV lengths) travel in staging memory bound straight to
-   the dispatch that reads them. */
+   inputs (KV lengths) travel in staging memory bound straight to the
+   dispatch that reads them; RoPE tables are kept on the device for reuse. */
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -34,8 +35,55 @@ constexpr int64_t kAttentionMaxHeadDim = 256;  /* MAX_HEAD_DIM of attention.comp
 
 namespace {
 
-/* cos and sin per (token, frequency) in double, scaled by factor and stored
-   as f32, as the CPU backend computes them. */
+constexpr size_t kRopeTablesKept = 4;
+
+/* The device table for these positions, frequencies and factor: a cached one,
+   or a new one computed in double (cos and sin scaled by factor, stored as
+   f32, as the CPU backend computes them) that replaces the least recently
+   used when kRopeTablesKept are held. */
+rill_status rope_table(rill_backend_context* ctx, const int32_t* positions, uint64_t tokens,
+                       const std::vector<double>& inv_freq, double factor, rill_backend_buffer** out_table) {
+  ++ctx->rope_calls;
+  for (RopeTable& cached : ctx->rope_tables) {
+    if (cached.factor == factor && cached.inv_freq == inv_freq && cached.positions.size() == tokens &&
+        std::equal(cached.positions.begin(), cached.positions.end(), positions)) {
+      cached.last_use = ctx->rope_calls;
+      *out_table = cached.table;
+      return RILL_OK;
+    }
+  }
+  const uint64_t half = inv_freq.size();
+  std::vector<float> values(tokens * half * 2);
+  for (uint64_t token = 0; token < tokens; ++token) {
+    const double position = positions[token];
+    for (uint64_t i = 0; i < half; ++i) {
+      const double angle = position * inv_freq[i];
+      values[2 * (token * half + i)] = static_cast<float>(factor * std::cos(angle));
+      values[2 * (token * half + i) + 1] = static_cast<float>(factor * std::sin(angle));
+    }
+  }
+  RopeTable entry;
+  entry.inv_freq = inv_freq;
+  entry.factor = factor;
+  entry.positions.assign(positions, positions + tokens);
+  entry.last_use = ctx->rope_calls;
+  rill_status status = buffer_alloc(ctx, values.size() * sizeof(float), &entry.table);
+  if (status == RILL_OK) status = buffer_write(ctx, entry.table, 0, values.data(), values.size() * sizeof(float));
+  if (status != RILL_OK) {
+    buffer_free(ctx, entry.table);
+    return status;
+  }
+  if (ctx->rope_tables.size() == kRopeTablesKept) {
+    auto oldest = std::min_element(ctx->rope_tables.begin(), ctx->rope_tables.end(),
+                                   [](const RopeTable& a, const RopeTable& b) { return a.last_use < b.last_use; });
+    buffer_free(ctx, oldest->table); /* destroyed once the ops that read it have run */
+    ctx->rope_tables.erase(oldest);
+  }
+  ctx->rope_tables.push_back(std::move(entry));
+  *out_table = ctx->rope_tables.back().table;
+  return RILL_OK;
+}
+
 rill_status rope_with_table(rill_backend_context* ctx, const char* op, const rill_backend_tensor* x,
                             const int32_t* positions, const std::vector<double>& inv_freq, double factor) {
   rill_status status = prepare_op(ctx, op, x->dtype);
@@ -44,24 +92,17 @@ rill_status rope_with_table(rill_backend_context* ctx, const char* op, const ril
   const uint64_t heads = static_cast<uint64_t>(x->shape[1]);
   const uint64_t head_dim = static_cast<uint64_t>(x->shape[2]);
   const uint64_t half = inv_freq.size();
-  std::vector<float> table(tokens * half * 2);
-  for (uint64_t token = 0; token < tokens; ++token) {
-    const double position = positions[token];
-    for (uint64_t i = 0; i < half; ++i) {
-      const double angle = position * inv_freq[i];
-      table[2 * (token * half + i)] = static_cast<float>(factor * std::cos(angle));
-      table[2 * (token * half + i) + 1] = static_cast<float>(factor * std::sin(angle));
-    }
-  }
+  rill_backend_buffer* table = nullptr;
+  if ((status = rope_table(ctx, positions, tokens, inv_freq, factor, &table)) != RILL_OK) return status;
 
   BoundRange ranges[kBindingCount];
   ranges[2] = ranges[3] = ranges[4] = placeholder_range(ctx);
   if ((status = bind_tensor(ctx, x, true, &ranges[0])) != RILL_OK) return status;
-  if ((status = upload_to_staging(ctx, table.data(), table.size() * sizeof(float), &ranges[1])) != RILL_OK) {
+  if ((status = bind_range(ctx, table, 0, tokens * half * 2, sizeof(float), false, &ranges[1])) != RILL_OK) {
     return status;
   }
-  RopeParams params{ranges[0].element_offset, 0u, static_cast<uint32_t>(tokens), static_cast<uint32_t>(heads),
-                    static_cast<uint32_t>(head_dim), static_cast<uint32_t>(half)};
+  RopeParams params{ranges[0].element_offset, ranges[1].element_offset, static_cast<uint32_t>(tokens),
+                    static_cast<uint32_t>(heads), static_cast<uint32_t>(head_dim), static_cast<uint32_t>(half)};
   return record_dispatch(ctx, std::string("rope_") + dtype_suffix(x->dtype), ranges, &params, sizeof params,
                          groups_for(tokens * heads * half, kElementwiseGroupSize), 1);
 }
@@ -145,6 +186,11 @@ rill_status layer_activation(rill_backend_context* ctx, rill_act_fn fn, const ri
                           up != nullptr ? 1u : 0u,  static_cast<uint32_t>(count),  static_cast<uint32_t>(fn)};
   return record_dispatch(ctx, std::string("activation_") + dtype_suffix(x->dtype), ranges, &params, sizeof params,
                          groups_for(count, kElementwiseGroupSize), 1);
+}
+
+void release_rope_tables(rill_backend_context* ctx) {
+  for (RopeTable& cached : ctx->rope_tables) buffer_free(ctx, cached.table);
+  ctx->rope_tables.clear();
 }
 
 rill_status check_attention_head_dim(int64_t head_dim) {

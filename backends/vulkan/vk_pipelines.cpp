@@ -41,7 +41,7 @@ rill_status get_pipeline(rill_backend_context* ctx, const std::string& name, VkP
   info.stage.pName = "main";
   info.layout = ctx->pipeline_layout;
   VkPipeline pipeline = VK_NULL_HANDLE;
-  result = vkCreateComputePipelines(ctx->device, VK_NULL_HANDLE, 1, &info, nullptr, &pipeline);
+  result = vkCreateComputePipelines(ctx->device, ctx->pipeline_cache, 1, &info, nullptr, &pipeline);
   vkDestroyShaderModule(ctx->device, module, nullptr);
   if (result != VK_SUCCESS) return fail_context(ctx, result, ("vkCreateComputePipelines for " + name).c_str());
   ctx->pipelines.emplace(name, pipeline);

@@ -56,7 +56,10 @@ const rill_backend kVulkanBackend = {
       return guarded("buffer_copy", buffer_copy, ctx, src, src_offset, dst, dst_offset, bytes);
     },
     /* .ops = */ &g_ops,
-    /* .check_options = */ nullptr, /* no options of its own: only `device`, which the runtime reads */
+    /* .check_options = */
+    [](const rill_backend_option* options, uint32_t count, uint32_t* out_rejected) {
+      return guarded("check_options", check_options, options, count, out_rejected);
+    },
 };
 
 rill_status vulkan_plugin_init(uint32_t abi_version, const rill_host_services* host,

@@ -51,6 +51,23 @@ struct rill_backend_context {
   char name[512]; /* "fake host device", then what context_create received */
 };
 
+#if defined(FAKE_MODE_MANY_DEVICES)
+/* Every device type, the most wanted ones last and a discrete GPU twice, so
+   that the runtime's default choice has to rank them. */
+#define FAKE_MANY_DEVICE_COUNT 6u
+static const struct {
+  const char* name;
+  rill_device_type type;
+} g_many_devices[FAKE_MANY_DEVICE_COUNT] = {
+    {"fake cpu implementation", RILL_DEVICE_TYPE_CPU_IMPLEMENTATION},
+    {"fake other device", RILL_DEVICE_TYPE_OTHER},
+    {"fake virtual gpu", RILL_DEVICE_TYPE_VIRTUAL_GPU},
+    {"fake integrated gpu", RILL_DEVICE_TYPE_INTEGRATED_GPU},
+    {"fake discrete gpu A", RILL_DEVICE_TYPE_DISCRETE_GPU},
+    {"fake discrete gpu B", RILL_DEVICE_TYPE_DISCRETE_GPU},
+};
+#endif
+
 static rill_status fake_device_count(uint32_t* out_count) {
 #if defined(FAKE_MODE_NO_DRIVER)
   (void)out_count;
@@ -58,16 +75,29 @@ static rill_status fake_device_count(uint32_t* out_count) {
 #elif defined(FAKE_MODE_ZERO_DEVICES)
   *out_count = 0;
   return RILL_OK;
+#elif defined(FAKE_MODE_MANY_DEVICES)
+  *out_count = FAKE_MANY_DEVICE_COUNT;
+  return RILL_OK;
 #else
   *out_count = 1;
   return RILL_OK;
 #endif
 }
 
+
 static rill_status fake_describe_device(uint32_t index, rill_backend_device_info* out_info) {
 #if defined(FAKE_MODE_DESCRIBE_FAILS)
   (void)out_info;
   return g_host->fail(RILL_ERROR_BACKEND, "fake: device query timed out");
+#endif
+#if defined(FAKE_MODE_MANY_DEVICES)
+  if (index >= FAKE_MANY_DEVICE_COUNT) return g_host->fail(RILL_ERROR_INVALID_ARGUMENT, "fake: no such device");
+  snprintf(out_info->name, sizeof out_info->name, "%s", g_many_devices[index].name);
+  out_info->type = g_many_devices[index].type;
+  out_info->memory_bytes = 1u << 20;
+  out_info->subgroup_size = 1;
+  strcpy(out_info->details, "host memory, f32 residual_add only");
+  return RILL_OK;
 #endif
   if (index != 0) return g_host->fail(RILL_ERROR_INVALID_ARGUMENT, "fake: no such device");
   strcpy(out_info->name, "fake host device");
@@ -128,7 +158,11 @@ static rill_status fake_context_create(const rill_backend_context_options* optio
   rill_backend_context* ctx = (rill_backend_context*)malloc(sizeof(*ctx));
   if (ctx == NULL) return g_host->fail(RILL_ERROR_OUT_OF_MEMORY, "fake: out of memory");
   ctx->device = options->device_index;
+#if defined(FAKE_MODE_MANY_DEVICES)
+  snprintf(ctx->name, sizeof ctx->name, "%s", g_many_devices[options->device_index].name);
+#else
   strcpy(ctx->name, "fake host device");
+#endif
   char item[256];
   if (options->struct_size >= offsetof(rill_backend_context_options, option_count) + sizeof(uint32_t)) {
     for (uint32_t i = 0; i < options->option_count; ++i) {

@@ -1,0 +1,116 @@
+/* The pipeline cache on disk ([backend.vulkan] pipeline_cache = "path"):
+   loaded when a context is created, so that pipelines made by an earlier run
+   on the same device and driver need no compilation, and written back when
+   the context is destroyed. A file that is missing, unreadable, truncated or
+   made for another device or driver is ignored (and logged): its header is
+   checked here before the driver sees a byte of it. */
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+
+#include "option_checks.h"
+#include "vk_internal.h"
+
+namespace rill_vk {
+
+namespace {
+
+constexpr const char* kPipelineCacheKey = "pipeline_cache";
+/* A cache larger than this is not ours (rill's shaders make a few MiB at most). */
+constexpr uint64_t kMaxCacheFileBytes = 256ull << 20;
+
+/* Empty when data is a cache this device and driver made; else why not. */
+std::string cache_problem(const std::vector<char>& data, const VkPhysicalDeviceProperties& props) {
+  VkPipelineCacheHeaderVersionOne header{};
+  if (data.size() < sizeof header) return "shorter than a pipeline cache header";
+  std::memcpy(&header, data.data(), sizeof header);
+  if (header.headerSize < sizeof header || header.headerSize > data.size()) return "the header size is invalid";
+  if (header.headerVersion != VK_PIPELINE_CACHE_HEADER_VERSION_ONE) return "unknown header version";
+  if (header.vendorID != props.vendorID || header.deviceID != props.deviceID) return "made for another device";
+  if (std::memcmp(header.pipelineCacheUUID, props.pipelineCacheUUID, VK_UUID_SIZE) != 0) {
+    return "made by another driver version";
+  }
+  return "";
+}
+
+/* The bytes of the file at path, or why it cannot be used. */
+std::string read_cache_file(const std::string& path, std::vector<char>* out) {
+  std::ifstream file(path, std::ios::binary | std::ios::ate);
+  if (!file) return "cannot be opened (a new one is written when the context is destroyed)";
+  const std::streamoff size = file.tellg();
+  if (size < 0 || static_cast<uint64_t>(size) > kMaxCacheFileBytes) return "too large or unreadable";
+  out->resize(static_cast<size_t>(size));
+  file.seekg(0);
+  if (!file.read(out->data(), size)) return "cannot be read";
+  return "";
+}
+
+}  // namespace
+
+rill_status check_options(const rill_backend_option* options, uint32_t count, uint32_t* out_rejected) {
+  std::string problem = rill_options::check(options, count, {{kPipelineCacheKey, RILL_BACKEND_OPTION_STRING}},
+                                            out_rejected);
+  if (problem.empty()) {
+    for (uint32_t i = 0; i < count; ++i) {
+      if (options[i].string_value[0] == '\0') {
+        *out_rejected = i;
+        problem = std::string("'") + kPipelineCacheKey + "': expected the path of a file, got an empty string";
+      }
+    }
+  }
+  return problem.empty() ? RILL_OK : fail(RILL_ERROR_CONFIG, "Vulkan: " + problem);
+}
+
+rill_status pipeline_cache_open(rill_backend_context* ctx, const rill_backend_context_options* options) {
+  const rill_backend_option* path = nullptr;
+  if (rill_options::has_option_list(options)) {
+    path = rill_options::find(options->options, options->option_count, kPipelineCacheKey);
+  }
+  if (path == nullptr) return RILL_OK;
+  ctx->pipeline_cache_path = path->string_value;
+  std::vector<char> data;
+  std::string problem = read_cache_file(ctx->pipeline_cache_path, &data);
+  if (problem.empty()) {
+    VkPhysicalDeviceProperties props{};
+    vkGetPhysicalDeviceProperties(ctx->physical, &props);
+    problem = cache_problem(data, props);
+  }
+  if (!problem.empty()) {
+    log_message(RILL_LOG_INFO, "pipeline cache " + ctx->pipeline_cache_path + " not used: " + problem);
+    data.clear();
+  }
+  VkPipelineCacheCreateInfo info{};
+  info.sType = VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO;
+  info.initialDataSize = data.size();
+  info.pInitialData = data.empty() ? nullptr : data.data();
+  const VkResult result = vkCreatePipelineCache(ctx->device, &info, nullptr, &ctx->pipeline_cache);
+  if (result != VK_SUCCESS) return fail_vk(result, "vkCreatePipelineCache");
+  return RILL_OK;
+}
+
+void pipeline_cache_close(rill_backend_context* ctx) {
+  if (ctx->pipeline_cache == VK_NULL_HANDLE) return;
+  size_t size = 0;
+  std::vector<char> data;
+  VkResult result = vkGetPipelineCacheData(ctx->device, ctx->pipeline_cache, &size, nullptr);
+  if (result == VK_SUCCESS) {
+    data.resize(size);
+    result = vkGetPipelineCacheData(ctx->device, ctx->pipeline_cache, &size, data.data());
+  }
+  vkDestroyPipelineCache(ctx->device, ctx->pipeline_cache, nullptr);
+  ctx->pipeline_cache = VK_NULL_HANDLE;
+  if (result != VK_SUCCESS || ctx->lost) return;
+  /* Written beside the target and renamed over it, so that a reader (another
+     process starting) never sees half a file. */
+  const std::string temporary = ctx->pipeline_cache_path + ".tmp";
+  std::ofstream file(temporary, std::ios::binary | std::ios::trunc);
+  file.write(data.data(), static_cast<std::streamsize>(size));
+  file.close();
+  if (!file || std::rename(temporary.c_str(), ctx->pipeline_cache_path.c_str()) != 0) {
+    std::remove(temporary.c_str());
+    log_message(RILL_LOG_WARNING, "pipeline cache " + ctx->pipeline_cache_path + " could not be written");
+  }
+}
+
+}  // namespace rill_vk
