@@ -12,6 +12,7 @@ packages=(
   python3 python3-numpy python3-pytest python3-setuptools python3-pip python3-torch  # Python binding, references
   python3-venv python3-packaging                                       # the tests' transformers venv
   mono-mcs mono-runtime                                                # C# binding
+  ninja-build                                                          # the Python wheel's CMake build (scikit-build-core)
 )
 
 missing=()
