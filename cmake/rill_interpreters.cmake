@@ -7,8 +7,7 @@
 #   mono-runtime).
 # Tests that need an interpreter which is missing are registered with
 # rill_add_skipped_test so that they report "skipped", never "passed".
-# Included by each folder that needs it (no include guard: RILL_CSHARP_SOURCES
-# is a directory-scope variable).
+# Included by each folder that needs it.
 
 if(NOT DEFINED RILL_PYTHON)
   set(_rill_python_found "")
@@ -31,12 +30,6 @@ endif()
 
 find_program(RILL_MCS mcs)
 find_program(RILL_MONO mono)
-# The C# binding is compiled into each assembly that uses it (as a Unity or
-# Godot project would include it).
-set(RILL_CSHARP_SOURCES ${CMAKE_CURRENT_LIST_DIR}/../bindings/csharp/Native.cs
-                        ${CMAKE_CURRENT_LIST_DIR}/../bindings/csharp/Rill.cs
-                        ${CMAKE_CURRENT_LIST_DIR}/../bindings/csharp/Tokenizer.cs
-                        ${CMAKE_CURRENT_LIST_DIR}/../bindings/csharp/Generation.cs)
 
 # rill_add_skipped_test(<name> <reason>): a test that reports skipped (77).
 function(rill_add_skipped_test name reason)

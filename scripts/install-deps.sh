@@ -14,6 +14,7 @@ packages=(
   mono-mcs mono-runtime                                                # C# binding
   clang-14 libfuzzer-14-dev                                            # fuzz targets, ThreadSanitizer build
   g++-mingw-w64-x86-64 wine64 xvfb xauth                              # Windows cross-build, its tests under Wine
+  ninja-build                                                          # the Python wheel's CMake build (scikit-build-core)
 )
 
 missing=()

@@ -229,3 +229,23 @@ def test_python_m_rill_info_reports_a_bad_config_file(tmp_path):
     result = subprocess.run([sys.executable, "-m", "rill", "info", "--config", str(bad)], capture_output=True,
                             text=True)
     assert result.returncode == 1 and "plugin_dir" in result.stderr
+
+
+def test_python_m_rill_runs_the_tool_for_other_commands():
+    tool = os.environ.get("RILL_TOOL")
+    if not tool:
+        pytest.skip("RILL_TOOL (the rill executable) not set")
+    module = subprocess.run([sys.executable, "-m", "rill", "run", "--help"], capture_output=True, text=True)
+    cli = subprocess.run([tool, "run", "--help"], capture_output=True, text=True)
+    assert module.returncode == cli.returncode == 0, module.stderr
+    assert module.stdout == cli.stdout and module.stdout.startswith("usage: rill run")
+    bad = subprocess.run([sys.executable, "-m", "rill", "generate", "--max-new-tokens"], capture_output=True, text=True)
+    assert bad.returncode == 2 and "--max-new-tokens" in bad.stderr  # the tool's status and message come through
+
+
+def test_python_m_rill_without_a_tool_says_where_it_looked():
+    env = {k: v for k, v in os.environ.items() if k != "RILL_TOOL"}
+    result = subprocess.run([sys.executable, "-m", "rill", "generate", "--help"], env=env, capture_output=True,
+                            text=True)
+    assert result.returncode == 1 and result.stdout == ""
+    assert "package folder" in result.stderr and "RILL_TOOL: not set" in result.stderr

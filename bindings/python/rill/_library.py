@@ -1,8 +1,12 @@
 """Finding librill and declaring the C functions of rill.h to ctypes.
 
-Search order: the path given to load_library(), the RILL_LIBRARY environment
-variable, the package's own folder, then the system library search path. Each
-attempt is recorded so that a failure says what was tried and why it failed.
+Search order: the path given to load_library(); else the package's own
+folder, where the wheel puts the librill it was built with (with the plugins
+beside it), so that an installed package always uses its own librill; then the
+RILL_LIBRARY environment variable (a file or a folder: a source checkout on
+PYTHONPATH has no librill in its package folder); then the system library
+search path. Each attempt is recorded so that a failure says what was tried
+and why it failed.
 """
 
 import ctypes
@@ -12,6 +16,9 @@ import sys
 import threading
 
 from .errors import LibraryNotFoundError, error_for_status
+
+# The binding's folder: a wheel holds librill, its plugins and the rill tool here.
+PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 
 # The ABI this binding was written against: rill.h 0.x. A library of another
 # major version has another ABI and is refused.
@@ -336,15 +343,14 @@ def _candidates(path):
     if path is not None:
         yield "load_library(path)", os.fspath(path)
         return
+    for name in _platform_names():
+        yield "package folder", os.path.join(PACKAGE_DIR, name)
     env = os.environ.get("RILL_LIBRARY")
     if env and os.path.isdir(env):
         for name in _platform_names():
             yield "RILL_LIBRARY folder", os.path.join(env, name)
     elif env:
         yield "RILL_LIBRARY", env
-    here = os.path.dirname(os.path.abspath(__file__))
-    for name in _platform_names():
-        yield "package folder", os.path.join(here, name)
     found = ctypes.util.find_library("rill")
     if found:
         yield "system (find_library)", found
