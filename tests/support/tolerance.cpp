@@ -5,23 +5,11 @@
 #include <limits>
 #include <sstream>
 
-namespace rill_tol {
+// rill_backend_dtype_name: the tests that load a plugin directly do not link
+// librill, so not rill_dtype_name.
+#include "rill_backend.h"
 
-namespace {
-// Not rill_dtype_name: the tests that load a plugin directly do not link librill.
-const char* dtype_name(rill_dtype dtype) {
-  switch (dtype) {
-    case RILL_DTYPE_F32: return "f32";
-    case RILL_DTYPE_F16: return "f16";
-    case RILL_DTYPE_BF16: return "bf16";
-    case RILL_DTYPE_Q8_0: return "q8_0";
-    case RILL_DTYPE_Q4_0: return "q4_0";
-    case RILL_DTYPE_Q4_K: return "q4_k";
-    case RILL_DTYPE_Q5_K: return "q5_k";
-    default: return "q6_k";
-  }
-}
-}  // namespace
+namespace rill_tol {
 
 Limits limits(rill_dtype dtype) {
   // Each limit is a small multiple of the largest error the conformance suite
@@ -102,7 +90,7 @@ bool within(const Score& s, rill_dtype dtype) {
 std::string describe(const Score& s, rill_dtype dtype) {
   const Limits l = limits(dtype);
   std::ostringstream text;
-  text << dtype_name(dtype) << ": NMSE " << s.nmse << " (limit " << l.nmse << "), worst element " << s.worst
+  text << rill_backend_dtype_name(dtype) << ": NMSE " << s.nmse << " (limit " << l.nmse << "), worst element " << s.worst
        << " (limit " << l.worst << "), " << s.non_finite << " NaN/Inf";
   return text.str();
 }
@@ -136,7 +124,7 @@ std::string largest_noted() {
                            RILL_DTYPE_Q4_K, RILL_DTYPE_Q5_K, RILL_DTYPE_Q6_K}) {
     const Score& s = g_largest[dtype];
     if (dtype > RILL_DTYPE_BF16 && s.nmse == 0.0) continue;  // no quantized GEMM noted
-    text << "largest error " << dtype_name(dtype) << ": NMSE " << s.nmse << ", worst element " << s.worst
+    text << "largest error " << rill_backend_dtype_name(dtype) << ": NMSE " << s.nmse << ", worst element " << s.worst
          << "\n";
   }
   return text.str();
