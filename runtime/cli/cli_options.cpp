@@ -123,17 +123,18 @@ int RuntimeOptions::config_text(const char* command, std::string& config) const 
 bool output_overwrites_input(const char* command, const std::string& output,
                              const std::vector<std::pair<const char*, std::string>>& inputs) {
   std::error_code ignored;
-  const std::filesystem::path out(output);
+  const std::filesystem::path out = std::filesystem::u8path(output);
   if (!std::filesystem::exists(out, ignored)) return false;
   for (const auto& [option, input] : inputs) {
-    std::vector<std::filesystem::path> candidates = {input};
-    if (std::filesystem::is_directory(input, ignored)) {
-      for (const auto& entry : std::filesystem::directory_iterator(input, ignored)) candidates.push_back(entry.path());
+    const std::filesystem::path in = std::filesystem::u8path(input);
+    std::vector<std::filesystem::path> candidates = {in};
+    if (std::filesystem::is_directory(in, ignored)) {
+      for (const auto& entry : std::filesystem::directory_iterator(in, ignored)) candidates.push_back(entry.path());
     }
     for (const auto& candidate : candidates) {
       if (std::filesystem::equivalent(out, candidate, ignored)) {
         std::fprintf(stderr, "rill %s: --output %s is %s's file %s: refusing to write over an input\n", command,
-                     output.c_str(), option, candidate.c_str());
+                     output.c_str(), option, candidate.u8string().c_str());
         return true;
       }
     }
