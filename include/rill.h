@@ -874,8 +874,13 @@ RILL_API void rill_model_destroy(rill_model* model);
    nearest even); a norm weight gets norm_weight_offset added first (above).
    name: a Hugging Face name listed above that this model uses, or a fused
    tensor or GPT-NeoX or Falcon name listed above, whose parts are set.
-   src_dtype: the dtype of data. ndim, shape: data's shape, which must be the
-   weight's. bytes: must equal the product of shape times the dtype size.
+   src_dtype: the dtype of data, or a block dtype (RILL_DTYPE_Q8_0 ...) for
+   a linear layer's 2-dim weight, which is then stored as it is (its blocks;
+   rows of whole blocks) and runs through the block gemm; a norm weight,
+   bias or gain of a block dtype is refused with RILL_ERROR_DTYPE.
+   ndim, shape: data's shape, which must be the weight's. bytes: must equal
+   the product of shape times the dtype size (for a block dtype: rows times
+   rill_dtype_block_bytes per block of the row).
    Errors: RILL_ERROR_NOT_FOUND for a name the model does not use (named; for
    a fused tensor the model cannot use, such as gate_up_proj without a gated
    MLP, also why), RILL_ERROR_SHAPE for a shape that is not the weight's (both
