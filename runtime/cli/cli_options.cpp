@@ -81,7 +81,8 @@ bool set_load_dtypes(const char* command, const char* dtype_name, const char* we
   // An element dtype: the matrices stay in the compute dtype, so it is that.
   rill_dtype matrices = RILL_DTYPE_F32;
   if (!parse_dtype_name(weight_format_name, matrices)) {
-    std::fprintf(stderr, "rill %s: --weight-format: expected q8_0, q4_0, q4_k, q5_k, q6_k, f32, f16 or bf16, got '%s'\n",
+    std::fprintf(stderr,
+                 "rill %s: --weight-format: expected q8_0, q4_0, q4_k, q5_k, q6_k, f32, f16 or bf16, got '%s'\n",
                  command, weight_format_name);
     return false;
   }

@@ -662,6 +662,7 @@ class Forward {
 };
 
 }  // namespace
+
 rill_status check_block_weight_support(const char* fn, const rill_model& model) {
   std::vector<rill_dtype> asked;
   for (const Weight& weight : model.weights) {
@@ -674,8 +675,8 @@ rill_status check_block_weight_support(const char* fn, const rill_model& model) 
   return RILL_OK;
 }
 
-rill_status check_gemm_weight_support(const char* fn, const rill_context& ctx, rill_dtype activations, const rill_tensor& w,
-                                      const std::string& name) {
+rill_status check_gemm_weight_support(const char* fn, const rill_context& ctx, rill_dtype activations,
+                                      const rill_tensor& w, const std::string& name) {
   if (!rill_backend_dtype_is_block(w.dtype)) return RILL_OK;
   rill_backend_op_desc desc{};
   desc.struct_size = sizeof desc;

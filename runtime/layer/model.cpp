@@ -469,7 +469,8 @@ RILL_API rill_status rill_model_set_weight(rill_model* model, const char* name, 
     const std::vector<int64_t>& expected = fused != nullptr ? fused->shape : weight->shape;
     if (rill_dtype_block_elements(src_dtype) == 0) {
       return rill::fail(RILL_ERROR_INVALID_ARGUMENT,
-                        f + ": src_dtype: expected RILL_DTYPE_F32, _F16, _BF16 or a block dtype (_Q8_0 ... _Q6_K), got " +
+                        f + ": src_dtype: expected RILL_DTYPE_F32, _F16, _BF16 or a block dtype (_Q8_0 ... _Q6_K), "
+                            "got " +
                             rill::enum_name(src_dtype));
     }
     if (ndim < 1 || ndim > RILL_MAX_DIMS || shape == nullptr) {

@@ -148,10 +148,11 @@ void release_scratch(rill_model& model);
 
 // RILL_ERROR_UNSUPPORTED, naming the weight, its dtype and the backend, when
 // the context's backend cannot run gemm with one of the model's block
-// weights (each block dtype asked once), or with w (named name) for activations of that dtype.
+// weights (each block dtype asked once), or with w (named name) for
+// activations of that dtype.
 rill_status check_block_weight_support(const char* fn, const rill_model& model);
-rill_status check_gemm_weight_support(const char* fn, const rill_context& ctx, rill_dtype activations, const rill_tensor& w,
-                                      const std::string& name);
+rill_status check_gemm_weight_support(const char* fn, const rill_context& ctx, rill_dtype activations,
+                                      const rill_tensor& w, const std::string& name);
 
 // The product of shape's dims.
 size_t element_count(const std::vector<int64_t>& shape);

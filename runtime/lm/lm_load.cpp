@@ -203,8 +203,9 @@ rill_status quantize_table(const std::string& where, rill_context& ctx, const io
       quant::quantize_row(dst.dtype, f32.data() + r * cols, blocks.data() + static_cast<size_t>(r) * row_bytes, cols);
     }
     clear_backend_message();
-    const rill_status status = ctx.backend->table->buffer_write(ctx.impl, dst.buffer, static_cast<size_t>(first) * row_bytes,
-                                                                blocks.data(), static_cast<size_t>(count) * row_bytes);
+    const rill_status status =
+        ctx.backend->table->buffer_write(ctx.impl, dst.buffer, static_cast<size_t>(first) * row_bytes, blocks.data(),
+                                         static_cast<size_t>(count) * row_bytes);
     if (status != RILL_OK) return backend_failure(where.c_str(), ctx.backend->name, status);
   }
   return RILL_OK;
