@@ -874,8 +874,13 @@ RILL_API void rill_model_destroy(rill_model* model);
    nearest even); a norm weight gets norm_weight_offset added first (above).
    name: a Hugging Face name listed above that this model uses, or a fused
    tensor or GPT-NeoX or Falcon name listed above, whose parts are set.
-   src_dtype: the dtype of data. ndim, shape: data's shape, which must be the
-   weight's. bytes: must equal the product of shape times the dtype size.
+   src_dtype: the dtype of data, or a block dtype (RILL_DTYPE_Q8_0 ...) for
+   a linear layer's 2-dim weight, which is then stored as it is (its blocks;
+   rows of whole blocks) and runs through the block gemm; a norm weight,
+   bias or gain of a block dtype is refused with RILL_ERROR_DTYPE.
+   ndim, shape: data's shape, which must be the weight's. bytes: must equal
+   the product of shape times the dtype size (for a block dtype: rows times
+   rill_dtype_block_bytes per block of the row).
    Errors: RILL_ERROR_NOT_FOUND for a name the model does not use (named; for
    a fused tensor the model cannot use, such as gate_up_proj without a gated
    MLP, also why), RILL_ERROR_SHAPE for a shape that is not the weight's (both
@@ -972,6 +977,17 @@ typedef struct rill_lm_load_options {
   uint32_t struct_size;    /* sizeof(rill_lm_load_options) */
   uint32_t override_dtype; /* nonzero: compute in dtype; 0: the checkpoint's torch_dtype (f32 when absent) */
   rill_dtype dtype;        /* read only with override_dtype */
+  /* RILL_DTYPE_F32 (the default): weight matrices in the compute dtype. A
+     block dtype (RILL_DTYPE_Q8_0 ... _Q6_K): every weight matrix given in
+     f32/f16/bf16 (the decoder's linear layers, the token embedding and the
+     LM head) is quantized to it as it is loaded, with rill's reference
+     quantizer (docs/QUANTIZATION.md); norms, biases and gains stay in the
+     compute dtype, and tensors a GGUF file already holds in a block dtype
+     are kept as they are. Each matrix's rows must be whole blocks (32
+     elements, 256 for the K formats), else RILL_ERROR_SHAPE names it. A
+     backend that cannot run the format refuses the load with
+     RILL_ERROR_UNSUPPORTED naming the backend and the format. */
+  rill_dtype weight_format;
 } rill_lm_load_options;
 
 /* Sets struct_size and the defaults: no override (the checkpoint's dtype).
@@ -989,9 +1005,12 @@ RILL_API void rill_lm_load_options_init(rill_lm_load_options* options);
                              or the family's own names for them;
      generation_config.json  optional: EOS and BOS ids, sampling defaults.
    A path ending in ".gguf" is loaded instead as one GGUF file (v2 or v3):
-   its architecture metadata, F32/F16/BF16 tensors and special ids
-   (docs/GGUF.md lists the architectures and keys read and refused).
-   Weights are memory-mapped and converted once to the compute dtype.
+   its architecture metadata, F32/F16/BF16 tensors, Q8_0/Q4_0/Q4_K/Q5_K/Q6_K
+   tensors (kept in their block dtype: the compute dtype is then f32 unless
+   overridden) and special ids (docs/GGUF.md lists the architectures and keys
+   read and refused).
+   Weights are memory-mapped and converted once to the compute dtype (or
+   quantized to options->weight_format).
    All-or-nothing: every shard is opened and validated (and checked against
    the index) before the model is made, each shard's tensors are checked
    before any of its weights is stored, and every tensor of the checkpoint

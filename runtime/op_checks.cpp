@@ -100,4 +100,24 @@ rill_status OpChecks::epsilon(float eps) const {
   return failure(RILL_ERROR_INVALID_ARGUMENT, "eps: expected a finite value >= 0, got " + std::to_string(eps));
 }
 
+// A version 3 backend would read the blocks as floats.
+rill_status check_block_weights(const char* function, const OpChecks& check, const rill_context& ctx,
+                                const rill_backend_op_desc& desc, const char* weight_name) {
+  const Backend& backend = *ctx.backend;
+  const std::string what = std::string(weight_name) + ": " + rill_dtype_name(desc.weight_dtype) + " weights: the " +
+                           backend.name + " backend ";
+  if (backend.abi_version < 4) {
+    return check.failure(RILL_ERROR_UNSUPPORTED, what + "speaks interface version " +
+                                                     std::to_string(backend.abi_version) +
+                                                     ", and block formats need version 4");
+  }
+  const auto supports = RILL_BACKEND_OP(backend, supports);
+  if (supports == nullptr) {
+    return check.failure(RILL_ERROR_UNSUPPORTED, what + "has no capability query to accept them with");
+  }
+  clear_backend_message();
+  const rill_status status = supports(ctx.impl, &desc);
+  return status == RILL_OK ? RILL_OK : backend_failure(function, backend.name, status);
+}
+
 }  // namespace rill

@@ -55,6 +55,12 @@ class OpChecks {
   const rill_context* ctx_;
 };
 
+// A gemm or get_rows whose weights (desc.weight_dtype) are of a block dtype
+// runs only on a version 4 backend whose capability query accepts it; the
+// refusal names weight_name, the dtype and the backend.
+rill_status check_block_weights(const char* function, const OpChecks& check, const rill_context& ctx,
+                                const rill_backend_op_desc& desc, const char* weight_name);
+
 // Calls a backend op that may be absent: RILL_ERROR_UNSUPPORTED when it is,
 // the backend's failure with its message when the call fails.
 template <class Fn, class... Args>

@@ -159,17 +159,11 @@ int64_t staged_rows(const rill_tensor& tensor) {
   return std::max<int64_t>(1, static_cast<int64_t>(kStagingElements) / tensor.shape[1]);
 }
 
-// The largest magnitude a block tensor takes: with it every format's f16
-// scales stay finite (Q4_0's d = max / 8 is the first to overflow, past 2^19).
-constexpr float kLargestQuantizable = 262144.0f;  // 2^18
-
 rill_status write_quantized(const std::string& where, rill_tensor& tensor, const float* src) {
-  for (size_t i = 0; i < tensor.numel; ++i) {
-    if (!(std::fabs(src[i]) <= kLargestQuantizable)) {
-      return fail(RILL_ERROR_INVALID_ARGUMENT,
-                  where + ": src[" + std::to_string(i) + "]: a " + rill_dtype_name(tensor.dtype) +
-                      " tensor takes finite values of magnitude at most 2^18 = 262144, got " + std::to_string(src[i]));
-    }
+  if (const size_t i = quant::first_unquantizable(src, tensor.numel); i < tensor.numel) {
+    return fail(RILL_ERROR_INVALID_ARGUMENT,
+                where + ": src[" + std::to_string(i) + "]: a " + rill_dtype_name(tensor.dtype) +
+                    " tensor takes finite values of magnitude at most 2^18 = 262144, got " + std::to_string(src[i]));
   }
   const int64_t rows = tensor.shape[0], cols = tensor.shape[1], batch = staged_rows(tensor);
   const size_t row_bytes = quant::row_bytes(tensor.dtype, cols);

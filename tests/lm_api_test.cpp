@@ -23,6 +23,7 @@ using rill_test::expect_failure;
 static_assert(offsetof(rill_lm_load_options, struct_size) == 0);
 static_assert(offsetof(rill_lm_load_options, override_dtype) == 4);
 static_assert(offsetof(rill_lm_load_options, dtype) == 8);
+static_assert(offsetof(rill_lm_load_options, weight_format) == 12);
 static_assert(offsetof(rill_lm_info, struct_size) == 0);
 static_assert(offsetof(rill_lm_info, vocab_size) == 4);
 static_assert(offsetof(rill_lm_info, hidden_size) == 8);
@@ -195,6 +196,15 @@ TEST_CASE("rill_lm_load checks its arguments") {
   options.dtype = static_cast<rill_dtype>(9);
   expect_failure(rill_lm_load(c.ctx, folder.c_str(), &options, &lm), RILL_ERROR_INVALID_ARGUMENT,
                  {"options->dtype", "9"});
+  rill_lm_load_options_init(&options);
+  CHECK(options.weight_format == RILL_DTYPE_F32);
+  options.weight_format = RILL_DTYPE_F16;
+  expect_failure(rill_lm_load(c.ctx, folder.c_str(), &options, &lm), RILL_ERROR_INVALID_ARGUMENT,
+                 {"options->weight_format", "RILL_DTYPE_F16", "override_dtype"});
+  // Rows of kHidden = 4 elements are no whole Q8_0 block: refused by weight name, nothing kept.
+  options.weight_format = RILL_DTYPE_Q8_0;
+  expect_failure(rill_lm_load(c.ctx, folder.c_str(), &options, &lm), RILL_ERROR_SHAPE,
+                 {"model.layers.0.self_attn.q_proj.weight", "q8_0", "multiple of 32"});
   expect_failure(rill_lm_load(c.ctx, (folder + "_absent").c_str(), nullptr, &lm), RILL_ERROR_IO,
                  {"config.json", "cannot open"});
   CHECK(lm == nullptr);

@@ -155,6 +155,7 @@ namespace Rill
         public uint StructSize;
         public uint OverrideDtype;
         public DType Dtype;
+        public DType WeightFormat;
     }
 
     /// <summary>rill_lm_info, field for field. Set StructSize before rill_lm_get_info.</summary>

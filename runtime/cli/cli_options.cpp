@@ -62,6 +62,42 @@ bool parse_dtype_name(const char* name, rill_dtype& out) {
   return false;
 }
 
+bool set_load_dtypes(const char* command, const char* dtype_name, const char* weight_format_name,
+                     rill_lm_load_options& options) {
+  if (dtype_name != nullptr) {
+    if (!parse_dtype_name(dtype_name, options.dtype)) {
+      std::fprintf(stderr, "rill %s: --dtype: expected f32, f16 or bf16, got '%s'\n", command, dtype_name);
+      return false;
+    }
+    options.override_dtype = 1;
+  }
+  if (weight_format_name == nullptr) return true;
+  for (rill_dtype format : {RILL_DTYPE_Q8_0, RILL_DTYPE_Q4_0, RILL_DTYPE_Q4_K, RILL_DTYPE_Q5_K, RILL_DTYPE_Q6_K}) {
+    if (std::strcmp(weight_format_name, rill_dtype_name(format)) == 0) {
+      options.weight_format = format;
+      return true;
+    }
+  }
+  // An element dtype: the matrices stay in the compute dtype, so it is that.
+  rill_dtype matrices = RILL_DTYPE_F32;
+  if (!parse_dtype_name(weight_format_name, matrices)) {
+    std::fprintf(stderr,
+                 "rill %s: --weight-format: expected q8_0, q4_0, q4_k, q5_k, q6_k, f32, f16 or bf16, got '%s'\n",
+                 command, weight_format_name);
+    return false;
+  }
+  if (options.override_dtype != 0 && options.dtype != matrices) {
+    std::fprintf(stderr,
+                 "rill %s: --weight-format %s: f32, f16 and bf16 matrices are kept in the compute dtype, and --dtype "
+                 "gives %s\n",
+                 command, weight_format_name, dtype_name);
+    return false;
+  }
+  options.override_dtype = 1;
+  options.dtype = matrices;
+  return true;
+}
+
 bool read_text(const std::string& path, std::string& out, std::string& error) {
   switch (rill::io::read_text_file(path, out, error)) {
     case rill::io::ReadResult::ok: return true;

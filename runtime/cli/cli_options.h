@@ -29,6 +29,13 @@ bool parse_ids_option(const char* command, const std::string& text, std::vector<
 // f32, f16 or bf16 as a dtype; false for anything else.
 bool parse_dtype_name(const char* name, rill_dtype& out);
 
+// --dtype and --weight-format (either may be NULL: not given) into options;
+// false, with the reason on stderr, for a bad or contradictory value.
+// --weight-format q8_0 ... q6_k quantizes the matrices at load; f32, f16 or
+// bf16 keeps them in that compute dtype.
+bool set_load_dtypes(const char* command, const char* dtype_name, const char* weight_format_name,
+                     rill_lm_load_options& options);
+
 // The whole file as text; false with error saying why when it cannot be read
 // (missing, not a regular file, ...).
 bool read_text(const std::string& path, std::string& out, std::string& error);

@@ -17,5 +17,6 @@ int model_demo_main(int argc, char** argv);  // rill demo: a decoder stack; --op
 int logits_main(int argc, char** argv);      // rill logits: a Hugging Face folder's logits for token ids
 int tokenize_main(int argc, char** argv);  // rill tokenize: the ids of a text under a tokenizer.json
 int generate_main(int argc, char** argv);  // rill generate: text from a Hugging Face model folder
+int quantize_main(int argc, char** argv);  // rill quantize: a GGUF file's matrices in a block format
 
 }  // namespace rill_cli

@@ -21,6 +21,7 @@ const Command kCommands[] = {
     {"logits", "the logits (.npy) of token ids from a Hugging Face model folder", rill_cli::logits_main},
     {"tokenize", "the token ids of a text under a Hugging Face tokenizer (tokenizer.json)", rill_cli::tokenize_main},
     {"generate", "the main job: text generated from a Hugging Face model folder", rill_cli::generate_main},
+    {"quantize", "a GGUF file's weight matrices quantized (q8_0 ... q6_k, q4_k_m) into a new GGUF", rill_cli::quantize_main},
 };
 
 void print_usage(std::FILE* to) {

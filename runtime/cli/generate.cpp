@@ -24,7 +24,7 @@ void print_help(std::FILE* to) {
                "usage: rill generate --model PATH (--prompt TEXT | --ids \"1 2 3\") [--max-new-tokens N]\n"
                "                     [--temperature T] [--top-k K] [--top-p P] [--min-p P] [--seed S]\n"
                "                     [--backend NAME | --config FILE] [--dtype f32|f16|bf16] [--print-ids]\n"
-               "                     [--stats]\n\n"
+               "                     [--weight-format q8_0|q4_0|q4_k|q5_k|q6_k|f32|f16|bf16] [--stats]\n\n"
                "Loads the Hugging Face model folder PATH, runs the prompt through it and streams the\n"
                "generated text to stdout until an end-of-sequence id or the token budget.\n"
                "  --prompt TEXT        the prompt, encoded with the folder's tokenizer\n"
@@ -38,6 +38,9 @@ void print_help(std::FILE* to) {
                "  --backend NAME       cpu, vulkan, cuda, ... (default: the library's choice)\n"
                "  --config FILE        TOML config (see rill.h), e.g. the CPU backend's threads\n"
                "  --dtype D            compute dtype (default: the checkpoint's)\n"
+               "  --weight-format F    quantize the weight matrices to F as they load (q8_0 ... q6_k; norms,\n"
+               "                       biases stay in the compute dtype; a GGUF file's blocks are kept);\n"
+               "                       f32, f16 or bf16: matrices in that compute dtype (docs/QUANTIZATION.md)\n"
                "  --print-ids          print only the generated token ids, space-separated, on one line\n"
                "  --stats              print the timings line below on stderr even when it is not a terminal\n"
                "On a terminal, stderr shows progress and, at the end, the time to first token (the prompt's\n"
@@ -117,6 +120,7 @@ int generate_main(int argc, char** argv) {
   std::string model_path, ids_text;
   const char* prompt = nullptr;
   const char* dtype_name = nullptr;
+  const char* weight_format_name = nullptr;
   int max_new_tokens = 256;
   bool print_ids = false;
   bool stats = false;
@@ -152,6 +156,7 @@ int generate_main(int argc, char** argv) {
     else if (arg == "--prompt") prompt = value;
     else if (arg == "--ids") ids_text = value;
     else if (arg == "--dtype") dtype_name = value;
+    else if (arg == "--weight-format") weight_format_name = value;
     else if (arg == "--max-new-tokens") ok = parse_int_option("generate", "--max-new-tokens", value, 1, INT32_MAX, max_new_tokens);
     else if (arg == "--temperature") ok = parse_float_option("--temperature", value, 0.0f, 1e6f, temperature);
     else if (arg == "--top-k") ok = parse_int_option("generate", "--top-k", value, 0, INT32_MAX, top_k);
@@ -172,13 +177,7 @@ int generate_main(int argc, char** argv) {
   }
   rill_lm_load_options load_options;
   rill_lm_load_options_init(&load_options);
-  if (dtype_name != nullptr) {
-    load_options.override_dtype = 1;
-    if (!parse_dtype_name(dtype_name, load_options.dtype)) {
-      std::fprintf(stderr, "rill generate: --dtype: expected f32, f16 or bf16, got '%s'\n", dtype_name);
-      return 2;
-    }
-  }
+  if (!set_load_dtypes("generate", dtype_name, weight_format_name, load_options)) return 2;
   std::vector<int32_t> ids;
   if (!ids_text.empty() && !parse_ids_option("generate", ids_text, ids)) return 2;
 

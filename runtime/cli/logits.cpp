@@ -19,12 +19,14 @@ namespace {
 void print_help(std::FILE* to) {
   std::fprintf(to,
                "usage: rill logits --model PATH --ids \"1 2 3\" --output logits.npy [--backend NAME]\n"
-               "                   [--dtype f32|f16|bf16] [--decode-from N]\n\n"
+               "                   [--dtype f32|f16|bf16] [--weight-format F] [--decode-from N]\n\n"
                "Loads the Hugging Face model folder PATH (config.json, model.safetensors or its sharded\n"
                "index; docs/MODELS.md) and writes the float32 logits of the T token ids, [T, vocab], to\n"
                "the .npy file.\n"
                "  --backend NAME     auto, cpu, cuda, vulkan or a plugin (default: auto)\n"
                "  --dtype D          compute dtype (default: the checkpoint's torch_dtype, else f32)\n"
+               "  --weight-format F  q8_0, q4_0, q4_k, q5_k or q6_k: quantize the weight matrices as they\n"
+               "                     load; f32, f16 or bf16: matrices in that compute dtype\n"
                "  --decode-from N    ids [0, N) run as one prefill, every later id as a decode step\n"
                "                     against the KV cache (0 <= N <= T); without it one prefill, no cache\n");
 }
@@ -55,6 +57,7 @@ int logits_main(int argc, char** argv) {
   std::string model_path, ids_text, output_path;
   RuntimeOptions runtime;
   const char* dtype_name = nullptr;
+  const char* weight_format_name = nullptr;
   int decode_from = -1;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
@@ -63,7 +66,7 @@ int logits_main(int argc, char** argv) {
       return 0;
     }
     const bool takes_value = arg == "--model" || arg == "--ids" || arg == "--output" || arg == "--backend" ||
-                             arg == "--dtype" || arg == "--decode-from";
+                             arg == "--dtype" || arg == "--weight-format" || arg == "--decode-from";
     if (!takes_value) {
       std::fprintf(stderr, "rill logits: unexpected argument '%s'\n", arg.c_str());
       print_help(stderr);
@@ -79,6 +82,8 @@ int logits_main(int argc, char** argv) {
       if (!parse_int_option("logits", "--decode-from", argv[++i], 0, INT32_MAX, decode_from)) return 2;
     } else if (arg == "--dtype") {
       dtype_name = argv[++i];
+    } else if (arg == "--weight-format") {
+      weight_format_name = argv[++i];
     } else {
       (arg == "--model" ? model_path : arg == "--ids" ? ids_text : output_path) = argv[++i];
     }
@@ -94,13 +99,7 @@ int logits_main(int argc, char** argv) {
   if (output_overwrites_input("logits", output_path, {{"--model", model_path}})) return 2;
   rill_lm_load_options options;
   rill_lm_load_options_init(&options);
-  if (dtype_name != nullptr) {
-    if (!parse_dtype_name(dtype_name, options.dtype)) {
-      std::fprintf(stderr, "rill logits: --dtype: expected f32, f16 or bf16, got '%s'\n", dtype_name);
-      return 2;
-    }
-    options.override_dtype = 1;
-  }
+  if (!set_load_dtypes("logits", dtype_name, weight_format_name, options)) return 2;
   std::vector<int32_t> ids;
   if (!parse_ids_option("logits", ids_text, ids)) return 2;
   const auto tokens = static_cast<int32_t>(ids.size());

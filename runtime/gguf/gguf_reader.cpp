@@ -22,31 +22,6 @@ constexpr uint64_t kMaxNameBytes = 65535; // the format's bound on key and tenso
 constexpr uint64_t kMinKeyValueBytes = 8 + 1 + 4 + 1;
 constexpr uint64_t kMinTensorInfoBytes = 8 + 1 + 4 + 8 + 4 + 8;
 
-// Bytes of one scalar of type, or 0 for STRING / ARRAY / an unknown id.
-uint64_t scalar_bytes(ValueType type) {
-  switch (type) {
-    case ValueType::U8:
-    case ValueType::I8:
-    case ValueType::BOOL:
-      return 1;
-    case ValueType::U16:
-    case ValueType::I16:
-      return 2;
-    case ValueType::U32:
-    case ValueType::I32:
-    case ValueType::F32:
-      return 4;
-    case ValueType::U64:
-    case ValueType::I64:
-    case ValueType::F64:
-      return 8;
-    case ValueType::STRING:
-    case ValueType::ARRAY:
-      break;
-  }
-  return 0;
-}
-
 bool is_known_value_type(uint32_t id) { return id <= static_cast<uint32_t>(ValueType::F64); }
 
 template <class T>
@@ -124,6 +99,30 @@ bool load_f64(ValueType type, const unsigned char* p, double& out) {
 }
 
 }  // namespace
+
+uint64_t scalar_bytes(ValueType type) {
+  switch (type) {
+    case ValueType::U8:
+    case ValueType::I8:
+    case ValueType::BOOL:
+      return 1;
+    case ValueType::U16:
+    case ValueType::I16:
+      return 2;
+    case ValueType::U32:
+    case ValueType::I32:
+    case ValueType::F32:
+      return 4;
+    case ValueType::U64:
+    case ValueType::I64:
+    case ValueType::F64:
+      return 8;
+    case ValueType::STRING:
+    case ValueType::ARRAY:
+      break;
+  }
+  return 0;
+}
 
 const char* value_type_name(ValueType type) {
   switch (type) {

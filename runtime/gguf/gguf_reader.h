@@ -41,6 +41,9 @@ enum class ValueType : uint32_t {
 // "u32", "string", ... for messages.
 const char* value_type_name(ValueType type);
 
+// Bytes of one scalar of type, or 0 for STRING / ARRAY / an unknown id.
+uint64_t scalar_bytes(ValueType type);
+
 // One metadata value. Scalars and numeric array elements are read from the
 // parsed bytes on access (little-endian, as stored); strings are views into
 // those bytes. Everything borrows the bytes handed to parse().
@@ -64,6 +67,11 @@ class Value {
   bool element_i64(uint64_t i, int64_t& out) const;
   bool element_f64(uint64_t i, double& out) const;
   bool element_string(uint64_t i, std::string_view& out) const;
+
+  // The scalar's bytes, or a numeric array's first element's, as stored
+  // (little-endian; size() * scalar_bytes(element_type()) of them for an
+  // array): what a writer copies.
+  const unsigned char* raw() const { return raw_; }
 
  private:
   friend class Parser;

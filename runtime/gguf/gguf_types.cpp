@@ -38,6 +38,21 @@ bool tensor_type_to_rill(uint32_t type_id, rill_dtype& out) {
     case 30:
       out = RILL_DTYPE_BF16;
       return true;
+    case 2:
+      out = RILL_DTYPE_Q4_0;
+      return true;
+    case 8:
+      out = RILL_DTYPE_Q8_0;
+      return true;
+    case 12:
+      out = RILL_DTYPE_Q4_K;
+      return true;
+    case 13:
+      out = RILL_DTYPE_Q5_K;
+      return true;
+    case 14:
+      out = RILL_DTYPE_Q6_K;
+      return true;
     default:
       return false;
   }

@@ -143,29 +143,17 @@ bool write_npy_f32(const std::string& path, const std::vector<int64_t>& shape, c
   dict.append((64 - unpadded % 64) % 64, ' ');
   dict += '\n';
   if (dict.size() > 65535) return error = path + ": shape too long for a version 1.0 header", false;
-  // Written beside path and renamed over it once complete, so that a failed
-  // write never leaves a file at path that looks like a result.
-  const std::string partial = path + ".partial-" + std::to_string(platform::process_id());
-  File file(platform::open_file(partial, "wb"));
-  if (!file) return error = path + ": cannot create: " + std::strerror(errno), false;
   const unsigned char version_and_length[4] = {1, 0, static_cast<unsigned char>(dict.size() & 0xff),
                                                static_cast<unsigned char>(dict.size() >> 8)};
-  bool ok = std::fwrite(kMagic, 1, kMagicBytes, file.get()) == kMagicBytes &&
-            std::fwrite(version_and_length, 1, 4, file.get()) == 4 &&
-            std::fwrite(dict.data(), 1, dict.size(), file.get()) == dict.size() &&
-            std::fwrite(data, sizeof(float), static_cast<size_t>(count), file.get()) == count;
-  ok = (std::fclose(file.release()) == 0) && ok;
-  if (!ok) {
-    error = path + ": write failed: " + std::strerror(errno);
-    std::remove(partial.c_str());
-    return false;
-  }
-  if (std::rename(partial.c_str(), path.c_str()) != 0) {
-    error = path + ": cannot create: " + std::strerror(errno);
-    std::remove(partial.c_str());
-    return false;
-  }
-  return true;
+  return platform::write_file_replacing(
+      path,
+      [&](std::FILE* file) {
+        return std::fwrite(kMagic, 1, kMagicBytes, file) == kMagicBytes &&
+               std::fwrite(version_and_length, 1, 4, file) == 4 &&
+               std::fwrite(dict.data(), 1, dict.size(), file) == dict.size() &&
+               std::fwrite(data, sizeof(float), static_cast<size_t>(count), file) == count;
+      },
+      error);
 }
 
 }  // namespace rill::io

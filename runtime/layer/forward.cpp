@@ -89,7 +89,7 @@ class Forward {
       const rill_status status = supports(ctx_.impl, &needed.desc);
       if (status != RILL_OK) return backend_failure(fn_, b.name, status);
     }
-    return RILL_OK;
+    return check_block_weight_support(fn_, model_);
   }
 
   rill_status ensure_scratch() {
@@ -662,6 +662,33 @@ class Forward {
 };
 
 }  // namespace
+
+rill_status check_block_weight_support(const char* fn, const rill_model& model) {
+  std::vector<rill_dtype> asked;
+  for (const Weight& weight : model.weights) {
+    if (weight.tensor == nullptr || !rill_backend_dtype_is_block(weight.tensor->dtype)) continue;
+    const rill_dtype dtype = weight.tensor->dtype;
+    if (std::find(asked.begin(), asked.end(), dtype) != asked.end()) continue;
+    asked.push_back(dtype);
+    RILL_CHECK(check_gemm_weight_support(fn, *model.context, model.desc.dtype, *weight.tensor, weight.name));
+  }
+  return RILL_OK;
+}
+
+rill_status check_gemm_weight_support(const char* fn, const rill_context& ctx, rill_dtype activations,
+                                      const rill_tensor& w, const std::string& name) {
+  if (!rill_backend_dtype_is_block(w.dtype)) return RILL_OK;
+  rill_backend_op_desc desc{};
+  desc.struct_size = sizeof desc;
+  desc.op = RILL_BACKEND_OP_GEMM;
+  desc.dtype = activations;
+  desc.rows = 1;
+  desc.cols = w.shape[1];
+  desc.n = w.shape[0];
+  desc.weight_dtype = w.dtype;
+  return check_block_weights(fn, OpChecks(fn, &ctx), ctx, desc, name.c_str());
+}
+
 }  // namespace rill::layer
 
 extern "C" {

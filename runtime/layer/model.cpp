@@ -9,6 +9,7 @@
 #include "enum_names.h"
 #include "errors.h"
 #include "io/safetensors.h"
+#include "quant.h"
 #include "rotary_layout.h"
 #include "tensors.h"
 
@@ -160,13 +161,32 @@ void add_checkpoint_names(rill_model& model, int32_t i, const LayerWeights& w) {
 // Converts a weight from host memory into its tensor (created on first use).
 // A norm weight gets norm_weight_offset added in f32 and the sum rounded
 // once to the model dtype (adding in f16 or bf16 would round twice).
+// Block weights (a GGUF file's) are kept as they are, in their own dtype;
+// only a linear layer's 2-dim weight may be one, since only gemm takes block
+// weights. With a block weight_format, 2-dim weights of an element dtype are
+// quantized to it (tensor_write_f32 quantizes into a block tensor).
 rill_status store_weight(const char* function, rill_model& model, Weight& weight, rill_dtype src_dtype,
                          const void* data, size_t count) {
   const std::string where = std::string(function) + ": weight '" + weight.name + "'";
+  const bool block = quant::is_block(src_dtype);
+  if (block && (weight.shape.size() != 2 || weight.norm_weight || (weight.rotary_rows && model.desc.rope_interleave))) {
+    return fail(RILL_ERROR_DTYPE, where + ": a " + rill_dtype_name(src_dtype) +
+                                      " (block) weight must be a linear layer's 2-dim weight matrix; norms, biases "
+                                      "and gains (and interleaved rotary rows) take f32, f16 or bf16");
+  }
+  const bool quantize = !block && quant::is_block(model.weight_format) && weight.shape.size() == 2 &&
+                        !weight.norm_weight;
+  const rill_dtype dtype = block ? src_dtype : quantize ? model.weight_format : model.desc.dtype;
+  if (weight.tensor != nullptr && weight.tensor->dtype != dtype) {
+    tensor_destroy(weight.tensor);
+    weight.tensor = nullptr;
+  }
   if (weight.tensor == nullptr) {
-    RILL_CHECK(tensor_create(where, *model.context, model.desc.dtype, static_cast<int32_t>(weight.shape.size()),
+    RILL_CHECK(tensor_create(where, *model.context, dtype, static_cast<int32_t>(weight.shape.size()),
                              weight.shape.data(), weight.tensor));
   }
+  if (block) return tensor_write(where, *weight.tensor, data, count / weight.shape[1] *
+                                                                 quant::row_bytes(src_dtype, weight.shape[1]));
   std::vector<unsigned char> half_split;
   if (weight.rotary_rows && model.desc.rope_interleave != 0) {
     const auto rows = static_cast<size_t>(weight.shape[0]);
@@ -176,7 +196,7 @@ rill_status store_weight(const char* function, rill_model& model, Weight& weight
     data = half_split.data();
   }
   const float offset = weight.norm_weight ? model.desc.norm_weight_offset : 0.0f;
-  if (src_dtype == model.desc.dtype && offset == 0.0f) {
+  if (src_dtype == model.desc.dtype && offset == 0.0f && !quantize) {
     return tensor_write(where, *weight.tensor, data, count * rill_dtype_size(src_dtype));
   }
   std::vector<float> f32(count);
@@ -190,10 +210,9 @@ rill_status store_weight(const char* function, rill_model& model, Weight& weight
 // Stores the weights a fused tensor holds, from its host data in src_dtype.
 rill_status store_fused(const char* function, rill_model& model, const FusedWeight& fused, rill_dtype src_dtype,
                         const void* data) {
-  const size_t esize = rill_dtype_size(src_dtype);
   size_t row_elements = 1;
   for (size_t k = 1; k < fused.shape.size(); ++k) row_elements *= static_cast<size_t>(fused.shape[k]);
-  const size_t row_bytes = row_elements * esize;
+  const size_t row_bytes = quant::row_bytes(src_dtype, static_cast<int64_t>(row_elements));
   const auto groups = static_cast<size_t>(fused.groups);
   const size_t group_rows = static_cast<size_t>(fused.shape[0]) / groups;
   const auto* src = static_cast<const unsigned char*>(data);
@@ -203,7 +222,7 @@ rill_status store_fused(const char* function, rill_model& model, const FusedWeig
     const size_t rows = static_cast<size_t>(weight.shape[0]) / groups;
     const size_t count = rows * groups * row_elements;
     if (fused.parts.size() == 1) return store_weight(function, model, weight, src_dtype, data, count);
-    std::vector<unsigned char> part(count * esize);
+    std::vector<unsigned char> part(rows * groups * row_bytes);
     for (size_t g = 0; g < groups; ++g) {
       std::memcpy(part.data() + g * rows * row_bytes, src + (g * group_rows + first_row) * row_bytes,
                   rows * row_bytes);
@@ -247,7 +266,8 @@ rill_status load_tensors(const char* fn, rill_model& model, const std::string& p
   auto take = [&](const io::SafetensorsTensor& t, const std::vector<int64_t>& expected,
                   const std::vector<int32_t>& weights, Source source) -> rill_status {
     const std::string where = f + ": " + path + ": tensor '" + t.name + "': ";
-    if (!io::safetensors_dtype_to_rill(t.dtype, source.dtype)) {
+    // A GGUF view may hold a block dtype, under rill's name for it.
+    if (!io::safetensors_dtype_to_rill(t.dtype, source.dtype) && !quant::dtype_from_name(t.dtype, source.dtype)) {
       return fail(RILL_ERROR_IO, where + "dtype " + t.dtype + " is not supported; expected F32, F16 or BF16");
     }
     if (t.shape != expected) {
@@ -286,9 +306,15 @@ rill_status load_tensors(const char* fn, rill_model& model, const std::string& p
     RILL_CHECK(s.fused != nullptr
                    ? store_fused(fn, model, *s.fused, s.dtype, s.tensor->data)
                    : store_weight(fn, model, model.weights[static_cast<size_t>(s.weight)], s.dtype,
-                                               s.tensor->data, s.tensor->bytes / rill_dtype_size(s.dtype)));
+                                               s.tensor->data, element_count(s.tensor->shape)));
   }
   return RILL_OK;
+}
+
+size_t element_count(const std::vector<int64_t>& shape) {
+  size_t count = 1;
+  for (int64_t dim : shape) count *= static_cast<size_t>(dim);
+  return count;
 }
 
 std::string dims_text(const std::vector<int64_t>& shape) {
@@ -441,9 +467,11 @@ RILL_API rill_status rill_model_set_weight(rill_model* model, const char* name, 
     rill::layer::Weight* weight = fused == nullptr ? &model->weights[static_cast<size_t>(found->second)] : nullptr;
     const std::string& weight_name = fused != nullptr ? fused->name : weight->name;
     const std::vector<int64_t>& expected = fused != nullptr ? fused->shape : weight->shape;
-    if (rill_dtype_size(src_dtype) == 0) {
+    if (rill_dtype_block_elements(src_dtype) == 0) {
       return rill::fail(RILL_ERROR_INVALID_ARGUMENT,
-                        f + ": src_dtype: expected RILL_DTYPE_F32, _F16 or _BF16, got " + rill::enum_name(src_dtype));
+                        f + ": src_dtype: expected RILL_DTYPE_F32, _F16, _BF16 or a block dtype (_Q8_0 ... _Q6_K), "
+                            "got " +
+                            rill::enum_name(src_dtype));
     }
     if (ndim < 1 || ndim > RILL_MAX_DIMS || shape == nullptr) {
       return rill::fail(RILL_ERROR_INVALID_ARGUMENT,
@@ -455,12 +483,18 @@ RILL_API rill_status rill_model_set_weight(rill_model* model, const char* name, 
                                               rill::layer::dims_text(expected) + ", got " +
                                               rill::layer::dims_text(given));
     }
-    size_t count = 1;
-    for (int64_t dim : given) count *= static_cast<size_t>(dim);
-    if (bytes != count * rill_dtype_size(src_dtype)) {
-      return rill::fail(RILL_ERROR_INVALID_ARGUMENT, f + ": bytes: expected " +
-                                                         std::to_string(count * rill_dtype_size(src_dtype)) + " for '" +
-                                                         weight_name + "', got " + std::to_string(bytes));
+    const size_t count = rill::layer::element_count(given);
+    const auto row = static_cast<int64_t>(given.back());
+    if (row % static_cast<int64_t>(rill_dtype_block_elements(src_dtype)) != 0) {
+      return rill::fail(RILL_ERROR_SHAPE, f + ": shape: a " + rill_dtype_name(src_dtype) + " weight needs rows of a "
+                                              "multiple of " + std::to_string(rill_dtype_block_elements(src_dtype)) +
+                                              " elements (its block); '" + weight_name + "' has rows of " +
+                                              std::to_string(row));
+    }
+    const size_t expected_bytes = count / static_cast<size_t>(row) * rill::quant::row_bytes(src_dtype, row);
+    if (bytes != expected_bytes) {
+      return rill::fail(RILL_ERROR_INVALID_ARGUMENT, f + ": bytes: expected " + std::to_string(expected_bytes) +
+                                                         " for '" + weight_name + "', got " + std::to_string(bytes));
     }
     if (data == nullptr) return rill::fail(RILL_ERROR_INVALID_ARGUMENT, f + ": data: expected a pointer, got NULL");
     if (fused != nullptr) return rill::layer::store_fused(fn, *model, *fused, src_dtype, data);

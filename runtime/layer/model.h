@@ -95,6 +95,9 @@ struct rill_model {
   std::unordered_map<std::string, int32_t> fused_index;
   std::vector<rill::layer::LayerWeights> layers;
   int32_t final_norm_w = rill::layer::kAbsent, final_norm_b = rill::layer::kAbsent;
+  // A block dtype: weight matrices set from f32/f16/bf16 data are quantized
+  // to it (rill_lm_load_options.weight_format); F32: kept in the model dtype.
+  rill_dtype weight_format = RILL_DTYPE_F32;
   // Scratch for the forward pass, grown to the largest token count seen.
   int64_t scratch_rows = 0;
   std::vector<rill_tensor*> scratch;
@@ -142,6 +145,17 @@ void destroy_kv_cache(rill_kv_cache* cache);
 
 // Frees the model's scratch tensors.
 void release_scratch(rill_model& model);
+
+// RILL_ERROR_UNSUPPORTED, naming the weight, its dtype and the backend, when
+// the context's backend cannot run gemm with one of the model's block
+// weights (each block dtype asked once), or with w (named name) for
+// activations of that dtype.
+rill_status check_block_weight_support(const char* fn, const rill_model& model);
+rill_status check_gemm_weight_support(const char* fn, const rill_context& ctx, rill_dtype activations,
+                                      const rill_tensor& w, const std::string& name);
+
+// The product of shape's dims.
+size_t element_count(const std::vector<int64_t>& shape);
 
 // "[4096, 896]"
 std::string dims_text(const std::vector<int64_t>& shape);

@@ -19,6 +19,7 @@
 #include "gguf_types.h"
 #include "lm.h"
 #include "model.h"
+#include "quant.h"
 
 namespace rill::lm {
 namespace {
@@ -201,9 +202,11 @@ json config_json(const gguf::Contents& c, const std::string& arch, const Archite
 
   if (const int64_t bos = token_id(c, "tokenizer.ggml.bos_token_id"); bos >= 0) config["bos_token_id"] = bos;
   if (const int64_t eos = token_id(c, "tokenizer.ggml.eos_token_id"); eos >= 0) config["eos_token_id"] = eos;
-  // The compute dtype follows the embedding table, as torch_dtype does.
+  // The compute dtype follows the embedding table, as torch_dtype does; f32
+  // for a block table.
   rill_dtype dtype = RILL_DTYPE_F32;
   if (gguf::tensor_type_to_rill(embedding->type_id, dtype)) {
+    if (quant::is_block(dtype)) dtype = RILL_DTYPE_F32;
     config["torch_dtype"] = dtype == RILL_DTYPE_F16 ? "float16" : dtype == RILL_DTYPE_BF16 ? "bfloat16" : "float32";
   }
   return config;
@@ -252,10 +255,6 @@ std::string hf_name(const std::string& name, const Architecture& a) {
   throw Refusal{RILL_ERROR_UNSUPPORTED, "tensor '" + name + "' is not one rill maps for this architecture"};
 }
 
-const char* view_dtype(rill_dtype dtype) {
-  return dtype == RILL_DTYPE_F16 ? "F16" : dtype == RILL_DTYPE_BF16 ? "BF16" : "F32";
-}
-
 // Undoes llama.cpp's q/k permutation: its converter stores the rows of each
 // of heads heads as (half, 2) where Hugging Face has (2, half), i.e. GGUF row
 // 2*i + t of a head is Hugging Face's row t*half + i.
@@ -288,11 +287,12 @@ Views tensor_views(const gguf::Contents& c, const Architecture& a, const rill_mo
     if (!gguf::tensor_type_to_rill(info.type_id, dtype)) {
       throw Refusal{RILL_ERROR_UNSUPPORTED, "tensor '" + name + "' has type " +
                                                 gguf::tensor_type_traits(info.type_id)->name +
-                                                ", which rill does not run; F32, F16 and BF16 are supported"};
+                                                ", which rill does not run; F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q5_K "
+                                                "and Q6_K are supported"};
     }
     io::SafetensorsTensor view;
     view.name = hf_name(name, a);
-    view.dtype = view_dtype(dtype);
+    view.dtype = rill_dtype_name(dtype);  // rill's name: a view may hold a block dtype
     for (auto d = info.dims.rbegin(); d != info.dims.rend(); ++d) view.shape.push_back(static_cast<int64_t>(*d));
     view.data = info.data;
     view.bytes = info.bytes;
@@ -368,6 +368,7 @@ rill_status load_gguf(const char* fn, rill_context& ctx, const std::string& path
     lm->dtype = config.desc.dtype;
     const rill_status created = rill_model_create(&ctx, &config.desc, &lm->model);
     if (created != RILL_OK) return fail(created, where + rill_last_error());
+    lm->model->weight_format = options.weight_format;
     add_family_names(*lm->model, config);
     for (const io::SafetensorsTensor& t : views.tensors) {
       const bool used = lm->model->weight_index.count(t.name) != 0 || lm->model->fused_index.count(t.name) != 0 ||
@@ -383,14 +384,16 @@ rill_status load_gguf(const char* fn, rill_context& ctx, const std::string& path
                                      layer::dims_text(missing->shape) + ")");
     }
     rill_dtype source = RILL_DTYPE_F32;
-    io::safetensors_dtype_to_rill(embedding->dtype, source);
-    RILL_CHECK(store_table(where + "token_embd.weight", ctx, lm->dtype, *embedding, source, lm->embedding));
+    quant::dtype_from_name(embedding->dtype, source);
+    const rill_dtype tables = matrix_dtype(options, lm->dtype);
+    RILL_CHECK(store_table(where + "token_embd.weight", ctx, tables, *embedding, source, lm->embedding));
     if (head != nullptr) {
-      io::safetensors_dtype_to_rill(head->dtype, source);
-      RILL_CHECK(store_table(where + "output.weight", ctx, lm->dtype, *head, source, lm->lm_head));
+      quant::dtype_from_name(head->dtype, source);
+      RILL_CHECK(store_table(where + "output.weight", ctx, tables, *head, source, lm->lm_head));
     } else {
       lm->lm_head = lm->embedding;
     }
+    RILL_CHECK(check_block_support(fn, *lm, path + ": "));
     lm->config = std::move(config);
     out = lm.release();
     return RILL_OK;

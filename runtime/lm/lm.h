@@ -31,6 +31,15 @@ bool ends_with(const std::string& text, std::string_view suffix);
 rill_status store_table(const std::string& where, rill_context& ctx, rill_dtype dtype,
                         const io::SafetensorsTensor& source, rill_dtype source_dtype, rill_tensor*& out);
 
+// The dtype weight matrices are stored in: options' weight_format when it
+// is a block dtype, else the compute dtype.
+rill_dtype matrix_dtype(const rill_lm_load_options& options, rill_dtype compute);
+
+// RILL_ERROR_UNSUPPORTED, naming the tensor, its dtype and the backend, when
+// the backend cannot run lm's block weights: the decoder's and the head's
+// (gemm), the embedding's (get_rows). where prefixes the tensor names.
+rill_status check_block_support(const char* fn, const rill_lm& lm, const std::string& where);
+
 // The family's names for decoder weights, as aliases of rill's.
 void add_family_names(rill_model& model, const HfConfig& config);
 

@@ -16,12 +16,15 @@
 #include <string_view>
 
 #include "dtype_convert.h"
+#include "enum_names.h"
 #include "errors.h"
 #include "host_services.h"
 #include "io/safetensors.h"
 #include "io/text_file.h"
 #include "lm.h"
 #include "model.h"
+#include "op_checks.h"
+#include "quant.h"
 #include "tensors.h"
 
 namespace rill::lm {
@@ -173,12 +176,53 @@ rill_status find_table(const std::string& f, const Shards& shards, const std::ve
 // Creates a tensor of the source's shape in dtype and fills it from the
 // mapped file, converting a bounded number of elements at a time (never a
 // second full copy of an embedding table).
+namespace {
+
+// Quantizes a [rows, cols] table of an element dtype into the block tensor
+// dst, a bounded number of rows at a time.
+rill_status quantize_table(const std::string& where, rill_context& ctx, const io::SafetensorsTensor& source,
+                           rill_dtype source_dtype, rill_tensor& dst) {
+  const int64_t rows = source.shape[0], cols = source.shape[1];
+  const size_t row_bytes = quant::row_bytes(dst.dtype, cols);
+  const int64_t chunk = std::max<int64_t>(1, (int64_t{1} << 20) / cols);
+  std::vector<float> f32(static_cast<size_t>(std::min(chunk, rows) * cols));
+  std::vector<unsigned char> blocks(static_cast<size_t>(std::min(chunk, rows)) * row_bytes);
+  const auto* src = static_cast<const unsigned char*>(source.data);
+  const size_t src_row_bytes = static_cast<size_t>(cols) * rill_dtype_size(source_dtype);
+  for (int64_t first = 0; first < rows; first += chunk) {
+    const int64_t count = std::min(chunk, rows - first);
+    const auto values = static_cast<size_t>(count * cols);
+    convert_to_f32(source_dtype, src + static_cast<size_t>(first) * src_row_bytes, f32.data(), values);
+    if (const size_t i = quant::first_unquantizable(f32.data(), values); i < values) {
+      return fail(RILL_ERROR_INVALID_ARGUMENT,
+                  where + ": element " + std::to_string(static_cast<size_t>(first * cols) + i) + ": a " +
+                      rill_dtype_name(dst.dtype) + " table takes finite values of magnitude at most 2^18, got " +
+                      std::to_string(f32[i]));
+    }
+    for (int64_t r = 0; r < count; ++r) {
+      quant::quantize_row(dst.dtype, f32.data() + r * cols, blocks.data() + static_cast<size_t>(r) * row_bytes, cols);
+    }
+    clear_backend_message();
+    const rill_status status =
+        ctx.backend->table->buffer_write(ctx.impl, dst.buffer, static_cast<size_t>(first) * row_bytes, blocks.data(),
+                                         static_cast<size_t>(count) * row_bytes);
+    if (status != RILL_OK) return backend_failure(where.c_str(), ctx.backend->name, status);
+  }
+  return RILL_OK;
+}
+
+}  // namespace
+
 rill_status store_table(const std::string& where, rill_context& ctx, rill_dtype dtype,
                         const io::SafetensorsTensor& source, rill_dtype source_dtype, rill_tensor*& out) {
   rill_tensor* tensor = nullptr;
-  RILL_CHECK(tensor_create(where, ctx, dtype, static_cast<int32_t>(source.shape.size()), source.shape.data(), tensor));
+  // A block table (a GGUF file's) is kept as it is: get_rows dequantizes the
+  // rows it gathers, and gemm reads it as the head.
+  const rill_dtype stored = quant::is_block(source_dtype) ? source_dtype : dtype;
+  RILL_CHECK(tensor_create(where, ctx, stored, static_cast<int32_t>(source.shape.size()), source.shape.data(), tensor));
   out = tensor;
-  if (source_dtype == dtype) return tensor_write(where, *tensor, source.data, source.bytes);
+  if (source_dtype == stored) return tensor_write(where, *tensor, source.data, source.bytes);
+  if (quant::is_block(stored)) return quantize_table(where, ctx, source, source_dtype, *tensor);
   const size_t total = source.bytes / rill_dtype_size(source_dtype);
   const size_t chunk = std::min<size_t>(total, size_t{1} << 20);
   std::vector<float> f32(chunk);
@@ -194,6 +238,26 @@ rill_status store_table(const std::string& where, rill_context& ctx, rill_dtype 
     if (status != RILL_OK) return backend_failure(where.c_str(), ctx.backend->name, status);
   }
   return RILL_OK;
+}
+
+rill_dtype matrix_dtype(const rill_lm_load_options& options, rill_dtype compute) {
+  return quant::is_block(options.weight_format) ? options.weight_format : compute;
+}
+
+rill_status check_block_support(const char* fn, const rill_lm& lm, const std::string& where) {
+  rill_context& ctx = *lm.context;
+  RILL_CHECK(layer::check_block_weight_support(fn, *lm.model));
+  RILL_CHECK(layer::check_gemm_weight_support(fn, ctx, lm.dtype, *lm.lm_head, where + "the LM head"));
+  if (!quant::is_block(lm.embedding->dtype)) return RILL_OK;
+  rill_backend_op_desc desc{};
+  desc.struct_size = sizeof desc;
+  desc.op = RILL_BACKEND_OP_GET_ROWS;
+  desc.dtype = lm.dtype;
+  desc.rows = 1;
+  desc.cols = lm.embedding->shape[1];
+  desc.n = lm.embedding->shape[0];
+  desc.weight_dtype = lm.embedding->dtype;
+  return check_block_weights(fn, OpChecks(fn, &ctx), ctx, desc, (where + "the token embedding").c_str());
 }
 
 // The family's names for decoder weights, as aliases of rill's.
@@ -268,6 +332,7 @@ rill_status load(const char* fn, rill_context& ctx, const std::string& folder, c
   lm->dtype = config.desc.dtype;
   const rill_status created = rill_model_create(&ctx, &config.desc, &lm->model);
   if (created != RILL_OK) return fail(created, f + ": " + folder + "/config.json: " + rill_last_error());
+  lm->model->weight_format = options.weight_format;
   add_family_names(*lm->model, config);
   RILL_CHECK(check_all_used(f, *lm->model, config, shards));
   for (const auto& shard : shards) RILL_CHECK(layer::load_safetensors(fn, *lm->model, *shard));
@@ -276,10 +341,10 @@ rill_status load(const char* fn, rill_context& ctx, const std::string& folder, c
     return fail(RILL_ERROR_IO, f + ": the checkpoint lacks tensor '" + missing->name + "' (shape " +
                                    layer::dims_text(missing->shape) + ")");
   }
-  RILL_CHECK(store_table(f + ": " + config.embedding_name, ctx, lm->dtype, *embedding, embedding_dtype,
-                         lm->embedding));
+  const rill_dtype tables = matrix_dtype(options, lm->dtype);
+  RILL_CHECK(store_table(f + ": " + config.embedding_name, ctx, tables, *embedding, embedding_dtype, lm->embedding));
   if (head != nullptr) {
-    RILL_CHECK(store_table(f + ": " + config.head_name, ctx, lm->dtype, *head, head_dtype, lm->lm_head));
+    RILL_CHECK(store_table(f + ": " + config.head_name, ctx, tables, *head, head_dtype, lm->lm_head));
   } else {
     lm->lm_head = lm->embedding;
   }
@@ -287,6 +352,7 @@ rill_status load(const char* fn, rill_context& ctx, const std::string& folder, c
     RILL_CHECK(store_table(f + ": " + config.head_bias_name, ctx, lm->dtype, *head_bias, head_bias_dtype,
                            lm->head_bias));
   }
+  RILL_CHECK(check_block_support(fn, *lm, folder + ": "));
   lm->config = std::move(config);
   out = lm.release();
   return RILL_OK;
@@ -302,6 +368,7 @@ RILL_API void rill_lm_load_options_init(rill_lm_load_options* options) {
   *options = rill_lm_load_options{};
   options->struct_size = sizeof(rill_lm_load_options);
   options->dtype = RILL_DTYPE_F32;
+  options->weight_format = RILL_DTYPE_F32;
 }
 
 RILL_API rill_status rill_lm_load(rill_context* ctx, const char* path, const rill_lm_load_options* options,
@@ -328,6 +395,13 @@ RILL_API rill_status rill_lm_load(rill_context* ctx, const char* path, const ril
         return rill::fail(RILL_ERROR_INVALID_ARGUMENT,
                           f + ": options->dtype: expected RILL_DTYPE_F32, _F16 or _BF16 with override_dtype, got " +
                               std::to_string(rill::enum_value(o.dtype)));
+      }
+      if (o.weight_format != RILL_DTYPE_F32 && !rill::quant::is_block(o.weight_format)) {
+        return rill::fail(RILL_ERROR_INVALID_ARGUMENT,
+                          f + ": options->weight_format: expected RILL_DTYPE_F32 (matrices in the compute dtype) or "
+                              "a block dtype (RILL_DTYPE_Q8_0 ... _Q6_K), got " +
+                              rill::enum_name(o.weight_format) +
+                              "; for f16 or bf16 matrices, set dtype with override_dtype");
       }
     }
     std::string folder = path;

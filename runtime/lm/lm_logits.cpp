@@ -11,6 +11,7 @@
 #include "lm.h"
 #include "model.h"
 #include "op_checks.h"
+#include "quant.h"
 #include "tensors.h"
 
 namespace rill::lm {
@@ -40,6 +41,18 @@ rill_status copy_row(const char* fn, rill_context& ctx, const rill_tensor& src, 
   return status == RILL_OK ? RILL_OK : backend_failure(fn, ctx.backend->name, status);
 }
 
+// Rows ids[0..rows) of the embedding into rows of dst: a block table
+// through get_rows (which dequantizes), another by buffer copies.
+rill_status gather_embedding(const char* fn, rill_lm& lm, const int32_t* ids, int64_t rows, rill_tensor& dst) {
+  rill_context& ctx = *lm.context;
+  if (quant::is_block(lm.embedding->dtype)) {
+    return rill_get_rows(&ctx, lm.embedding, ids, static_cast<size_t>(rows), &dst);
+  }
+  const uint64_t row_bytes = static_cast<uint64_t>(lm.model->desc.hidden_size) * rill_dtype_size(dst.dtype);
+  for (int64_t r = 0; r < rows; ++r) RILL_CHECK(copy_row(fn, ctx, *lm.embedding, ids[r], dst, r, row_bytes));
+  return RILL_OK;
+}
+
 // Gemma: x = embedding rows times sqrt(hidden_size), the factor rounded to
 // the model dtype first and the product once, as transformers multiplies
 // by torch.tensor(hidden_size ** 0.5, dtype=hidden_states.dtype). The rows
@@ -52,7 +65,7 @@ rill_status scaled_embedding(const char* fn, rill_lm& lm, const int32_t* ids, in
   const uint64_t row_bytes = static_cast<uint64_t>(hidden) * rill_dtype_size(dtype);
   rill_tensor* rows_tensor = nullptr;
   RILL_CHECK(temp.create(std::string(fn) + ": embedding rows", ctx, dtype, {rows, hidden}, rows_tensor));
-  for (int64_t r = 0; r < rows; ++r) RILL_CHECK(copy_row(fn, ctx, *lm.embedding, ids[r], *rows_tensor, r, row_bytes));
+  RILL_CHECK(gather_embedding(fn, lm, ids, rows, *rows_tensor));
   const std::vector<unsigned char> zeros(static_cast<size_t>(rows) * row_bytes);
   clear_backend_message();
   const rill_status zeroed = ctx.backend->table->buffer_write(ctx.impl, x.buffer, 0, zeros.data(), zeros.size());
@@ -85,7 +98,7 @@ rill_status logits(const char* fn, rill_lm& lm, rill_kv_cache* cache, int64_t ba
   if (lm.config.scale_embedding) {
     RILL_CHECK(scaled_embedding(fn, lm, ids, rows, *x, temp));
   } else {
-    for (int64_t r = 0; r < rows; ++r) RILL_CHECK(copy_row(fn, ctx, *lm.embedding, ids[r], *x, r, row_bytes));
+    RILL_CHECK(gather_embedding(fn, lm, ids, rows, *x));
   }
   RILL_CHECK(rill_model_forward(lm.model, cache, x, nullptr, 0));
 

@@ -238,4 +238,21 @@ uint64_t process_id() { return static_cast<uint64_t>(::getpid()); }
 
 #endif
 
+bool write_file_replacing(const std::string& path, const std::function<bool(std::FILE*)>& write,
+                          std::string& error) {
+  const std::string partial = path + ".partial-" + std::to_string(process_id());
+  std::FILE* file = open_file(partial, "wb");
+  if (file == nullptr) return error = path + ": cannot create: " + std::strerror(errno), false;
+  error.clear();
+  bool ok = write(file);
+  ok = std::fclose(file) == 0 && ok;
+  if (!ok && error.empty()) error = path + ": write failed: " + std::strerror(errno);
+  if (ok && std::rename(partial.c_str(), path.c_str()) != 0) {
+    error = path + ": cannot create: " + std::strerror(errno);
+    ok = false;
+  }
+  if (!ok) std::remove(partial.c_str());
+  return ok;
+}
+
 }  // namespace rill::platform

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
+#include <functional>
 #include <string>
 
 namespace rill::platform {
@@ -18,6 +19,14 @@ std::FILE* open_file(const std::string& path, const char* mode);
 // size. Never waits on a named pipe. On failure returns nullptr and sets error to
 // "cannot open: <reason>" or "not a regular file".
 std::FILE* open_regular_file(const std::string& path, uint64_t& out_bytes, std::string& error);
+
+// Creates the file at path all-or-nothing: write(file) fills a file beside
+// it, which is renamed over path only when write returned true and the file
+// closed cleanly, so a failure never leaves a partial file that looks like a
+// result. False with error naming path (and errno's reason, unless write set
+// error itself).
+bool write_file_replacing(const std::string& path, const std::function<bool(std::FILE*)>& write,
+                          std::string& error);
 
 // Whether path names an existing folder.
 bool is_directory(const std::string& path);

@@ -2,6 +2,7 @@
 // out of their structs, so rows may lie at any alignment.
 #include "quant.h"
 
+#include <cmath>
 #include <cstring>
 
 #include "quant_formats.h"
@@ -35,6 +36,24 @@ void quantize_blocks(const float* src, void* dst, int64_t k) {
 }  // namespace
 
 bool is_block(rill_dtype dtype) { return rill_backend_dtype_is_block(dtype) != 0; }
+
+size_t first_unquantizable(const float* x, size_t n) {
+  for (size_t i = 0; i < n; ++i) {
+    if (!(std::fabs(x[i]) <= kLargestQuantizable)) return i;
+  }
+  return n;
+}
+
+bool dtype_from_name(const std::string& name, rill_dtype& out) {
+  for (rill_dtype dtype : {RILL_DTYPE_F32, RILL_DTYPE_F16, RILL_DTYPE_BF16, RILL_DTYPE_Q8_0, RILL_DTYPE_Q4_0,
+                           RILL_DTYPE_Q4_K, RILL_DTYPE_Q5_K, RILL_DTYPE_Q6_K}) {
+    if (name == rill_backend_dtype_name(dtype)) {
+      out = dtype;
+      return true;
+    }
+  }
+  return false;
+}
 
 size_t row_bytes(rill_dtype dtype, int64_t k) {
   return static_cast<size_t>(k) / rill_backend_block_elements(dtype) * rill_backend_block_bytes(dtype);

@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 #include "rill.h"
 
@@ -16,6 +17,17 @@ namespace rill::quant {
 
 // True for a block (weight-only) dtype.
 bool is_block(rill_dtype dtype);
+
+// The largest magnitude a block format takes: with it every format's f16
+// scales stay finite (Q4_0's d = max / 8 is the first to overflow, past 2^19).
+constexpr float kLargestQuantizable = 262144.0f;  // 2^18
+
+// The index of the first of the n values that is not finite or exceeds
+// kLargestQuantizable in magnitude; n when every one can be quantized.
+size_t first_unquantizable(const float* x, size_t n);
+
+// The dtype rill_dtype_name calls name ("f32" ... "q6_k"); false for another name.
+bool dtype_from_name(const std::string& name, rill_dtype& out);
 
 // Bytes of one row of k elements of dtype (a block dtype: k a multiple of its block).
 size_t row_bytes(rill_dtype dtype, int64_t k);

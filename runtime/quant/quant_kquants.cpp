@@ -140,36 +140,30 @@ void quantize_stable(const float* x, Block& b) {
   }
 }
 
-// GGUF's Q4_K / Q5_K element: (d * sc) * q - (dmin * m), each product in f32.
-inline float affine(float dl, float ml, int q) { return dl * static_cast<float>(q) - ml; }
+// GGUF's Q4_K / Q5_K dequantization: element l of sub-block j is
+// (d * sc_j) * q - (dmin * m_j), each product in f32; level(j, l) gives q.
+template <class Block, class Level>
+void dequantize_k(const Block& b, float* y, Level level) {
+  const float d = f16_to_f32(b.d), dmin = f16_to_f32(b.dmin);
+  for (int j = 0; j < 8; ++j) {
+    uint8_t sc, m;
+    scale_min_k(j, b.scales, sc, m);
+    const float dl = d * static_cast<float>(sc), ml = dmin * static_cast<float>(m);
+    for (int l = 0; l < kSubK; ++l) y[32 * j + l] = dl * static_cast<float>(level(j, l)) - ml;
+  }
+}
+
+// The low 4 bits of element l of sub-block j: qs run j / 2, nibble j % 2.
+inline int low_nibble(const uint8_t* qs, int j, int l) { return (qs[32 * (j / 2) + l] >> (4 * (j % 2))) & 0xF; }
 
 }  // namespace
 
 void dequantize_block(const BlockQ4_K& b, float* y) {
-  const float d = f16_to_f32(b.d), dmin = f16_to_f32(b.dmin);
-  for (int j = 0; j < 8; ++j) {
-    uint8_t sc, m;
-    scale_min_k(j, b.scales, sc, m);
-    const float dl = d * static_cast<float>(sc), ml = dmin * static_cast<float>(m);
-    const uint8_t* qs = b.qs + 32 * (j / 2);
-    const int shift = 4 * (j % 2);
-    for (int l = 0; l < kSubK; ++l) y[32 * j + l] = affine(dl, ml, (qs[l] >> shift) & 0xF);
-  }
+  dequantize_k(b, y, [&](int j, int l) { return low_nibble(b.qs, j, l); });
 }
 
 void dequantize_block(const BlockQ5_K& b, float* y) {
-  const float d = f16_to_f32(b.d), dmin = f16_to_f32(b.dmin);
-  for (int j = 0; j < 8; ++j) {
-    uint8_t sc, m;
-    scale_min_k(j, b.scales, sc, m);
-    const float dl = d * static_cast<float>(sc), ml = dmin * static_cast<float>(m);
-    const uint8_t* qs = b.qs + 32 * (j / 2);
-    const int shift = 4 * (j % 2);
-    for (int l = 0; l < kSubK; ++l) {
-      const int q = ((qs[l] >> shift) & 0xF) | (((b.qh[l] >> j) & 1) << 4);
-      y[32 * j + l] = affine(dl, ml, q);
-    }
-  }
+  dequantize_k(b, y, [&](int j, int l) { return low_nibble(b.qs, j, l) | (((b.qh[l] >> j) & 1) << 4); });
 }
 
 void dequantize_block(const BlockQ6_K& b, float* y) {

@@ -19,8 +19,9 @@ token ids transformers' generate gives from the prompt tokenizers encodes.
 Negative controls: a llama file written without the q/k permutation, and
 gemma and gemma2 files with their norms as w instead of 1 + w, must fail the
 comparison.
-Refusals: an architecture rill does not map, a block-quantized tensor and an
-architecture key rill does not implement are each refused by name.
+Refusals: an architecture rill does not map, a tensor of a block type rill
+does not run (Q4_1) and an architecture key rill does not implement are each
+refused by name.
 
 Exit codes: 0 all passed, 1 a failure, 77 skipped (torch, transformers or
 gguf missing).
@@ -100,8 +101,8 @@ def gguf_name(name, arch):
 
 
 def write_gguf(gguf, path, model, arch, storage, permuted=True, offset_norms=True, extra=None, quantize=None):
-    """model as convert_hf_to_gguf.py would write it; extra(writer) adds keys, quantize names one tensor
-    to write as Q8_0."""
+    """model as convert_hf_to_gguf.py would write it; extra(writer) adds keys; quantize(gguf_name, data)
+    gives (blocks, GGMLQuantizationType) for a tensor to write quantized, or None to write it as storage."""
     c = model.config
     w = gguf.GGUFWriter(path, arch)
     w.add_name("random")
@@ -143,9 +144,9 @@ def write_gguf(gguf, path, model, arch, storage, permuted=True, offset_norms=Tru
         if arch in ("gemma", "gemma2") and offset_norms and name.endswith("norm.weight"):
             data = data + 1  # the converter stores Gemma's 1 + w, for llama.cpp's plain RMSNorm
         gname = gguf_name(name, arch)
-        if gname == quantize:
-            w.add_tensor(gname, gguf.quants.quantize(data, gguf.GGMLQuantizationType.Q8_0),
-                         raw_dtype=gguf.GGMLQuantizationType.Q8_0)
+        blocks = quantize(gname, data) if quantize else None
+        if blocks is not None:
+            w.add_tensor(gname, blocks[0], raw_dtype=blocks[1])
             continue
         if storage == "f16" and data.ndim == 2:
             data = data.astype(np.float16)
@@ -213,8 +214,10 @@ def check_refusals(gguf, transformers, rill, workdir):
     cases = [
         ("unknown architecture", dict(arch="olmo"),
          ["RILL_ERROR_UNSUPPORTED", 'architecture "olmo" is not supported']),
-        ("quantized tensor", dict(arch="llama", quantize="blk.0.ffn_up.weight"),
-         ["RILL_ERROR_UNSUPPORTED", "tensor 'blk.0.ffn_up.weight' has type Q8_0"]),
+        ("unsupported block type", dict(arch="llama", quantize=lambda name, data: (
+            gguf.quants.quantize(data, gguf.GGMLQuantizationType.Q4_1), gguf.GGMLQuantizationType.Q4_1)
+            if name == "blk.0.ffn_up.weight" else None),
+         ["RILL_ERROR_UNSUPPORTED", "tensor 'blk.0.ffn_up.weight' has type Q4_1"]),
         ("rope scaling", dict(arch="llama", extra=lambda w: w.add_rope_scaling_type(gguf.RopeScalingType.LINEAR)),
          ["RILL_ERROR_UNSUPPORTED", "metadata 'llama.rope.scaling.type'"]),
     ]

@@ -142,7 +142,8 @@ c_attention_params_p = ctypes.POINTER(AttentionParams)
 class LmLoadOptions(ctypes.Structure):
     """rill_lm_load_options."""
 
-    _fields_ = [("struct_size", ctypes.c_uint32), ("override_dtype", ctypes.c_uint32), ("dtype", ctypes.c_int)]
+    _fields_ = [("struct_size", ctypes.c_uint32), ("override_dtype", ctypes.c_uint32), ("dtype", ctypes.c_int),
+                ("weight_format", ctypes.c_int)]
 
 
 class LmInfo(ctypes.Structure):

@@ -25,7 +25,7 @@ class LanguageModel(Owned):
 
     _argument, _class_name = "lm", "rill.LanguageModel"
 
-    def __init__(self, context, path, dtype=None):
+    def __init__(self, context, path, dtype=None, weight_format=None):
         if not isinstance(context, Context):
             raise InvalidArgumentError("context: expected a rill.Context, got {}".format(type(context).__name__))
         options = LmLoadOptions()
@@ -33,6 +33,8 @@ class LanguageModel(Owned):
         if dtype is not None:
             options.override_dtype = 1
             options.dtype = int(as_dtype(dtype))
+        if weight_format is not None:
+            options.weight_format = int(as_dtype(weight_format))
         handle = ctypes.c_void_p()
         check(lib().rill_lm_load(context.handle, os.fsencode(path), ctypes.byref(options), ctypes.byref(handle)))
         self._context = context
@@ -60,11 +62,13 @@ class LanguageModel(Owned):
                                         repetition_penalty=float(info.repetition_penalty))
 
     @classmethod
-    def load(cls, path, backend=None, dtype=None, context=None):
+    def load(cls, path, backend=None, dtype=None, context=None, weight_format=None):
         """Loads the folder at path. backend: "cpu", "vulkan", "cuda", "auto" or
         None (the library's default), for a context made here and closed with
         the model; or context: a rill.Context to load onto (then not backend).
-        dtype: "f32", "f16", "bf16" or None (the checkpoint's torch_dtype)."""
+        dtype: "f32", "f16", "bf16" or None (the checkpoint's torch_dtype).
+        weight_format: "q8_0", "q4_0", "q4_k", "q5_k" or "q6_k" to quantize the
+        weight matrices as they load, or None (rill_lm_load_options.weight_format)."""
         if context is not None and backend is not None:
             raise InvalidArgumentError("backend: give backend or context, not both")
         owned = context is None
@@ -73,7 +77,7 @@ class LanguageModel(Owned):
                 raise InvalidArgumentError("backend: expected a str, got {!r}".format(backend))
             context = Context('[runtime]\nbackend = "{}"\n'.format(backend) if backend else None)
         try:
-            model = cls(context, path, dtype)
+            model = cls(context, path, dtype, weight_format)
         except BaseException:
             if owned:
                 context.close()

@@ -1,0 +1,194 @@
+// `rill quantize`: a GGUF file's weight matrices quantized to a block format,
+// written as a new GGUF file with the same metadata (tokenizer included) and
+// tensor names, which rill and llama.cpp read.
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cli_options.h"
+#include "commands.h"
+#include "dtype_convert.h"
+#include "gguf_reader.h"
+#include "gguf_types.h"
+#include "gguf_writer.h"
+#include "quant.h"
+#include "rill.h"
+
+namespace rill_cli {
+namespace {
+
+void print_help(std::FILE* to) {
+  std::fprintf(to,
+               "usage: rill quantize --model IN.gguf --output OUT.gguf --type T\n\n"
+               "Writes IN.gguf (f32, f16 or bf16 weights) with its weight matrices quantized, keeping its\n"
+               "metadata, tokenizer and tensor names; norms, biases and other 1-dim tensors stay as they\n"
+               "are, and tensors IN already holds in a block format are copied unchanged. OUT is written\n"
+               "beside its path and renamed into place once complete; it may not be IN.\n"
+               "  --type T   q8_0, q4_0, q4_k, q5_k or q6_k: every matrix in that format;\n"
+               "             q4_k_m or q5_k_m: llama.cpp's mixes, q4_k / q5_k with q6_k for output.weight\n"
+               "             and for attn_v and ffn_down of the layers llama.cpp gives more bits\n"
+               "             (the first and last eighth, and every third between)\n"
+               "Each matrix's rows must be whole blocks (32 elements; 256 for the K formats).\n");
+}
+
+struct Type {
+  const char* name;
+  rill_dtype base;
+  bool mix;             // q6_k for the output head and the more-bits layers' attn_v / ffn_down
+  uint32_t file_type;   // general.file_type, llama.cpp's LLAMA_FTYPE_MOSTLY_* number
+};
+constexpr Type kTypes[] = {
+    {"q8_0", RILL_DTYPE_Q8_0, false, 7},  {"q4_0", RILL_DTYPE_Q4_0, false, 2},
+    {"q4_k", RILL_DTYPE_Q4_K, false, 14}, {"q5_k", RILL_DTYPE_Q5_K, false, 16},
+    {"q6_k", RILL_DTYPE_Q6_K, false, 18}, {"q4_k_m", RILL_DTYPE_Q4_K, true, 15},
+    {"q5_k_m", RILL_DTYPE_Q5_K, true, 17},
+};
+
+// GGUF type ids of the formats rill writes.
+uint32_t gguf_type_id(rill_dtype dtype) {
+  switch (dtype) {
+    case RILL_DTYPE_Q8_0: return 8;
+    case RILL_DTYPE_Q4_0: return 2;
+    case RILL_DTYPE_Q4_K: return 12;
+    case RILL_DTYPE_Q5_K: return 13;
+    default: return 14;  // Q6_K
+  }
+}
+
+// llama.cpp's use_more_bits: the layers whose attn_v and ffn_down a _M mix keeps in q6_k.
+bool more_bits_layer(int64_t layer, int64_t layers) {
+  return layer < layers / 8 || layer >= 7 * layers / 8 || (layer - layers / 8) % 3 == 2;
+}
+
+// The format of tensor name under type, in a model of layers layers.
+rill_dtype format_of(const Type& type, const std::string& name, int64_t layers) {
+  if (!type.mix) return type.base;
+  if (name == "output.weight") return RILL_DTYPE_Q6_K;
+  const bool v_or_down = name.compare(0, 4, "blk.") == 0 && (name.find(".attn_v.weight") != std::string::npos ||
+                                                               name.find(".ffn_down.weight") != std::string::npos);
+  int64_t layer = 0;
+  for (size_t i = 4; i < name.size() && name[i] >= '0' && name[i] <= '9' && layer < layers; ++i) {
+    layer = layer * 10 + (name[i] - '0');
+  }
+  return v_or_down && more_bits_layer(layer, layers) ? RILL_DTYPE_Q6_K : type.base;
+}
+
+// The architecture's block_count, or 0 when absent.
+int64_t block_count(const rill::gguf::Contents& contents) {
+  std::string_view arch;
+  const rill::gguf::Value* a = contents.find("general.architecture");
+  int64_t count = 0;
+  if (a != nullptr && a->as_string(arch)) {
+    const rill::gguf::Value* b = contents.find(std::string(arch) + ".block_count");
+    if (b != nullptr) b->as_i64(count);
+  }
+  return count;
+}
+
+int fail(const std::string& message) {
+  std::fprintf(stderr, "rill quantize: %s\n", message.c_str());
+  return 1;
+}
+
+}  // namespace
+
+int quantize_main(int argc, char** argv) {
+  std::string model_path, output_path, type_name;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (is_help_option(argv[i])) {
+      print_help(stdout);
+      return 0;
+    }
+    std::string* value = arg == "--model" ? &model_path : arg == "--output" ? &output_path
+                         : arg == "--type"                   ? &type_name
+                                                             : nullptr;
+    if (value == nullptr || i + 1 >= argc) {
+      std::fprintf(stderr, "rill quantize: %s: %s\n", argv[i],
+                   value == nullptr ? "unexpected argument" : "expected a value after it");
+      print_help(stderr);
+      return 2;
+    }
+    *value = argv[++i];
+  }
+  for (const auto& [value, name] : {std::pair{&model_path, "--model"}, std::pair{&output_path, "--output"},
+                                    std::pair{&type_name, "--type"}}) {
+    if (value->empty()) {
+      std::fprintf(stderr, "rill quantize: %s is required\n", name);
+      print_help(stderr);
+      return 2;
+    }
+  }
+  const Type* type = nullptr;
+  for (const Type& t : kTypes) {
+    if (type_name == t.name) type = &t;
+  }
+  if (type == nullptr) {
+    std::fprintf(stderr, "rill quantize: --type: expected q8_0, q4_0, q4_k, q5_k, q6_k, q4_k_m or q5_k_m, got '%s'\n",
+                 type_name.c_str());
+    return 2;
+  }
+  if (output_overwrites_input("quantize", output_path, {{"--model", model_path}})) return 2;
+
+  std::unique_ptr<rill::gguf::File> file;
+  std::string error;
+  if (rill::gguf::File::open(model_path, file, error) != RILL_OK) {
+    return fail(model_path + ": " + error +
+                (std::strstr(error.c_str(), "regular file") != nullptr
+                     ? " (rill quantize reads a GGUF file; a Hugging Face folder is converted to one first, e.g. "
+                       "with llama.cpp's convert_hf_to_gguf.py)"
+                     : ""));
+  }
+  const rill::gguf::Contents& contents = file->contents();
+  rill::gguf::Writer writer;
+  for (const rill::gguf::KeyValue& kv : contents.metadata) writer.copy(kv.key, kv.value);
+  writer.set_u32("general.file_type", type->file_type);
+  writer.set_u32("general.quantization_version", 2);  // the K formats' layout generation, as llama.cpp writes it
+
+  const int64_t layers = block_count(contents);
+  std::vector<std::vector<unsigned char>> quantized;
+  quantized.reserve(contents.tensors.size());
+  std::vector<float> row;
+  int64_t matrices = 0;
+  for (const rill::gguf::TensorInfo& t : contents.tensors) {
+    const std::string name(t.name);
+    rill_dtype source = RILL_DTYPE_F32;
+    const bool known = rill::gguf::tensor_type_to_rill(t.type_id, source);
+    if (!known || rill::quant::is_block(source) || t.dims.size() != 2) {
+      // A block tensor or a vector: copied as it is (any type: rill quantize is no loader).
+      writer.add_tensor(name, t.dims, t.type_id, t.data, t.bytes);
+      continue;
+    }
+    const rill_dtype format = format_of(*type, name, layers);
+    const uint64_t cols = t.dims[0], rows = t.dims[1];
+    if (cols % rill_dtype_block_elements(format) != 0) {
+      return fail(model_path + ": tensor '" + name + "': rows of " + std::to_string(cols) + " elements are not whole " +
+                  rill_dtype_name(format) + " blocks of " + std::to_string(rill_dtype_block_elements(format)) +
+                  "; choose q8_0 or q4_0 (blocks of 32)");
+    }
+    const size_t row_bytes = rill::quant::row_bytes(format, static_cast<int64_t>(cols));
+    quantized.emplace_back(static_cast<size_t>(rows) * row_bytes);
+    row.resize(static_cast<size_t>(cols));
+    const size_t source_row_bytes = static_cast<size_t>(cols) * rill_dtype_size(source);
+    for (uint64_t r = 0; r < rows; ++r) {
+      rill::convert_to_f32(source, t.data + r * source_row_bytes, row.data(), row.size());
+      if (const size_t i = rill::quant::first_unquantizable(row.data(), row.size()); i < row.size()) {
+        return fail(model_path + ": tensor '" + name + "': row " + std::to_string(r) + ", element " +
+                    std::to_string(i) + ": " + std::to_string(row[i]) +
+                    " cannot be quantized (block formats take finite values of magnitude at most 2^18)");
+      }
+      rill::quant::quantize_row(format, row.data(), quantized.back().data() + r * row_bytes,
+                                static_cast<int64_t>(cols));
+    }
+    writer.add_tensor(name, t.dims, gguf_type_id(format), quantized.back().data(), quantized.back().size());
+    ++matrices;
+  }
+  if (writer.write(output_path, contents.alignment, error) != RILL_OK) return fail(error);
+  std::fprintf(stderr, "rill quantize: %s: %lld matrices quantized (%s), %zu tensors written\n", output_path.c_str(),
+               static_cast<long long>(matrices), type->name, contents.tensors.size());
+  return 0;
+}
+
+}  // namespace rill_cli
