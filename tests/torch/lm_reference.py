@@ -319,6 +319,17 @@ def corrupt_folders(workdir, transformers):
             json.dump(data, open(path, "w"))
         return edit
 
+    def add_gptj_buffer(folder):
+        """GPT-J's mask buffer name in a Llama checkpoint: only GPT-J skips it."""
+        from safetensors.torch import load_file, save_file
+        path = os.path.join(folder, shards[-1])
+        name = "model.layers.0.attn.masked_bias"
+        save_file({**load_file(path), name: torch.tensor(-1e9)}, path, metadata={"format": "pt"})
+        index_path = os.path.join(folder, "model.safetensors.index.json")
+        data = json.load(open(index_path))
+        data["weight_map"][name] = shards[-1]
+        json.dump(data, open(index_path, "w"))
+
     def truncate_last_shard(folder):
         path = os.path.join(folder, shards[-1])
         os.truncate(path, os.path.getsize(path) - 8)
@@ -333,6 +344,8 @@ def corrupt_folders(workdir, transformers):
         ("unsupported activation", variant("act", edit_config(hidden_act="relu2")),
          ["RILL_ERROR_UNSUPPORTED", "hidden_act", "relu2"]),
         ("bad size", variant("size", edit_config(num_attention_heads=3)), ["RILL_ERROR_CONFIG", "num_heads"]),
+        ("another family's buffer", variant("buffer", add_gptj_buffer),
+         ["RILL_ERROR_IO", "model.layers.0.attn.masked_bias", "not a weight"]),
         ("truncated last shard", variant("truncated", truncate_last_shard), ["RILL_ERROR_IO", shards[-1]]),
         ("missing shard", variant("missing", lambda f: os.remove(os.path.join(f, shards[-1]))),
          ["RILL_ERROR_IO", shards[-1]]),
