@@ -626,6 +626,8 @@ RILL_API rill_status rill_activation(rill_context* ctx, rill_act_fn fn, const ri
 /* [rows, E] logits to the host, which chooses the experts; per expert with  */
 /* tokens, buffer copies gather its rows, its GEMMs and activation run on    */
 /* those rows only, and one residual_add per row adds p_e times its output.  */
+/* Layers that decoder_sparse_step or mlp_only_layers make dense (Qwen2-MoE) */
+/* run the dense gated MLP of intermediate_size and have no experts.         */
 /* ------------------------------------------------------------------------- */
 
 /* How each norm normalizes: RMSNorm, or LayerNorm (weight and bias). */
@@ -707,6 +709,9 @@ typedef enum rill_rope_type {
    rope_dim / 2 of each, so rope_dim up to 512. */
 #define RILL_ROPE_MAX_FACTORS 256
 
+/* The most layers rill_model_desc.mlp_only_layers lists. */
+#define RILL_MAX_MLP_ONLY_LAYERS 256
+
 /* Describes a decoder stack. Fill it with rill_model_desc_init, then set the
    sizes. Fields are only ever appended; struct_size = sizeof(rill_model_desc). */
 typedef struct rill_model_desc {
@@ -772,6 +777,14 @@ typedef struct rill_model_desc {
      the QK norm weights are permuted as they are set (even dims, then odd),
      which leaves every attention score as it was. Needs rope_theta > 0. */
   uint32_t rope_interleave;
+  /* Dense layers among the experts (Qwen2-MoE; with num_experts > 0): layer
+     i runs the dense MLP (mlp.gate_proj, up_proj, down_proj of
+     intermediate_size) instead of the experts when mlp_only_layers lists it
+     or, with decoder_sparse_step N > 1, when (i + 1) % N != 0, as
+     transformers' Qwen2MoeDecoderLayer chooses. */
+  int32_t decoder_sparse_step;   /* >= 0; 0 and 1: every layer not listed is sparse; > 1 needs experts */
+  int32_t mlp_only_layer_count;  /* 0 to RILL_MAX_MLP_ONLY_LAYERS; > 0 needs experts */
+  int32_t mlp_only_layers[RILL_MAX_MLP_ONLY_LAYERS]; /* the first mlp_only_layer_count: distinct, in [0, num_layers) */
 } rill_model_desc;
 
 /* Fills desc with the defaults of the [model] TOML table: f32, rms, eps 1e-6,
@@ -783,7 +796,8 @@ typedef struct rill_model_desc {
    rope_factor 1, rope_beta_fast 32, rope_beta_slow 1 and the other rope
    scaling fields 0, no_rope_layer_interval 0, no experts (num_experts,
    num_experts_per_tok, norm_topk_prob, moe_intermediate_size,
-   shared_expert_intermediate_size 0), no rope_interleave, num_kv_heads, head_dim and
+   shared_expert_intermediate_size 0, decoder_sparse_step 0, no
+   mlp_only_layers), no rope_interleave, num_kv_heads, head_dim and
    query_pre_attn_scalar 0 (= derived), and the
    sizes num_layers, hidden_size, num_heads, intermediate_size 0 (to be set).
    NULL is a no-op. */
@@ -831,6 +845,8 @@ RILL_API void rill_model_desc_init(rill_model_desc* desc);
        moe_intermediate_size = 0 # each expert's width; 0 = intermediate_size
        shared_expert_intermediate_size = 0  # Qwen2-MoE's shared expert; 0 = none
        rope_interleave = false   # GPT-J, Cohere: checkpoints with interleaved rotary dims
+       decoder_sparse_step = 0   # Qwen2-MoE: N > 1: layers with (i + 1) % N != 0 are dense
+       mlp_only_layers = []      # Qwen2-MoE: layers with the dense MLP
        [model.rope_scaling]      # Hugging Face's rope_scaling dict; absent = default
        rope_type = "llama3"      # "default" | "linear" | "dynamic" | "yarn" |
                                  # "longrope" | "llama3" ("type" is read too)

@@ -683,6 +683,36 @@ TEST_CASE("mixture of experts: descriptor checks, TOML keys, weight names, Mixtr
          d.mlp_bias = 1;
        },
        "mlp_bias", "no bias; expected false with num_experts > 0, got true"},
+      {[](rill_model_desc& d) { d.decoder_sparse_step = 2; }, "decoder_sparse_step",
+       "applies only with num_experts > 0; expected 0 or 1 for a dense MLP, got 2"},
+      {[](rill_model_desc& d) {
+         d.num_experts = 4;
+         d.num_experts_per_tok = 2;
+         d.decoder_sparse_step = -1;
+       },
+       "decoder_sparse_step", "expected >= 0 (0 or 1: every layer sparse), got -1"},
+      {[](rill_model_desc& d) { d.mlp_only_layer_count = 1; }, "mlp_only_layers",
+       "applies only with num_experts > 0; expected no layers for a dense MLP, got 1 layers"},
+      {[](rill_model_desc& d) {
+         d.num_experts = 4;
+         d.num_experts_per_tok = 2;
+         d.mlp_only_layer_count = RILL_MAX_MLP_ONLY_LAYERS + 1;
+       },
+       "mlp_only_layer_count", "expected 0 to RILL_MAX_MLP_ONLY_LAYERS = 256, got 257"},
+      {[](rill_model_desc& d) {
+         d.num_experts = 4;
+         d.num_experts_per_tok = 2;
+         d.mlp_only_layer_count = 1;
+         d.mlp_only_layers[0] = 2;
+       },
+       "mlp_only_layers[0]", "expected a layer index from 0 to num_layers - 1 = 1, got 2"},
+      {[](rill_model_desc& d) {
+         d.num_experts = 4;
+         d.num_experts_per_tok = 2;
+         d.mlp_only_layer_count = 2;
+         d.mlp_only_layers[0] = d.mlp_only_layers[1] = 1;
+       },
+       "mlp_only_layers[1]", "expected each layer once, got layer 1 again"},
   };
   for (const Bad& bad : cases) {
     CAPTURE(bad.field);
@@ -709,6 +739,27 @@ TEST_CASE("mixture of experts: descriptor checks, TOML keys, weight names, Mixtr
   expect_failure(rill_model_desc_from_toml((sizes + "num_experts = 2\nnum_experts_per_tok = 3\n").c_str(), "m.toml",
                                            &d),
                  RILL_ERROR_CONFIG, {"m.toml:7:", "model.num_experts_per_tok", "num_experts = 2, got 3"});
+  REQUIRE_MESSAGE(rill_model_desc_from_toml((sizes + "num_experts = 4\nnum_experts_per_tok = 2\n"
+                                                     "decoder_sparse_step = 2\nmlp_only_layers = [1, 0]\n")
+                                                .c_str(),
+                                            "m.toml", &d) == RILL_OK,
+                  rill_last_error());
+  CHECK(d.decoder_sparse_step == 2);
+  CHECK(d.mlp_only_layer_count == 2);
+  CHECK(d.mlp_only_layers[0] == 1);
+  CHECK(d.mlp_only_layers[1] == 0);
+  expect_failure(rill_model_desc_from_toml((sizes + "num_experts = 4\nnum_experts_per_tok = 2\n"
+                                                    "mlp_only_layers = [0, -1]\n")
+                                               .c_str(),
+                                           "m.toml", &d),
+                 RILL_ERROR_CONFIG, {"m.toml:8:", "model.mlp_only_layers[1]", "-1"});
+  expect_failure(rill_model_desc_from_toml((sizes + "num_experts = 4\nnum_experts_per_tok = 2\n"
+                                                    "mlp_only_layers = [0, 5]\n")
+                                               .c_str(),
+                                           "m.toml", &d),
+                 RILL_ERROR_CONFIG, {"m.toml:8:", "model.mlp_only_layers[1]", "num_layers - 1 = 1, got 5"});
+  expect_failure(rill_model_desc_from_toml((sizes + "mlp_only_layers = 1\n").c_str(), "m.toml", &d),
+                 RILL_ERROR_CONFIG, {"m.toml:6:", "model.mlp_only_layers", "an array of integers"});
 
   // Qwen2-MoE style: 4 experts of width 12 (moe_intermediate_size 0 = 24 for
   // Mixtral's layout below), top-2, a shared expert of width 20.

@@ -59,8 +59,12 @@ static_assert(offsetof(rill_model_desc, norm_topk_prob) == 2224);
 static_assert(offsetof(rill_model_desc, moe_intermediate_size) == 2228);
 static_assert(offsetof(rill_model_desc, shared_expert_intermediate_size) == 2232);
 static_assert(offsetof(rill_model_desc, rope_interleave) == 2236);
-static_assert(sizeof(rill_model_desc) == 2240);
+static_assert(offsetof(rill_model_desc, decoder_sparse_step) == 2240);
+static_assert(offsetof(rill_model_desc, mlp_only_layer_count) == 2244);
+static_assert(offsetof(rill_model_desc, mlp_only_layers) == 2248);
+static_assert(sizeof(rill_model_desc) == 3272);
 static_assert(RILL_ROPE_MAX_FACTORS == 256);
+static_assert(RILL_MAX_MLP_ONLY_LAYERS == 256);
 
 static_assert(RILL_ACT_SILU == 0 && RILL_ACT_GELU == 1 && RILL_ACT_GELU_TANH == 2 && RILL_ACT_RELU == 3);
 static_assert(RILL_NORM_RMS == 0 && RILL_NORM_LAYER == 1);

@@ -105,9 +105,14 @@ namespace Rill
         public int MoeIntermediateSize;
         public int SharedExpertIntermediateSize;
         public uint RopeInterleave;
+        public int DecoderSparseStep;
+        public int MlpOnlyLayerCount;
+        [MarshalAs(UnmanagedType.ByValArray, SizeConst = MaxMlpOnlyLayers)] public int[] MlpOnlyLayers;
 
         /// <summary>RILL_ROPE_MAX_FACTORS: the length of RopeShortFactor and RopeLongFactor.</summary>
         public const int RopeMaxFactors = 256;
+        /// <summary>RILL_MAX_MLP_ONLY_LAYERS: the length of MlpOnlyLayers.</summary>
+        public const int MaxMlpOnlyLayers = 256;
 
         /// <summary>The defaults of rill_model_desc_init; set the sizes next.</summary>
         public static ModelDesc Defaults()
@@ -116,6 +121,7 @@ namespace Rill
             {
                 RopeShortFactor = new float[RopeMaxFactors],
                 RopeLongFactor = new float[RopeMaxFactors],
+                MlpOnlyLayers = new int[MaxMlpOnlyLayers],
             };
             Native.rill_model_desc_init(ref desc);
             return desc;

@@ -98,8 +98,8 @@ class Forward {
     const int64_t hidden = d_.hidden_size, q = int64_t{d_.num_heads} * d_.head_dim;
     const int64_t kv = int64_t{d_.num_kv_heads} * d_.head_dim;
     const bool moe = d_.num_experts > 0;
-    const int64_t inter = moe ? std::max(d_.moe_intermediate_size, d_.shared_expert_intermediate_size)
-                              : d_.intermediate_size;
+    const int64_t inter = std::max({moe ? d_.moe_intermediate_size : 0, d_.shared_expert_intermediate_size,
+                                    any_dense_layer() ? d_.intermediate_size : 0});
     const int64_t moe_hidden = moe ? hidden : 0, shared = d_.shared_expert_intermediate_size > 0 ? 1 : 0;
     const int64_t cols[kScratchCount] = {hidden, hidden, q,          kv,         kv,          q,
                                          inter,  inter,  moe_hidden, moe_hidden, d_.num_experts, shared};
@@ -255,14 +255,21 @@ class Forward {
       rill_backend_op_desc row_add = op_desc(RILL_BACKEND_OP_RESIDUAL_ADD, hidden);
       row_add.rows = 1;
       needed.push_back({RILL_BACKEND_OP(b, residual_add) != nullptr, row_add});
-    } else {
-      mlp_ops(inter, w.up_b, w.gate_b, w.down_b);
     }
+    if (any_dense_layer()) mlp_ops(inter, w.up_b, w.gate_b, w.down_b);
     needed.push_back({RILL_BACKEND_OP(b, residual_add) != nullptr, op_desc(RILL_BACKEND_OP_RESIDUAL_ADD, hidden)});
     return needed;
   }
 
   rill_backend_tensor rows_view(const rill_tensor* t, int64_t cols) const { return view_of(t, {rows_, cols}); }
+
+  // Whether some layer runs the dense MLP (every layer without experts).
+  bool any_dense_layer() const {
+    for (int32_t l = 0; l < d_.num_layers; ++l) {
+      if (!layer_sparse(d_, l)) return true;
+    }
+    return false;
+  }
 
   // RoPE with a rope_type other than default runs as rope_freqs.
   bool scaled_rope() const { return d_.rope_type != RILL_ROPE_DEFAULT; }
@@ -469,7 +476,7 @@ class Forward {
 
   rill_status mlp(int32_t l, const rill_backend_tensor& in, const rill_backend_tensor& out) {
     const LayerWeights& w = model_.layers[l];
-    if (d_.num_experts > 0) return experts(w, in, out);
+    if (layer_sparse(d_, l)) return experts(w, in, out);
     return dense_mlp(in, w.gate_w, w.gate_b, w.up_w, w.up_b, w.down_w, w.down_b, d_.intermediate_size, out);
   }
 

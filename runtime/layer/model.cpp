@@ -107,7 +107,7 @@ void add_checkpoint_names(rill_model& model, int32_t i, const LayerWeights& w) {
   const std::string p = "model.layers." + std::to_string(i) + ".";
   add_fused(model, p + "self_attn.qkv_proj.weight", {w.q_w, w.k_w, w.v_w});
   add_fused(model, p + "self_attn.qkv_proj.bias", {w.q_b, w.k_b, w.v_b});
-  if (d.num_experts > 0) {
+  if (layer_sparse(d, i)) {
     refuse_fused(model, p + "mlp.gate_up_proj.weight",
                  "it holds a dense MLP's gate_proj and up_proj, but this model's MLP is a mixture of " +
                      std::to_string(d.num_experts) + " experts");
@@ -346,7 +346,7 @@ void build_weight_table(rill_model& model) {
     for (int32_t rotary : {w.q_w, w.q_b, w.k_w, w.k_b, w.q_norm_w, w.k_norm_w}) {
       if (rotary != kAbsent) model.weights[static_cast<size_t>(rotary)].rotary_rows = true;
     }
-    if (d.num_experts > 0) {
+    if (layer_sparse(d, i)) {
       add_experts(model, i, w);
     } else {
       if (is_gated(d.activation)) {

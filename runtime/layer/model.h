@@ -28,6 +28,9 @@ DescProblem resolve_desc(const rill_model_desc& given, rill_model_desc& resolved
 // rope_local_base_freq): sliding_window > 0, layer >= max_window_layers, and
 // not every sliding_window_pattern-th layer.
 bool layer_slides(const rill_model_desc& d, int32_t layer);
+// Whether layer `layer` of a resolved descriptor runs the experts: num_experts
+// > 0 and neither mlp_only_layers nor decoder_sparse_step makes it dense.
+bool layer_sparse(const rill_model_desc& d, int32_t layer);
 // The inverse frequencies (rope_dim / 2) and the attention factor of a
 // resolved descriptor's rope_type for a forward call whose longest position
 // is seq_len - 1 (read by dynamic and longrope): what rill_rope_freqs takes.

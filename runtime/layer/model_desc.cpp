@@ -6,6 +6,7 @@
 #include <limits>
 #include <string_view>
 #include <tuple>
+#include <vector>
 
 #include "enum_names.h"
 #include "errors.h"
@@ -144,6 +145,42 @@ DescProblem check_rope_scaling(const rill_model_desc& d) {
   return {};
 }
 
+// decoder_sparse_step and mlp_only_layers: the dense layers among the experts.
+DescProblem check_dense_layers(const rill_model_desc& d) {
+  if (d.decoder_sparse_step < 0) {
+    return problem("decoder_sparse_step", "decoder_sparse_step: expected >= 0 (0 or 1: every layer sparse), got " +
+                                              std::to_string(d.decoder_sparse_step));
+  }
+  if (d.mlp_only_layer_count < 0 || d.mlp_only_layer_count > RILL_MAX_MLP_ONLY_LAYERS) {
+    return problem("mlp_only_layers", "mlp_only_layer_count: expected 0 to RILL_MAX_MLP_ONLY_LAYERS = " +
+                                          std::to_string(RILL_MAX_MLP_ONLY_LAYERS) + ", got " +
+                                          std::to_string(d.mlp_only_layer_count));
+  }
+  if (d.num_experts == 0 && (d.decoder_sparse_step > 1 || d.mlp_only_layer_count > 0)) {
+    const bool step = d.decoder_sparse_step > 1;
+    return problem(step ? "decoder_sparse_step" : "mlp_only_layers",
+                   std::string(step ? "decoder_sparse_step" : "mlp_only_layers") +
+                       ": chooses dense layers among the experts, so it applies only with num_experts > 0; "
+                       "expected " + (step ? "0 or 1" : "no layers") + " for a dense MLP, got " +
+                       std::to_string(step ? d.decoder_sparse_step : d.mlp_only_layer_count) +
+                       (step ? "" : " layers"));
+  }
+  std::vector<bool> listed(static_cast<size_t>(d.num_layers), false);
+  for (int32_t i = 0; i < d.mlp_only_layer_count; ++i) {
+    const int32_t layer = d.mlp_only_layers[i];
+    const std::string at = "mlp_only_layers[" + std::to_string(i) + "]: ";
+    if (layer < 0 || layer >= d.num_layers) {
+      return problem("mlp_only_layers", at + "expected a layer index from 0 to num_layers - 1 = " +
+                                            std::to_string(d.num_layers - 1) + ", got " + std::to_string(layer));
+    }
+    if (listed[static_cast<size_t>(layer)]) {
+      return problem("mlp_only_layers", at + "expected each layer once, got layer " + std::to_string(layer) + " again");
+    }
+    listed[static_cast<size_t>(layer)] = true;
+  }
+  return {};
+}
+
 // The mixture-of-experts fields; resolves moe_intermediate_size 0.
 DescProblem check_experts(rill_model_desc& d) {
   if (d.num_experts < 0 || d.num_experts > kMaxExperts) {
@@ -158,6 +195,8 @@ DescProblem check_experts(rill_model_desc& d) {
                                 std::to_string(value));
     }
   }
+  DescProblem dense = check_dense_layers(d);
+  if (!dense.field.empty()) return dense;
   if (d.num_experts == 0) {
     for (const auto& [field, value] :
          {std::pair<const char*, int64_t>{"num_experts_per_tok", d.num_experts_per_tok},
@@ -347,6 +386,15 @@ DescProblem resolve_desc(const rill_model_desc& given, rill_model_desc& resolved
   return {};
 }
 
+bool layer_sparse(const rill_model_desc& d, int32_t layer) {
+  if (d.num_experts == 0) return false;
+  if (std::find(d.mlp_only_layers, d.mlp_only_layers + d.mlp_only_layer_count, layer) !=
+      d.mlp_only_layers + d.mlp_only_layer_count) {
+    return false;
+  }
+  return d.decoder_sparse_step <= 1 || (layer + 1) % d.decoder_sparse_step == 0;
+}
+
 bool layer_slides(const rill_model_desc& d, int32_t layer) {
   if (d.sliding_window == 0 || layer < d.max_window_layers) return false;
   return d.sliding_window_pattern == 0 || (layer + 1) % d.sliding_window_pattern != 0;
@@ -371,21 +419,15 @@ class ModelReader {
   }
   // An array of at most capacity numbers into out; returns how many (0 when absent).
   int32_t reals(const char* key, float* out, int32_t capacity) const {
-    const toml::node* node = table_.get(key);
-    if (node == nullptr) return 0;
-    const std::string name = prefix_ + key;
-    const toml::array* array = node->as_array();
-    if (array == nullptr) check_.wrong_type(*node, name, "an array of numbers");
-    if (array->size() > static_cast<size_t>(capacity)) {
-      check_.error_at(node->source(), "'" + name + "': expected at most RILL_ROPE_MAX_FACTORS = " +
-                                          std::to_string(capacity) + " numbers, got " + std::to_string(array->size()));
-    }
-    int32_t count = 0;
-    for (const toml::node& element : *array) {
-      const std::string at = name + "[" + std::to_string(count) + "]";
-      out[count++] = to_float(element, at);
-    }
-    return count;
+    return elements(key, "RILL_ROPE_MAX_FACTORS", capacity, "numbers",
+                    [&](const toml::node& element, const std::string& at, int32_t i) { out[i] = to_float(element, at); });
+  }
+  // An array of at most capacity integers >= 0 into out; returns how many (0 when absent).
+  int32_t integers(const char* key, const char* capacity_name, int32_t* out, int32_t capacity) const {
+    return elements(key, capacity_name, capacity, "integers", [&](const toml::node& element, const std::string& at,
+                                                                  int32_t i) {
+      out[i] = static_cast<int32_t>(check_.integer(element, at, 0, INT32_MAX));
+    });
   }
   void boolean(const char* key, uint32_t& out) const {
     if (const toml::node* node = table_.get(key)) out = check_.boolean(*node, prefix_ + key) ? 1u : 0u;
@@ -406,6 +448,27 @@ class ModelReader {
                                          num(std::numeric_limits<float>::max()) + "), got " + num(value));
     }
     return static_cast<float>(value);
+  }
+
+  // The array at key, each element (named "key[i]") given to read.
+  template <class Read>
+  int32_t elements(const char* key, const char* capacity_name, int32_t capacity, const char* what, Read read) const {
+    const toml::node* node = table_.get(key);
+    if (node == nullptr) return 0;
+    const std::string name = prefix_ + key;
+    const toml::array* array = node->as_array();
+    if (array == nullptr) check_.wrong_type(*node, name, std::string("an array of ") + what);
+    if (array->size() > static_cast<size_t>(capacity)) {
+      check_.error_at(node->source(), "'" + name + "': expected at most " + capacity_name + " = " +
+                                          std::to_string(capacity) + " " + what + ", got " +
+                                          std::to_string(array->size()));
+    }
+    int32_t count = 0;
+    for (const toml::node& element : *array) {
+      read(element, name + "[" + std::to_string(count) + "]", count);
+      ++count;
+    }
+    return count;
   }
 
   const TomlChecker& check_;
@@ -462,7 +525,7 @@ void read_model_table(const TomlChecker& check, const toml::table& table, rill_m
                    "attn_logit_softcapping", "rope_local_base_freq", "max_position_embeddings",
                    "no_rope_layer_interval", "num_experts", "num_experts_per_tok", "norm_topk_prob",
                    "moe_intermediate_size", "shared_expert_intermediate_size", "rope_interleave",
-                   "rope_scaling"});
+                   "decoder_sparse_step", "mlp_only_layers", "rope_scaling"});
   const ModelReader t(check, table);
   t.choice<rill_dtype>("dtype", {{"f32", RILL_DTYPE_F32}, {"f16", RILL_DTYPE_F16}, {"bf16", RILL_DTYPE_BF16}}, d.dtype);
   t.integer("num_layers", d.num_layers);
@@ -517,6 +580,9 @@ void read_model_table(const TomlChecker& check, const toml::table& table, rill_m
   t.integer("moe_intermediate_size", d.moe_intermediate_size);
   t.integer("shared_expert_intermediate_size", d.shared_expert_intermediate_size);
   t.boolean("rope_interleave", d.rope_interleave);
+  t.integer("decoder_sparse_step", d.decoder_sparse_step);
+  d.mlp_only_layer_count =
+      t.integers("mlp_only_layers", "RILL_MAX_MLP_ONLY_LAYERS", d.mlp_only_layers, RILL_MAX_MLP_ONLY_LAYERS);
   if (const toml::table* scaling = check.table_at(table, "rope_scaling", "model.rope_scaling")) {
     read_rope_scaling(check, *scaling, d);
   }

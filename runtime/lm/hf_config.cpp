@@ -547,6 +547,8 @@ void gptj(Keys& k, Mapping& m) {
                           {"mlp.fc_in.bias", "mlp.up_proj.bias"},
                           {"mlp.fc_out.weight", "mlp.down_proj.weight"},
                           {"mlp.fc_out.bias", "mlp.down_proj.bias"}};
+  // The causal mask and its fill value, saved by transformers before 4.40.
+  m.config.layer_buffers = {"attn.bias", "attn.masked_bias"};
   tie(k, m, false);  // transformer.ln_f loads as model.norm (runtime/layer/model.cpp)
 }
 
@@ -638,8 +640,18 @@ void qwen2_moe(Keys& k, Mapping& m) {
   m.model.insert_or_assign("norm_topk_prob", k.boolean("norm_topk_prob", false));
   copy_integer(k, m, "moe_intermediate_size", "moe_intermediate_size");
   copy_integer(k, m, "shared_expert_intermediate_size", "shared_expert_intermediate_size");
-  k.neutral("decoder_sparse_step", 1, "every layer sparse");
-  k.neutral("mlp_only_layers", json::array(), "every layer sparse");
+  // Dense layers among the sparse ones: checked by the descriptor.
+  copy_integer(k, m, "decoder_sparse_step", "decoder_sparse_step");
+  if (const json* layers = k.get("mlp_only_layers")) {
+    toml::array list;
+    for (const json& layer : layers->is_array() ? *layers : json::array({nullptr})) {
+      if (!layer.is_number_integer()) {
+        k.error(RILL_ERROR_CONFIG, "mlp_only_layers", "expected a list of layer indices, got " + value_text(*layers));
+      }
+      list.push_back(layer.get<int64_t>());
+    }
+    m.model.insert_or_assign("mlp_only_layers", std::move(list));
+  }
 }
 
 void olmoe(Keys& k, Mapping& m) {

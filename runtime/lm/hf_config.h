@@ -32,6 +32,10 @@ struct HfConfig {
   std::string layer_prefix = "model.layers.";
   std::vector<std::pair<std::string, std::string>> layer_names;
   std::vector<std::pair<std::string, std::string>> global_names;
+  // Non-parameter buffers that older checkpoints of the family saved in each
+  // layer (their names after layer_prefix + "{i}."), which rill computes
+  // itself: skipped on load, by these names only.
+  std::vector<std::string> layer_buffers;
   bool unit_norms = false;        // OLMo: LayerNorms without parameters (weight 1, bias 0)
   bool zero_norm_biases = false;  // Cohere: LayerNorms without a bias (bias 0)
   bool has_torch_dtype = false;

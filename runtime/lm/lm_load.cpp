@@ -126,6 +126,19 @@ const io::SafetensorsTensor* find_tensor(const Shards& shards, const std::string
   return nullptr;
 }
 
+// Whether name is one of the family's per-layer buffers in a layer the
+// config has: layer_prefix, the layer index, ".", the buffer's name.
+bool is_layer_buffer(const std::string& name, const HfConfig& config) {
+  if (name.compare(0, config.layer_prefix.size(), config.layer_prefix) != 0) return false;
+  for (int32_t i = 0; i < config.desc.num_layers; ++i) {
+    const std::string layer = config.layer_prefix + std::to_string(i) + ".";
+    if (name.compare(0, layer.size(), layer) != 0) continue;
+    const std::string rest = name.substr(layer.size());
+    return std::find(config.layer_buffers.begin(), config.layer_buffers.end(), rest) != config.layer_buffers.end();
+  }
+  return false;
+}
+
 // Every tensor of the checkpoint is one the model uses: a tensor left over
 // means the config and the checkpoint disagree (a bias the config leaves
 // out, a layer too many), which would otherwise go unnoticed.
@@ -140,7 +153,7 @@ rill_status check_all_used(const std::string& f, const rill_model& model, const 
       const bool used = model.weight_index.count(t.name) != 0 || model.fused_index.count(t.name) != 0 ||
                         t.name == config.embedding_name || t.name == config.head_name ||
                         (!config.head_bias_name.empty() && t.name == config.head_bias_name) ||
-                        ends_with(t.name, kRotaryBuffer);
+                        ends_with(t.name, kRotaryBuffer) || is_layer_buffer(t.name, config);
       if (!used) {
         return fail(RILL_ERROR_IO, f + ": " + shard->path() + ": tensor '" + t.name + "' is not a weight of this " +
                                        config.model_type + " model as config.json describes it (" +

@@ -1726,6 +1726,7 @@ MOE_CONTROLS = {
     "renorm": "the top-k routing weights renormalized where they are not, or left as they are where they are",
 }
 SHARED_EXPERT_CONTROLS = {"shared_off": "the shared expert left out"}
+DENSE_LAYER_CONTROLS = {"dense_off": "the MLP of the dense layers (decoder_sparse_step, mlp_only_layers) left out"}
 
 
 def unnormalized_moe_forward(block):
@@ -1751,7 +1752,8 @@ def moe_case(family, gen, config, control=None):
     """A whole mixture-of-experts model from transformers (eager attention):
     MixtralModel (its own tensor names: block_sparse_moe, w1/w3/w2; always
     renormalizes the top-k weights), Qwen2MoeModel (a shared expert with its
-    sigmoid gate, q/k/v biases, every layer sparse), OlmoeModel (the QK norm
+    sigmoid gate, q/k/v biases, every layer sparse unless decoder_sparse_step
+    or mlp_only_layers makes it dense), OlmoeModel (the QK norm
     over the whole q and k projections, before RoPE) or Qwen3-MoE. transformers
     4.47.1 has no Qwen3-MoE; its published modelling code (Qwen3MoeModel,
     transformers 4.51) is Qwen2-MoE's without the shared expert, with Qwen3's
@@ -1770,6 +1772,8 @@ def moe_case(family, gen, config, control=None):
     assert c["rope_dim"] == 0 and c["final_norm"] and hq * hd == d
     if control == "scale" or (control == "gqa" and hkv == 1):
         return None, None  # no branch scale or LayerScale
+    if control == "dense_off" and c.get("decoder_sparse_step", 1) <= 1 and not c.get("mlp_only_layers"):
+        return None, None  # every layer sparse
     k = 1 if control == "top1" else c["num_experts_per_tok"]
     norm_topk = c.get("norm_topk_prob", False) != (control == "renorm")
     common = dict(vocab_size=8, hidden_size=d, num_hidden_layers=c["num_layers"], num_attention_heads=hq,
@@ -1790,7 +1794,8 @@ def moe_case(family, gen, config, control=None):
                                          shared_expert_intermediate_size=8 if qwen3 else c[
                                              "shared_expert_intermediate_size"],
                                          num_experts=c["num_experts"], norm_topk_prob=norm_topk,
-                                         decoder_sparse_step=1, mlp_only_layers=[])
+                                         decoder_sparse_step=c.get("decoder_sparse_step", 1),
+                                         mlp_only_layers=c.get("mlp_only_layers", []))
         model, prefix = transformers.Qwen2MoeModel(hf), "model."
     else:
         assert c["qk_norm"] == "full" and not c["qkv_bias"] and c.get("shared_expert_intermediate_size", 0) == 0
@@ -1814,7 +1819,10 @@ def moe_case(family, gen, config, control=None):
             elif control == "transpose":
                 attn.o_proj.weight.copy_(attn.o_proj.weight.t().clone())
             elif control == "shared_off":
-                layer.mlp.shared_expert.down_proj.weight.zero_()
+                if hasattr(layer.mlp, "shared_expert"):
+                    layer.mlp.shared_expert.down_proj.weight.zero_()
+            elif control == "dense_off" and not hasattr(layer.mlp, "experts"):
+                layer.mlp.down_proj.weight.zero_()
             if family == "mixtral" and control == "renorm":
                 layer.block_sparse_moe.forward = unnormalized_moe_forward(layer.block_sparse_moe)
             if family == "qwen3_moe":
@@ -2024,6 +2032,11 @@ CASES = {
     "qwen2_moe_shared_f16": ("qwen2_moe", base_config(**QWEN2_MOE, dtype="f16")),
     "olmoe": ("olmoe", base_config(**OLMOE)),
     "qwen3_moe": ("qwen3_moe", base_config(**QWEN3_MOE)),
+    # layers 0, 2 and 3 dense (decoder_sparse_step 2 leaves 0 and 2, mlp_only_layers adds 3), layer 1 sparse
+    "qwen2_moe_dense_layers": ("qwen2_moe", base_config(**QWEN2_MOE, num_layers=4, decoder_sparse_step=2,
+                                                        mlp_only_layers=[3])),
+    "qwen2_moe_dense_layers_f16": ("qwen2_moe", base_config(**QWEN2_MOE, num_layers=3, mlp_only_layers=[0],
+                                                            dtype="f16")),
 }
 BUILDERS = {"encoder": encoder_case, "decoder": decoder_case, "gemma2": gemma2_case, "granite": granite_case,
             "mimi": mimi_case, "opt": opt_case,
@@ -2052,7 +2065,8 @@ FEATURE_CONTROLS = {"olmo2": {**QK_NORM_CONTROLS, **OUTPUT_CONTROLS}, "qwen3": Q
                     "gemma_window": {**GEMMA_CONTROLS, **WINDOW_CONTROLS},
                     "qwen2_window": {**WINDOW_CONTROLS, **MAX_WINDOW_LAYERS_CONTROLS},
                     "rope": {**ROPE_CONTROLS, **LONGROPE_CONTROLS, **NOPE_CONTROLS},
-                    "mixtral": MOE_CONTROLS, "qwen2_moe": {**MOE_CONTROLS, **SHARED_EXPERT_CONTROLS},
+                    "mixtral": MOE_CONTROLS,
+                    "qwen2_moe": {**MOE_CONTROLS, **SHARED_EXPERT_CONTROLS, **DENSE_LAYER_CONTROLS},
                     "olmoe": {**MOE_CONTROLS, **QK_NORM_CONTROLS},
                     "qwen3_moe": {**MOE_CONTROLS, **QK_NORM_CONTROLS}}
 GROUPS = {

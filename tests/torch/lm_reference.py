@@ -20,8 +20,14 @@ Negative controls: the reference with the final norm dropped, with the wrong
 embedding tie (the embedding table as LM head for an untied model, a fresh
 head for a tied one), and per feature (FEATURE_CONTROLS) the QKV bias left
 out, the sliding window removed, the interleaved rotary of GPT-J and Cohere
-read as half-split, or Cohere's logit_scale left out; each must fail the
+read as half-split, Cohere's logit_scale left out, LongRoPE replaced by plain
+RoPE, or the MLP of Qwen2-MoE's dense layers left out; each must fail the
 comparison.
+
+Phi-4-mini's partial-rotary LongRoPE is checked on 4.47.1's Phi3 given the
+partial-rotary code transformers publishes from 4.49 on
+(partial_rotary_longrope); a GPT-J folder also carries the attn.bias and
+attn.masked_bias buffers that checkpoints saved before 4.40 hold.
 
 transformers comes from --venv (reference_venv.cmake). Exit codes: 0 all
 passed, 1 a failure, 77 skipped (torch or transformers missing, the backend
@@ -54,6 +60,52 @@ SIZES = dict(vocab_size=96, hidden_size=32, intermediate_size=64, num_hidden_lay
 MOE = dict(num_experts_per_tok=2)
 TOKENS = 12
 
+def gptj_mask_buffers(config, layers):
+    """The non-parameter buffers old GPT-J checkpoints hold per layer: the
+    causal mask (bool [1, 1, n_positions, n_positions]) and its fill value."""
+    n = config.n_positions
+    mask = torch.tril(torch.ones((n, n), dtype=torch.bool)).view(1, 1, n, n)
+    tensors = {}
+    for i in range(layers):
+        tensors[f"transformer.h.{i}.attn.bias"] = mask.clone()
+        tensors[f"transformer.h.{i}.attn.masked_bias"] = torch.tensor(-1e9)
+    return tensors
+
+
+# Phi-4-mini's LongRoPE factors: rotary_dim / 2 = 3 each (head_dim 8, partial_rotary_factor 0.75).
+PARTIAL_LONGROPE = dict(type="longrope", short_factor=[1.0, 1.25, 2.0], long_factor=[1.5, 3.0, 5.0])
+
+
+def partial_rotary_apply(q, k, cos, sin, position_ids=None, unsqueeze_dim=1):
+    """apply_rotary_pos_emb of transformers' published Phi-3 code from 4.49
+    on (Phi-4-mini): cos and sin are rotary_dim wide, the rest of each head
+    passes unrotated. The same as 4.47.1's when rotary_dim is the head."""
+    cos, sin = cos.unsqueeze(unsqueeze_dim), sin.unsqueeze(unsqueeze_dim)
+    rotary_dim = cos.shape[-1]
+
+    def rotate(x):
+        x_rot, x_pass = x[..., :rotary_dim], x[..., rotary_dim:]
+        half = rotary_dim // 2
+        turned = torch.cat((-x_rot[..., half:], x_rot[..., :half]), dim=-1)
+        return torch.cat([x_rot * cos + turned * sin, x_pass], dim=-1)
+
+    return rotate(q), rotate(k)
+
+
+def partial_rotary_longrope(model, transformers):
+    """4.47.1's Phi3 made Phi-4-mini's: rope_scaling with rotary_dim / 2
+    factors (set after the config's own check, which wants head_dim / 2),
+    LongRoPE tables rotary_dim wide and the partial apply_rotary_pos_emb."""
+    phi3 = transformers.models.phi3.modeling_phi3
+    phi3.apply_rotary_pos_emb = partial_rotary_apply
+    config = model.config
+    config.rope_scaling = dict(PARTIAL_LONGROPE)
+    head_dim = config.hidden_size // config.num_attention_heads
+    rotary_dim = int(head_dim * config.partial_rotary_factor)
+    for layer in model.model.layers:
+        layer.self_attn.rotary_emb = phi3.Phi3LongRoPEScaledRotaryEmbedding(rotary_dim, config)
+
+
 # name: (config class, config keys beyond SIZES, how it is saved)
 #   shard: max_shard_size for save_pretrained (None: one file)
 #   storage: the dtype the checkpoint stores (its torch_dtype); rill runs it without --dtype
@@ -61,6 +113,8 @@ TOKENS = 12
 #     run all three: with these seeds every token picks the same experts in f16
 #     and bf16 as in the float64 reference (a flipped choice would fail them).
 #   drop: SIZES keys the config class does not take
+#   add: f(config, layers) -> tensors written into model.safetensors beside the model's
+#   prepare: f(model, transformers) run on the model before it is saved
 CASES = {
     "llama": ("LlamaConfig", dict(rope_theta=500000.0, rms_norm_eps=1e-5), dict()),
     "llama_sharded": ("LlamaConfig", dict(attention_bias=True, mlp_bias=True), dict(shard="20KB")),
@@ -101,6 +155,20 @@ CASES = {
                dict(drop=["num_key_value_heads", "intermediate_size"])),
     "falcon_mqa_untied": ("FalconConfig", dict(ffn_hidden_size=64, tie_word_embeddings=False),
                           dict(drop=["num_key_value_heads", "intermediate_size"])),
+    # Qwen2-MoE with dense layers: decoder_sparse_step 2 leaves layers 0 and 2 dense, mlp_only_layers adds 3.
+    "qwen2_moe_dense_layers": ("Qwen2MoeConfig", dict(num_experts=4, moe_intermediate_size=16,
+                                                      shared_expert_intermediate_size=24, num_hidden_layers=4,
+                                                      decoder_sparse_step=2, mlp_only_layers=[3], **MOE), dict()),
+    # A GPT-J checkpoint as transformers wrote them before 4.40: each layer's causal-mask buffers
+    # attn.bias and attn.masked_bias beside its weights (rill skips them by name).
+    "gptj_mask_buffers": ("GPTJConfig", dict(num_attention_heads=2, rotary_dim=8, n_inner=64),
+                          dict(drop=["num_key_value_heads", "intermediate_size"], dtypes=("f32",),
+                               add=gptj_mask_buffers)),
+    # Phi-4-mini: LongRoPE on the first 3/4 of each head (partial_rotary_factor); 4.47.1's Phi3 rotates
+    # whole heads, so prepare gives it the published partial-rotary code (partial_rotary_longrope).
+    "phi4_mini_partial_longrope": ("Phi3Config", dict(original_max_position_embeddings=32,
+                                                      partial_rotary_factor=0.75),
+                                   dict(prepare=partial_rotary_longrope)),
 }
 
 FEATURE_CONTROLS = {
@@ -111,6 +179,8 @@ FEATURE_CONTROLS = {
     "head_bias": "the LM head's bias left out",
     "interleave": "the interleaved rotary read as half-split (rope_interleave left out)",
     "logit_scale": "the logits not scaled by logit_scale",
+    "longrope": "plain RoPE over the partial rotary dims (LongRoPE's factors and attention factor left out)",
+    "dense_mlp": "the MLP of the dense layers (decoder_sparse_step, mlp_only_layers) left out",
 }
 
 
@@ -188,6 +258,14 @@ def reference_logits(model, ids, control=None):
                         p.copy_(interleaved_rows(p, head_dim, rope_dim))
         elif control == "logit_scale":
             m.logit_scale = 1.0
+        elif control == "longrope":
+            for layer in base.layers:
+                rotary = layer.self_attn.rotary_emb
+                layer.self_attn.rotary_emb = type(rotary).__bases__[0](rotary.dim, base=rotary.base)
+        elif control == "dense_mlp":
+            for layer in base.layers:
+                if not hasattr(layer.mlp, "experts"):
+                    layer.mlp.down_proj.weight.zero_()
         return m(**inputs, use_cache=False).logits[0].numpy()
 
 
@@ -209,6 +287,10 @@ def case_controls(name, config):
         controls["interleave"] = FEATURE_CONTROLS["interleave"]
     if kind == "cohere":
         controls["logit_scale"] = FEATURE_CONTROLS["logit_scale"]
+    if kind == "phi3" and (config.rope_scaling or {}).get("type") == "longrope":
+        controls["longrope"] = FEATURE_CONTROLS["longrope"]
+    if kind == "qwen2_moe" and (config.decoder_sparse_step > 1 or config.mlp_only_layers):
+        controls["dense_mlp"] = FEATURE_CONTROLS["dense_mlp"]
     return controls
 
 
@@ -237,6 +319,17 @@ def corrupt_folders(workdir, transformers):
             json.dump(data, open(path, "w"))
         return edit
 
+    def add_gptj_buffer(folder):
+        """GPT-J's mask buffer name in a Llama checkpoint: only GPT-J skips it."""
+        from safetensors.torch import load_file, save_file
+        path = os.path.join(folder, shards[-1])
+        name = "model.layers.0.attn.masked_bias"
+        save_file({**load_file(path), name: torch.tensor(-1e9)}, path, metadata={"format": "pt"})
+        index_path = os.path.join(folder, "model.safetensors.index.json")
+        data = json.load(open(index_path))
+        data["weight_map"][name] = shards[-1]
+        json.dump(data, open(index_path, "w"))
+
     def truncate_last_shard(folder):
         path = os.path.join(folder, shards[-1])
         os.truncate(path, os.path.getsize(path) - 8)
@@ -251,6 +344,8 @@ def corrupt_folders(workdir, transformers):
         ("unsupported activation", variant("act", edit_config(hidden_act="relu2")),
          ["RILL_ERROR_UNSUPPORTED", "hidden_act", "relu2"]),
         ("bad size", variant("size", edit_config(num_attention_heads=3)), ["RILL_ERROR_CONFIG", "num_heads"]),
+        ("another family's buffer", variant("buffer", add_gptj_buffer),
+         ["RILL_ERROR_IO", "model.layers.0.attn.masked_bias", "not a weight"]),
         ("truncated last shard", variant("truncated", truncate_last_shard), ["RILL_ERROR_IO", shards[-1]]),
         ("missing shard", variant("missing", lambda f: os.remove(os.path.join(f, shards[-1]))),
          ["RILL_ERROR_IO", shards[-1]]),
@@ -367,6 +462,8 @@ def check_case(name, rill, backend, workdir, seed, transformers):
     gen = torch.Generator().manual_seed(seed)
     torch.manual_seed(seed)
     model = transformers.AutoModelForCausalLM.from_config(config, attn_implementation="eager")
+    if "prepare" in save:
+        save["prepare"](model, transformers)
     randomize(model, gen)
     if config.tie_word_embeddings:
         model.tie_weights()
@@ -375,6 +472,11 @@ def check_case(name, rill, backend, workdir, seed, transformers):
     folder = os.path.join(workdir, name)
     shards = dict(max_shard_size=save["shard"]) if "shard" in save else {}
     copy.deepcopy(model).to(TORCH_DTYPES[storage]).save_pretrained(folder, safe_serialization=True, **shards)
+    if "add" in save:
+        from safetensors.torch import load_file, save_file
+        path = os.path.join(folder, "model.safetensors")
+        save_file({**load_file(path), **save["add"](config, config.num_hidden_layers)}, path,
+                  metadata={"format": "pt"})
     sharded = os.path.exists(os.path.join(folder, "model.safetensors.index.json"))
     if ("shard" in save) != sharded:
         return [f"save_pretrained made {'shards' if sharded else 'one file'}, the case asks otherwise"]

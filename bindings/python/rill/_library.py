@@ -35,6 +35,7 @@ LOG_FN = ctypes.CFUNCTYPE(None, ctypes.c_int, ctypes.c_char_p, ctypes.c_void_p)
 
 
 ROPE_MAX_FACTORS = 256  # RILL_ROPE_MAX_FACTORS
+MAX_MLP_ONLY_LAYERS = 256  # RILL_MAX_MLP_ONLY_LAYERS
 
 
 class ModelDesc(ctypes.Structure):
@@ -92,6 +93,9 @@ class ModelDesc(ctypes.Structure):
         ("moe_intermediate_size", ctypes.c_int32),
         ("shared_expert_intermediate_size", ctypes.c_int32),
         ("rope_interleave", ctypes.c_uint32),
+        ("decoder_sparse_step", ctypes.c_int32),
+        ("mlp_only_layer_count", ctypes.c_int32),
+        ("mlp_only_layers", ctypes.c_int32 * MAX_MLP_ONLY_LAYERS),
     ]
 
     def __init__(self, **fields):
