@@ -193,6 +193,9 @@ struct rill_backend_context {
   VkDevice device = VK_NULL_HANDLE;
   VkQueue queue = VK_NULL_HANDLE;
   uint32_t queue_family = 0;
+  /* False on the host's own device (rill_context_create_on_vulkan_device):
+     the instance and device are the host's, never destroyed here. */
+  bool owns_device = true;
   rill_vk::DeviceCaps caps;
   bool use_subgroups = false;
   rill_vk::MemoryPool memory;
