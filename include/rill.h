@@ -251,6 +251,42 @@ RILL_API rill_status rill_context_create(const char* config_toml, rill_context**
    file. */
 RILL_API rill_status rill_context_create_from_file(const char* path, rill_context** out_ctx);
 
+/* A Vulkan device that the host owns (a game engine's), for
+   rill_context_create_on_vulkan_device. The handles are the host's VkInstance,
+   VkPhysicalDevice, VkDevice and VkQueue, passed as pointers so that rill.h
+   needs no Vulkan header. Zero the struct and set struct_size = sizeof it. */
+typedef struct rill_vulkan_device {
+  uint32_t struct_size;
+  void* instance;        /* VkInstance, made with Vulkan 1.2 or newer */
+  void* physical_device; /* VkPhysicalDevice of instance, Vulkan 1.2 or newer */
+  void* device;          /* VkDevice made from physical_device */
+  void* queue;           /* VkQueue of device, from queue_family */
+  uint32_t queue_family; /* a queue family with VK_QUEUE_COMPUTE_BIT */
+  /* Nonzero when device was created with storageBuffer16BitAccess enabled
+     (VkPhysicalDeviceVulkan11Features): rill then runs f16 and bf16; with 0,
+     f32 only (the others are RILL_ERROR_UNSUPPORTED). */
+  uint32_t storage_16bit;
+} rill_vulkan_device;
+
+/* As rill_context_create on the Vulkan backend, but on the host's own device:
+   rill creates no instance or device of its own and never destroys the
+   host's; it makes its command pool, fences, buffers and pipelines on device
+   and submits to queue. The host keeps device and instance alive until
+   rill_context_destroy returns, and does not use queue from another thread
+   while a rill call runs on this context (Vulkan requires queue submissions
+   to be externally synchronized). Work is ordered as on any rill context:
+   rill_context_synchronize waits for it; the host's own work on other queues
+   is not ordered against rill's. config_toml's [runtime] backend must be
+   "vulkan" or "auto" (the default); `device` in [backend.vulkan] is not read.
+   Errors: RILL_ERROR_INVALID_ARGUMENT naming the member for a NULL device,
+   a struct_size too small, or a NULL handle; RILL_ERROR_CONFIG for bad config
+   text or another backend; RILL_ERROR_BACKEND_UNAVAILABLE when the Vulkan
+   backend cannot be loaded or the device is older than Vulkan 1.2 or
+   queue_family has no compute.
+   Thread-safe. */
+RILL_API rill_status rill_context_create_on_vulkan_device(const char* config_toml, const rill_vulkan_device* device,
+                                                          rill_context** out_ctx);
+
 /* Waits for the context's pending work and releases it, together with every
    tensor, model and KV cache made on it that is still alive. Destroying those
    objects first (in any order) and the context last is clean, and so is

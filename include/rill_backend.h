@@ -75,6 +75,8 @@
  *      element dtypes only.
  *      rill_backend_ops.get_rows (optional), RILL_BACKEND_OP_GET_ROWS: an
  *      embedding lookup, rows of a table of any dtype into f32/f16/bf16.
+ *      rill_backend_context_options.host_device: a device the host owns
+ *      (rill_context_create_on_vulkan_device), for the Vulkan backend.
  */
 #ifndef RILL_BACKEND_H
 #define RILL_BACKEND_H
@@ -222,6 +224,12 @@ typedef struct rill_backend_context_options {
      by check_options; NULL when option_count is 0. Valid during context_create. */
   const rill_backend_option* options;
   uint32_t option_count;
+  /* ---- version 4 ---- */
+  /* A device the host owns, for the backend it is meant for (the Vulkan
+     backend: a rill_vulkan_device); NULL otherwise. With it the backend opens
+     no device of its own, ignores device_index, and never destroys the
+     host's objects. Valid during context_create only. */
+  const void* host_device;
 } rill_backend_context_options;
 
 /* What a device is. */

@@ -81,7 +81,8 @@ rill_status check_backend_options(const Backend& backend, const BackendTable& ta
   return refuse(function, where, backend.name, backend_message(status));
 }
 
-ContextOptions::ContextOptions(const Backend& backend, uint32_t device_index, const BackendTable& table) {
+ContextOptions::ContextOptions(const Backend& backend, uint32_t device_index, const BackendTable& table,
+                               const void* host_device) {
   options_.device_index = static_cast<int32_t>(device_index);
   options_.device_name = nullptr;
   if (is_legacy(backend)) {
@@ -96,6 +97,7 @@ ContextOptions::ContextOptions(const Backend& backend, uint32_t device_index, co
   for (const BackendOptionValue& option : table.options) list_.push_back(to_backend_option(option));
   options_.options = list_.empty() ? nullptr : list_.data();
   options_.option_count = static_cast<uint32_t>(list_.size());
+  options_.host_device = host_device;
 }
 
 }  // namespace rill

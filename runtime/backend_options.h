@@ -23,7 +23,9 @@ rill_status check_backend_options(const Backend& backend, const BackendTable& ta
 // backend, with table's options (checked already). Owns the list it points at.
 class ContextOptions {
  public:
-  ContextOptions(const Backend& backend, uint32_t device_index, const BackendTable& table);
+  // host_device: a device the host owns (rill_vulkan_device), or NULL.
+  ContextOptions(const Backend& backend, uint32_t device_index, const BackendTable& table,
+                 const void* host_device = nullptr);
   ContextOptions(const ContextOptions&) = delete;
   ContextOptions& operator=(const ContextOptions&) = delete;
 

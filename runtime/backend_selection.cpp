@@ -88,26 +88,38 @@ bool pick_device(const Backend& backend, const DeviceChoice& choice, uint32_t& i
 // Tries one backend. In auto mode a device that is a CPU implementation of a
 // GPU API is refused unless the config names it: the CPU backend does the same
 // work faster.
-bool try_backend(const Config& config, const std::string& name, bool auto_mode, Selection& out,
-                 std::string& reason) {
+// With a host-owned device the backend is given that device: no device is
+// listed or picked.
+bool try_backend(const Config& config, const std::string& name, bool auto_mode, const void* host_device,
+                 Selection& out, std::string& reason) {
   const Backend* backend = acquire_backend(name, config.plugin_dir, reason);
   if (backend == nullptr) return false;
   const BackendTable& table = config.backend_table(name);
   uint32_t index = 0;
   rill_backend_device_info info{};
-  if (!pick_device(*backend, table.device, index, info, reason)) return false;
-  if (auto_mode && !table.device.explicit_choice && info.type == RILL_DEVICE_TYPE_CPU_IMPLEMENTATION &&
-      name != "cpu") {
-    reason = "device " + std::to_string(index) + " " + quoted(info.name) +
-             " is a CPU implementation; the cpu backend is faster there";
-    return false;
+  if (host_device != nullptr) {
+    if (backend->abi_version < 4) {
+      reason = "the plugin speaks interface version " + std::to_string(backend->abi_version) +
+               ", and a host's own device needs version 4";
+      return false;
+    }
+  } else {
+    if (!pick_device(*backend, table.device, index, info, reason)) return false;
+    if (auto_mode && !table.device.explicit_choice && info.type == RILL_DEVICE_TYPE_CPU_IMPLEMENTATION &&
+        name != "cpu") {
+      reason = "device " + std::to_string(index) + " " + quoted(info.name) +
+               " is a CPU implementation; the cpu backend is faster there";
+      return false;
+    }
   }
-  const ContextOptions options(*backend, index, table);
+  const ContextOptions options(*backend, index, table, host_device);
   rill_backend_context* context = nullptr;
   clear_backend_message();
   const rill_status status = backend->table->context_create(options.get(), &context);
   if (status != RILL_OK || context == nullptr) {
-    reason = "cannot create a context on device " + std::to_string(index) + " " + quoted(info.name) + ": " +
+    const std::string where =
+        host_device != nullptr ? std::string("the host's device") : "device " + std::to_string(index) + " " + quoted(info.name);
+    reason = "cannot create a context on " + where + ": " +
              (status == RILL_OK ? std::string("the backend returned no context") : backend_message(status));
     return false;
   }
@@ -176,17 +188,19 @@ bool describe_devices(const Backend& backend, std::vector<rill_backend_device_in
   return true;
 }
 
-rill_status select_backend(const Config& config, const char* function, Selection& out) {
+rill_status select_backend(const Config& config, const char* function, const void* host_device, Selection& out) {
   const rill_status checked = check_configured_backends(config, function);
   if (checked != RILL_OK) return checked;
-  const bool auto_mode = config.backend == "auto";
-  const std::vector<std::string> names = auto_mode ? config.prefer : std::vector<std::string>{config.backend};
+  const bool auto_mode = config.backend == "auto" && host_device == nullptr;
+  const std::vector<std::string> names = host_device != nullptr ? std::vector<std::string>{"vulkan"}
+                                         : auto_mode             ? config.prefer
+                                                                 : std::vector<std::string>{config.backend};
   std::string report;
   std::string reason;
   for (const std::string& name : names) {
     reason.clear();
     Selection selection;
-    if (try_backend(config, name, auto_mode, selection, reason)) {
+    if (try_backend(config, name, auto_mode, host_device, selection, reason)) {
       report += name + ": chosen";
       log_message(RILL_LOG_INFO, "backend selection:\n" + report);
       selection.report = std::move(report);
@@ -198,8 +212,9 @@ rill_status select_backend(const Config& config, const char* function, Selection
   if (!report.empty() && report.back() == '\n') report.pop_back();
   log_message(RILL_LOG_INFO, "backend selection failed:\n" + report);
   if (!auto_mode) {
+    const std::string name = host_device != nullptr ? "vulkan" : config.backend;
     return fail(RILL_ERROR_BACKEND_UNAVAILABLE,
-                std::string(function) + ": backend '" + config.backend + "' is unavailable: " + reason);
+                std::string(function) + ": backend '" + name + "' is unavailable: " + reason);
   }
   return fail(RILL_ERROR_BACKEND_UNAVAILABLE,
               std::string(function) + ": no backend of runtime.prefer could be had:\n" + report);

@@ -22,8 +22,10 @@ struct Selection {
 // [backend.<name>] table that can be loaded checks its options: a refusal
 // returns RILL_ERROR_CONFIG. On failure to get a backend returns
 // RILL_ERROR_BACKEND_UNAVAILABLE with rill_last_error() naming function and
-// giving every reason.
-rill_status select_backend(const Config& config, const char* function, Selection& out);
+// giving every reason. host_device (a rill_vulkan_device, or NULL): the
+// Vulkan backend on the host's own device, whatever [runtime] backend says
+// (the caller has checked it).
+rill_status select_backend(const Config& config, const char* function, const void* host_device, Selection& out);
 
 // Describes every device of backend. On failure returns false with the reason.
 bool describe_devices(const Backend& backend, std::vector<rill_backend_device_info>& out, std::string& reason);

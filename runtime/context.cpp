@@ -2,6 +2,8 @@
 
 #include <cstdio>
 #include <memory>
+#include <string>
+#include <utility>
 
 #include "backend_selection.h"
 #include "config.h"
@@ -14,15 +16,20 @@
 namespace rill {
 namespace {
 
+// host_device: a rill_vulkan_device the context is to run on, or NULL.
 rill_status create_context(std::string_view text, const std::string& source, const char* function,
-                           rill_context** out_ctx) {
+                           rill_context** out_ctx, const rill_vulkan_device* host_device = nullptr) {
   Config config;
   const rill_status parsed = parse_config(text, source, function, config);
   if (parsed != RILL_OK) return parsed;
+  if (host_device != nullptr && config.backend != "vulkan" && config.backend != "auto") {
+    return fail(RILL_ERROR_CONFIG, std::string(function) + ": runtime.backend: expected \"vulkan\" or \"auto\" " +
+                                       "on a host's Vulkan device, got \"" + config.backend + "\"");
+  }
   // Allocated before the backend context, so that nothing can fail once that exists.
   auto context = std::make_unique<rill_context>();
   Selection selection;
-  const rill_status selected = select_backend(config, function, selection);
+  const rill_status selected = select_backend(config, function, host_device, selection);
   if (selected != RILL_OK) return selected;
   context->backend = selection.backend;
   context->impl = selection.context;
@@ -77,6 +84,30 @@ RILL_API rill_status rill_context_create_from_file(const char* path, rill_contex
     const rill_status read = rill::read_file(fn, path, text);
     if (read != RILL_OK) return read;
     return rill::create_context(text, path, fn, out_ctx);
+  });
+}
+
+RILL_API rill_status rill_context_create_on_vulkan_device(const char* config_toml, const rill_vulkan_device* device,
+                                                          rill_context** out_ctx) {
+  constexpr const char* fn = "rill_context_create_on_vulkan_device";
+  return rill::guarded(fn, [&] {
+    const auto invalid = [&](const std::string& what) {
+      return rill::fail(RILL_ERROR_INVALID_ARGUMENT, std::string(fn) + ": " + what);
+    };
+    if (out_ctx == nullptr) return invalid("out_ctx: expected a pointer, got NULL");
+    if (device == nullptr) return invalid("device: expected a rill_vulkan_device, got NULL");
+    if (device->struct_size < sizeof(rill_vulkan_device)) {
+      return invalid("device->struct_size: expected at least " + std::to_string(sizeof(rill_vulkan_device)) +
+                     ", got " + std::to_string(device->struct_size));
+    }
+    const std::pair<const char*, const void*> handles[] = {{"instance", device->instance},
+                                                           {"physical_device", device->physical_device},
+                                                           {"device", device->device},
+                                                           {"queue", device->queue}};
+    for (const auto& [name, handle] : handles) {
+      if (handle == nullptr) return invalid(std::string("device->") + name + ": expected a Vulkan handle, got NULL");
+    }
+    return rill::create_context(config_toml != nullptr ? config_toml : "", "config", fn, out_ctx, device);
   });
 }
 

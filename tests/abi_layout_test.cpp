@@ -35,7 +35,16 @@ static_assert(offsetof(rill_backend_context_options, threads) == 16);
 static_assert(offsetof(rill_backend_context_options, allow_tf32) == 20);
 static_assert(offsetof(rill_backend_context_options, options) == 24);  // version 3
 static_assert(offsetof(rill_backend_context_options, option_count) == 32);
-static_assert(sizeof(rill_backend_context_options) == 40);
+static_assert(offsetof(rill_backend_context_options, host_device) == 40);  // version 4
+static_assert(sizeof(rill_backend_context_options) == 48);
+// rill_vulkan_device (rill.h)
+static_assert(offsetof(rill_vulkan_device, instance) == 8);
+static_assert(offsetof(rill_vulkan_device, physical_device) == 16);
+static_assert(offsetof(rill_vulkan_device, device) == 24);
+static_assert(offsetof(rill_vulkan_device, queue) == 32);
+static_assert(offsetof(rill_vulkan_device, queue_family) == 40);
+static_assert(offsetof(rill_vulkan_device, storage_16bit) == 44);
+static_assert(sizeof(rill_vulkan_device) == 48);
 
 // rill_backend_option (version 3)
 static_assert(offsetof(rill_backend_option, key) == 0);

@@ -719,6 +719,115 @@ TEST_CASE("cpu: f32 activations are within their ulp bounds of the double refere
   CHECK(largest_ulp_error(naive, rill_ref::activation(RILL_ACT_GELU_TANH, x, {})) > 64.0 * 100);
 }
 
+// ---------------------------------------------------------------------------
+// Block-format weights (interface version 4): gemm's w and get_rows' table
+// ---------------------------------------------------------------------------
+
+const rill_dtype kBlockDtypes[] = {RILL_DTYPE_Q8_0, RILL_DTYPE_Q4_0, RILL_DTYPE_Q4_K, RILL_DTYPE_Q5_K,
+                                   RILL_DTYPE_Q6_K};
+
+// A [rows, cols] table of dtype holding values quantized by the runtime; the
+// runtime's dequantization of it (read_f32) is bit for bit gguf.quants'
+// (tests/torch/quant_reference.py), so it is the reference's weights.
+rill::Tensor block_table(rill::Context& ctx, rill_dtype dtype, int64_t rows, int64_t cols, uint32_t seed) {
+  rill::Tensor t(ctx, dtype, {rows, cols});
+  t.write_f32(random_values(size_t(rows * cols), seed, -1.0f, 1.0f));
+  return t;
+}
+
+TEST_CASE("gemm on block weights matches the double reference on the dequantized weights") {
+  // Decode (up to 8 rows stream the weights), the boundary at 8/9, prefill
+  // (weights dequantized, then the tiled GEMM), 3-dim a, 1 and 3 super-blocks.
+  struct BlockCase {
+    std::vector<int64_t> a_shape;
+    int64_t n;
+  };
+  // N >= 24: an NMSE over a handful of outputs says little about the CPU's
+  // 8-bit activations.
+  const std::vector<BlockCase> cases = {{{1, 256}, 24}, {{1, 768}, 37},  {{8, 512}, 24},
+                                        {{9, 512}, 24}, {{2, 33, 256}, 70}};
+  const std::vector<GemmVariant> variants = {{1.0f, 0.0f, false}, {0.5f, 1.0f, true}};
+  uint32_t seed = 9000;
+  for (rill_dtype wdtype : kBlockDtypes) {
+    for (rill_dtype dtype : kDtypes) {
+      for (const BlockCase& c : cases) {
+        for (const GemmVariant& v : variants) {
+          const int64_t k = c.a_shape.back(), rows = numel(c.a_shape) / k;
+          INFO(g_backend << ": w " << std::string(rill_dtype_name(wdtype)) << " [" << c.n << "," << k << "], a "
+                         << std::string(rill_dtype_name(dtype)) << " " << shape_text(c.a_shape) << " alpha " << v.alpha
+                         << " beta " << v.beta << " bias " << v.with_bias);
+          seed += 10;
+          const rill::Tensor w = block_table(*g_ctx, wdtype, c.n, k, seed);
+          const std::vector<float> dequantized = w.read_f32();
+          const std::vector<float> a = rounded(random_values(size_t(rows * k), seed + 1, -1.0f, 1.0f), dtype);
+          const std::vector<float> bias =
+              v.with_bias ? rounded(random_values(size_t(c.n), seed + 2, -1.0f, 1.0f), dtype) : std::vector<float>();
+          const std::vector<float> prior =
+              v.beta == 0.0f ? std::vector<float>(size_t(rows * c.n), std::numeric_limits<float>::quiet_NaN())
+                             : rounded(random_values(size_t(rows * c.n), seed + 3, -1.0f, 1.0f), dtype);
+          const rill::Tensor ta = upload(*g_ctx, dtype, c.a_shape, a);
+          std::vector<int64_t> out_shape = c.a_shape;
+          out_shape.back() = c.n;
+          rill::Tensor out(*g_ctx, dtype, out_shape);
+          out.write_f32(prior);
+          std::unique_ptr<rill::Tensor> tb;
+          if (v.with_bias) tb = std::make_unique<rill::Tensor>(upload(*g_ctx, dtype, {c.n}, bias));
+          rill::gemm(*g_ctx, ta, w, tb.get(), v.alpha, v.beta, out);
+          const std::vector<float> got = out.read_f32();
+          const std::vector<double> expected = rill_ref::gemm(a, dequantized, bias, v.alpha, v.beta, prior, rows, c.n, k);
+          // The block format's limit (the CPU quantizes activations to 8 bits
+          // per 32), plus the output's own rounding to a 16-bit dtype.
+          const rill_tol::Score s = rill_tol::score(got, expected);
+          const bool wide = dtype == RILL_DTYPE_F32;
+          const double limit = rill_tol::limits(wdtype).nmse + (wide ? 0.0 : rill_tol::limits(dtype).nmse);
+          const double worst_limit = rill_tol::limits(wdtype).worst + (wide ? 0.0 : rill_tol::limits(dtype).worst);
+          rill_tol::note(s, wide ? wdtype : dtype);
+          CHECK_MESSAGE((s.nmse <= limit && s.worst <= worst_limit), rill_tol::describe(s, wdtype),
+                        " (limits: NMSE ", limit, ", worst ", worst_limit, ")");
+          // Negative control: the weights with the first two runs of 32 of
+          // every row swapped (a nibble-order mistake) must fail the limit.
+          std::vector<float> swapped = dequantized;
+          for (int64_t r = 0; r < c.n; ++r) {
+            for (size_t i = 0; i < 32; ++i) std::swap(swapped[size_t(r * k) + i], swapped[size_t(r * k) + 32 + i]);
+          }
+          const rill_tol::Score control =
+              rill_tol::score(got, rill_ref::gemm(a, swapped, bias, v.alpha, v.beta, prior, rows, c.n, k));
+          CHECK_MESSAGE(control.nmse > limit, "the limit misses a swapped weight run: ",
+                        rill_tol::describe(control, wdtype));
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("get_rows gathers table rows bit for bit: block tables dequantized, element tables copied") {
+  const int32_t ids[] = {5, 0, 5, 2, 6};
+  const int64_t vocab = 7, d = 512;
+  for (rill_dtype table_dtype : {RILL_DTYPE_Q8_0, RILL_DTYPE_Q4_0, RILL_DTYPE_Q4_K, RILL_DTYPE_Q5_K, RILL_DTYPE_Q6_K,
+                                 RILL_DTYPE_F32, RILL_DTYPE_F16, RILL_DTYPE_BF16}) {
+    const bool block = rill_dtype_size(table_dtype) == 0;
+    const rill::Tensor table = block_table(*g_ctx, table_dtype, vocab, d, 77);
+    const std::vector<float> all = table.read_f32();
+    for (rill_dtype out_dtype : kDtypes) {
+      if (!block && out_dtype != table_dtype) continue;
+      INFO(g_backend << ": table " << std::string(rill_dtype_name(table_dtype)) << " into "
+                     << std::string(rill_dtype_name(out_dtype)));
+      rill::Tensor out(*g_ctx, out_dtype, {5, d});
+      const rill_status status = rill_get_rows(g_ctx->get(), table.get(), ids, 5, out.get());
+      REQUIRE_MESSAGE(status == RILL_OK, rill_last_error());
+      const std::vector<float> got = out.read_f32();
+      size_t mismatches = 0;
+      for (size_t i = 0; i < 5; ++i) {
+        for (size_t j = 0; j < size_t(d); ++j) {
+          const float want = static_cast<float>(rill_ref::round_to_dtype(all[size_t(ids[i]) * size_t(d) + j], out_dtype));
+          if (std::memcmp(&got[i * size_t(d) + j], &want, sizeof want) != 0) ++mismatches;
+        }
+      }
+      CHECK_MESSAGE(mismatches == 0, mismatches, " elements differ from the dequantized table");
+    }
+  }
+}
+
 TEST_CASE("launches larger than one pass of a GPU grid match the reference") {
   // GPU backends cap their grids and loop over the rest: Vulkan at 65535
   // workgroups per dimension (the least every device allows; 256 invocations

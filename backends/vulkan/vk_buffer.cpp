@@ -91,8 +91,11 @@ rill_status acquire_staging(rill_backend_context* ctx, uint64_t bytes, Frame** o
 rill_status create_device_buffer(rill_backend_context* ctx, uint64_t bytes, rill_backend_buffer* out) {
   const VkBufferUsageFlags usage =
       VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT;
+  /* Whole 32-bit words, so that shaders reading a tensor as words (the
+     block-format weights of common/weights.glsl) stay inside the buffer. */
+  const uint64_t words = (bytes + 3) / 4 * 4;
   const rill_status status =
-      create_buffer(ctx, bytes, usage, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT, 0, &out->buffer, &out->allocation);
+      create_buffer(ctx, words, usage, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT, 0, &out->buffer, &out->allocation);
   if (status == RILL_OK) out->size = bytes;
   return status;
 }

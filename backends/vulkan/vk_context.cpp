@@ -28,6 +28,8 @@ bool overlaps(const Access& a, const Access& b) {
   return a.buffer == b.buffer && a.begin < b.end && b.begin < a.end;
 }
 
+rill_status check_api_version(rill_backend_context* ctx);
+
 /* Opens the physical device options->device_index. The runtime matches the
    config's `device` to that index; the plugin never matches names itself. */
 rill_status pick_device(rill_backend_context* ctx, const rill_backend_context_options* options) {
@@ -46,12 +48,47 @@ rill_status pick_device(rill_backend_context* ctx, const rill_backend_context_op
   }
   ctx->physical = physicals[static_cast<size_t>(index)];
   ctx->caps = query_caps(ctx->physical);
+  return check_api_version(ctx);
+}
+
+rill_status check_api_version(rill_backend_context* ctx) {
   if (ctx->caps.api_version < VK_API_VERSION_1_2) {
     return fail(RILL_ERROR_BACKEND_UNAVAILABLE,
                 "Vulkan: device \"" + ctx->caps.name + "\" supports only Vulkan " +
                     std::to_string(VK_API_VERSION_MAJOR(ctx->caps.api_version)) + "." +
                     std::to_string(VK_API_VERSION_MINOR(ctx->caps.api_version)) + "; rill needs 1.2");
   }
+  return RILL_OK;
+}
+
+/* Takes the host's own device (rill_context_create_on_vulkan_device) instead
+   of making one: checks what Vulkan lets rill check, and uses only what the
+   host says it enabled. */
+rill_status adopt_host_device(rill_backend_context* ctx, const rill_vulkan_device* host) {
+  ctx->owns_device = false;
+  rill_status status = load_vulkan();
+  if (status == RILL_OK) status = load_instance_functions(static_cast<VkInstance>(host->instance));
+  if (status != RILL_OK) return status;
+  ctx->physical = static_cast<VkPhysicalDevice>(host->physical_device);
+  ctx->caps = query_caps(ctx->physical);
+  if ((status = check_api_version(ctx)) != RILL_OK) return status;
+  uint32_t family_count = 0;
+  vkGetPhysicalDeviceQueueFamilyProperties(ctx->physical, &family_count, nullptr);
+  std::vector<VkQueueFamilyProperties> families(family_count);
+  vkGetPhysicalDeviceQueueFamilyProperties(ctx->physical, &family_count, families.data());
+  if (host->queue_family >= family_count || (families[host->queue_family].queueFlags & VK_QUEUE_COMPUTE_BIT) == 0) {
+    return fail(RILL_ERROR_BACKEND_UNAVAILABLE,
+                "Vulkan: device->queue_family: expected a family with compute among the " +
+                    std::to_string(family_count) + " of device \"" + ctx->caps.name + "\", got " +
+                    std::to_string(host->queue_family));
+  }
+  ctx->device = static_cast<VkDevice>(host->device);
+  ctx->queue = static_cast<VkQueue>(host->queue);
+  ctx->queue_family = host->queue_family;
+  /* Features and extensions count only when the host enabled them. */
+  ctx->caps.storage_16bit = ctx->caps.storage_16bit && host->storage_16bit != 0;
+  ctx->caps.memory_budget = false;
+  memory_init(ctx);
   return RILL_OK;
 }
 
@@ -148,8 +185,10 @@ rill_status retire_frame(rill_backend_context* ctx, Frame* frame) {
 
 void destroy_context_objects(rill_backend_context* ctx) {
   if (ctx->device != VK_NULL_HANDLE) {
-    /* A lost device answers VK_ERROR_DEVICE_LOST here; destruction goes on. */
-    vkDeviceWaitIdle(ctx->device);
+    /* A lost device answers VK_ERROR_DEVICE_LOST here; destruction goes on.
+       The host's device may be busy with the host's work: context_destroy
+       has waited for rill's own (finish). */
+    if (ctx->owns_device) vkDeviceWaitIdle(ctx->device);
     if (ctx->placeholder != nullptr) {
       destroy_device_buffer(ctx, ctx->placeholder);
       delete ctx->placeholder;
@@ -165,9 +204,9 @@ void destroy_context_objects(rill_backend_context* ctx) {
     }
     if (ctx->command_pool != VK_NULL_HANDLE) vkDestroyCommandPool(ctx->device, ctx->command_pool, nullptr);
     memory_destroy(ctx);
-    vkDestroyDevice(ctx->device, nullptr);
+    if (ctx->owns_device) vkDestroyDevice(ctx->device, nullptr);
   }
-  destroy_instance(ctx->instance, ctx->messenger);
+  if (ctx->owns_device) destroy_instance(ctx->instance, ctx->messenger);
 }
 
 }  // namespace
@@ -196,10 +235,17 @@ rill_status check_usable(rill_backend_context* ctx) {
 rill_status context_create(const rill_backend_context_options* options, rill_backend_context** out_ctx) {
   auto* ctx = new (std::nothrow) rill_backend_context();
   if (ctx == nullptr) return fail(RILL_ERROR_OUT_OF_MEMORY, "Vulkan: out of host memory creating a context");
-  rill_status status = create_instance(validation_requested(), on_validation_message, ctx, &ctx->instance,
-                                       &ctx->messenger);
-  if (status == RILL_OK) status = pick_device(ctx, options);
-  if (status == RILL_OK) status = create_device(ctx);
+  const auto* host = options != nullptr && RILL_STRUCT_HAS(rill_backend_context_options, options, host_device)
+                         ? static_cast<const rill_vulkan_device*>(options->host_device)
+                         : nullptr;
+  rill_status status = RILL_OK;
+  if (host != nullptr) {
+    status = adopt_host_device(ctx, host);
+  } else {
+    status = create_instance(validation_requested(), on_validation_message, ctx, &ctx->instance, &ctx->messenger);
+    if (status == RILL_OK) status = pick_device(ctx, options);
+    if (status == RILL_OK) status = create_device(ctx);
+  }
   if (status == RILL_OK) status = create_frames(ctx);
   if (status == RILL_OK) status = create_pipeline_layout(ctx);
   if (status == RILL_OK) status = pipeline_cache_open(ctx, options);

@@ -5,7 +5,8 @@
    (memory blocks and their free ranges), vk_buffer.cpp (device buffers,
    staging, deferred frees), vk_pipelines.cpp (embedded SPIR-V, pipelines,
    dispatch), vk_pipeline_cache.cpp (the pipeline cache file and the backend's
-   options), vk_ops.cpp (the residual-stream operators),
+   options), vk_ops.cpp (the residual-stream operators), vk_quant_ops.cpp
+   (get_rows and gemm on block-format weights),
    vk_layer_ops.cpp (the decoder-layer operators), vk_plugin.cpp (tables),
    vk_functions.cpp (the Vulkan functions, loaded at run time). */
 #ifndef RILL_VK_INTERNAL_H
@@ -192,6 +193,9 @@ struct rill_backend_context {
   VkDevice device = VK_NULL_HANDLE;
   VkQueue queue = VK_NULL_HANDLE;
   uint32_t queue_family = 0;
+  /* False on the host's own device (rill_context_create_on_vulkan_device):
+     the instance and device are the host's, never destroyed here. */
+  bool owns_device = true;
   rill_vk::DeviceCaps caps;
   bool use_subgroups = false;
   rill_vk::MemoryPool memory;
@@ -332,6 +336,13 @@ rill_status prepare_op(rill_backend_context* ctx, const char* op, rill_dtype dty
    message naming the op, the parameter and the limit. */
 rill_status check_dtype(rill_backend_context* ctx, const char* op, rill_dtype dtype);
 rill_status check_gemm_n(uint64_t rows, uint64_t n);
+/* A gemm with at most this many rows streams the weights once (gemm_rows.comp,
+   gemm_q.comp: their MAX_ROWS); more rows take the tiled gemm.comp. */
+constexpr int64_t kGemmRowsMax = 8;
+/* gemm with w of a's element dtype (gemm_rows.comp or gemm.comp); the
+   context and dtype already checked. */
+rill_status gemm_elements(rill_backend_context* ctx, const rill_backend_tensor* a, const rill_backend_tensor* w,
+                          const rill_backend_tensor* bias, float alpha, float beta, const rill_backend_tensor* out);
 /* Binds a tensor (or the placeholder for NULL). */
 rill_status bind_tensor(rill_backend_context* ctx, const rill_backend_tensor* t, bool write, BoundRange* out);
 /* Workgroups for work_items split per_group each, capped at the 65535 every
@@ -357,6 +368,15 @@ rill_status layer_activation(rill_backend_context* ctx, rill_act_fn fn, const ri
 rill_status check_attention_head_dim(int64_t head_dim);
 /* Frees the cached RoPE tables (at context destruction). */
 void release_rope_tables(rill_backend_context* ctx);
+
+/* ---- vk_quant_ops.cpp: weights of any dtype (interface version 4) ----- */
+
+/* gemm with w of a block dtype; the context and a's dtype already checked. */
+rill_status gemm_block_weights(rill_backend_context* ctx, const rill_backend_tensor* a, const rill_backend_tensor* w,
+                               const rill_backend_tensor* bias, float alpha, float beta,
+                               const rill_backend_tensor* out);
+rill_status get_rows(rill_backend_context* ctx, const rill_backend_tensor* table, const int32_t* ids, uint64_t count,
+                     const rill_backend_tensor* out);
 
 /* ---- vk_pipeline_cache.cpp: [backend.vulkan] pipeline_cache --------- */
 

@@ -1,6 +1,7 @@
 /* The operators: each one binds its operands, fills the push constants of its
    shader (gemm.comp, gemm_rows.comp, norm.comp, residual_add.comp) and records
-   one dispatch. The runtime has validated shapes and dtypes already. */
+   one dispatch; gemm on block-format weights goes to vk_quant_ops.cpp. The
+   runtime has validated shapes and dtypes already. */
 #include <algorithm>
 
 #include "vk_internal.h"
@@ -28,7 +29,6 @@ static_assert(sizeof(GemmParams) <= kPushConstantBytes, "push constants exceed t
 constexpr uint32_t kNormHasWeight = 1, kNormHasBias = 2, kNormHasGain = 4;
 constexpr uint32_t kElementwiseGroupSize = 256;
 constexpr uint32_t kGemmTile = 64;        /* TILE_M and TILE_N of gemm.comp */
-constexpr int64_t kGemmRowsMax = 8;       /* MAX_ROWS of gemm_rows.comp */
 constexpr uint32_t kMaxGroupsPerDispatch = 65535; /* the least every device allows */
 
 uint64_t last_dim(const rill_backend_tensor* t) { return static_cast<uint64_t>(t->shape[t->ndim - 1]); }
@@ -112,8 +112,17 @@ rill_status vk_fused_add_layer_norm(rill_backend_context* ctx, const rill_backen
 
 rill_status vk_gemm(rill_backend_context* ctx, const rill_backend_tensor* a, const rill_backend_tensor* w,
                     const rill_backend_tensor* bias, float alpha, float beta, const rill_backend_tensor* out) {
-  rill_status status = prepare_op(ctx, "gemm", a->dtype);
+  const rill_status status = prepare_op(ctx, "gemm", a->dtype);
   if (status != RILL_OK) return status;
+  if (rill_backend_dtype_is_block(w->dtype)) return gemm_block_weights(ctx, a, w, bias, alpha, beta, out);
+  return gemm_elements(ctx, a, w, bias, alpha, beta, out);
+}
+
+}  // namespace
+
+rill_status gemm_elements(rill_backend_context* ctx, const rill_backend_tensor* a, const rill_backend_tensor* w,
+                          const rill_backend_tensor* bias, float alpha, float beta, const rill_backend_tensor* out) {
+  rill_status status = RILL_OK;
   const uint64_t k = last_dim(a);
   uint64_t rows = tensor_numel(a) / k;
   uint64_t n = static_cast<uint64_t>(w->shape[0]);
@@ -143,8 +152,6 @@ rill_status vk_gemm(rill_backend_context* ctx, const rill_backend_tensor* a, con
   return record_dispatch(ctx, std::string("gemm_") + dtype_suffix(a->dtype), ranges, &params, sizeof params,
                          static_cast<uint32_t>(column_tiles), groups_for(rows, kGemmTile));
 }
-
-}  // namespace
 
 uint64_t tensor_numel(const rill_backend_tensor* t) {
   uint64_t n = 1;
@@ -268,7 +275,9 @@ const rill_backend_ops g_ops = {
        float attention_factor, int32_t rotary_dim) {
       return guarded("rope_freqs", layer_rope_freqs, ctx, x, positions, inv_freq, attention_factor, rotary_dim);
     },
-    /* .get_rows = */ nullptr,
+    /* .get_rows = */
+    [](rill_backend_context* ctx, const rill_backend_tensor* table, const int32_t* ids, uint64_t count,
+       const rill_backend_tensor* out) { return guarded("get_rows", rill_vk::get_rows, ctx, table, ids, count, out); },
 };
 
 }  // namespace rill_vk

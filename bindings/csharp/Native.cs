@@ -137,6 +137,19 @@ namespace Rill
         }
     }
 
+    /// <summary>rill_vulkan_device, field for field: a host's Vulkan handles. Set StructSize to its size.</summary>
+    [StructLayout(LayoutKind.Sequential)]
+    public struct VulkanDevice
+    {
+        public uint StructSize;
+        public IntPtr Instance;
+        public IntPtr PhysicalDevice;
+        public IntPtr Device;
+        public IntPtr Queue;
+        public uint QueueFamily;
+        public uint Storage16Bit;
+    }
+
     /// <summary>rill_attention_params, field for field. Create it with AttentionParams.Of.</summary>
     [StructLayout(LayoutKind.Sequential)]
     public struct AttentionParams
@@ -256,6 +269,9 @@ namespace Rill
         public static extern Status rill_context_create(byte[] configToml, out ContextHandle ctx);
         [DllImport(Library, CallingConvention = Cdecl)]
         public static extern Status rill_context_create_from_file(byte[] path, out ContextHandle ctx);
+        [DllImport(Library, CallingConvention = Cdecl)]
+        public static extern Status rill_context_create_on_vulkan_device(byte[] configToml, ref VulkanDevice device,
+                                                                         out ContextHandle ctx);
         [DllImport(Library, CallingConvention = Cdecl)] public static extern void rill_context_destroy(IntPtr ctx);
         [DllImport(Library, CallingConvention = Cdecl)] public static extern IntPtr rill_context_backend_name(ContextHandle ctx);
         [DllImport(Library, CallingConvention = Cdecl)] public static extern IntPtr rill_context_device_name(ContextHandle ctx);

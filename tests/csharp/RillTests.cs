@@ -126,6 +126,7 @@ static class RillTests
         { "rill_kv_cache**", new[] { typeof(KvCacheHandle).MakeByRefType() } },
         { "rill_model_desc*", new[] { typeof(ModelDesc).MakeByRefType() } },
         { "rill_attention_params*", new[] { typeof(AttentionParams).MakeByRefType() } },
+        { "rill_vulkan_device*", new[] { typeof(VulkanDevice).MakeByRefType() } },
         { "rill_sampler_params*", new[] { typeof(SamplerParams).MakeByRefType() } },
         { "rill_sampler*", new[] { typeof(IntPtr) } },
         { "rill_sampler**", new[] { typeof(IntPtr).MakeByRefType() } },
@@ -186,6 +187,7 @@ static class RillTests
         foreach (var m in imported) Assert(declared.Contains(m.Name), m.Name + " is in rill.h");
         Assert(Marshal.SizeOf(typeof(ModelDesc)) == 3272, "ModelDesc has rill_model_desc's size");
         Assert(Marshal.SizeOf(typeof(AttentionParams)) == 16, "AttentionParams has rill_attention_params's size");
+        Assert(Marshal.SizeOf(typeof(VulkanDevice)) == 48, "VulkanDevice has rill_vulkan_device's size");
         Assert(Marshal.SizeOf(typeof(SamplerParams)) == 40, "SamplerParams has rill_sampler_params's size");
         Assert(Marshal.SizeOf(typeof(SessionOptions)) == 56, "SessionOptions has rill_session_options's size");
         Assert(Marshal.SizeOf(typeof(LmInfo)) == 152, "LmInfo has rill_lm_info's size");

@@ -35,6 +35,7 @@ def c_to_ctypes():
         "int64_t*": ctypes.POINTER(ctypes.c_int64), "rill_log_fn": _library.LOG_FN,
         "rill_model_desc*": ctypes.POINTER(rill.ModelDesc),
         "rill_attention_params*": _library.c_attention_params_p,
+        "rill_vulkan_device*": _library.c_vulkan_device_p,
         "rill_context*": handle, "rill_tensor*": handle, "rill_model*": handle, "rill_kv_cache*": handle,
         "rill_context**": handle_out, "rill_tensor**": handle_out, "rill_model**": handle_out,
         "rill_kv_cache**": handle_out, "rill_lm*": handle, "rill_lm**": handle_out,

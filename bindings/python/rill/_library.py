@@ -143,6 +143,26 @@ class AttentionParams(ctypes.Structure):
 c_attention_params_p = ctypes.POINTER(AttentionParams)
 
 
+class VulkanDevice(ctypes.Structure):
+    """rill_vulkan_device: a host's Vulkan handles (as integers); struct_size is filled in."""
+    _fields_ = [
+        ("struct_size", ctypes.c_uint32),
+        ("instance", ctypes.c_void_p),
+        ("physical_device", ctypes.c_void_p),
+        ("device", ctypes.c_void_p),
+        ("queue", ctypes.c_void_p),
+        ("queue_family", ctypes.c_uint32),
+        ("storage_16bit", ctypes.c_uint32),
+    ]
+
+    def __init__(self, instance, physical_device, device, queue, queue_family, storage_16bit=False):
+        super().__init__(ctypes.sizeof(VulkanDevice), instance, physical_device, device, queue, queue_family,
+                         1 if storage_16bit else 0)
+
+
+c_vulkan_device_p = ctypes.POINTER(VulkanDevice)
+
+
 class LmLoadOptions(ctypes.Structure):
     """rill_lm_load_options."""
 
@@ -230,6 +250,7 @@ _PROTOTYPES = {
     "rill_info_report": (_st, [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_size_t, c_size_p]),
     "rill_context_create": (_st, [ctypes.c_char_p, c_void_pp]),
     "rill_context_create_from_file": (_st, [ctypes.c_char_p, c_void_pp]),
+    "rill_context_create_on_vulkan_device": (_st, [ctypes.c_char_p, c_vulkan_device_p, c_void_pp]),
     "rill_context_destroy": (None, [_vp]),
     "rill_context_backend_name": (ctypes.c_char_p, [_vp]),
     "rill_context_device_name": (ctypes.c_char_p, [_vp]),
