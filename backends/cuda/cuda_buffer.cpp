@@ -62,25 +62,30 @@ rill_status rill_cuda_buffer_copy(rill_backend_context* ctx, rill_backend_buffer
                          "cudaMemcpyAsync (device to device)");
 }
 
+rill_status rill_cuda_reserve(rill_backend_context* ctx, rill_cuda_area* area, std::size_t bytes, const char* what) {
+  if (bytes <= area->bytes) return RILL_OK;
+  // Ops queued earlier may still use the old area.
+  rill_status status = rill_cuda_check(cudaStreamSynchronize(ctx->stream), "cudaStreamSynchronize (growing an area)");
+  if (status != RILL_OK) return status;
+  if (area->data) (void)cudaFree(area->data);
+  area->data = nullptr;
+  area->bytes = 0;
+  const std::size_t grown = bytes < 4096 ? 4096 : bytes;
+  status = rill_cuda_check(cudaMalloc(&area->data, grown), what);
+  if (status != RILL_OK) return status;
+  area->bytes = grown;
+  return RILL_OK;
+}
+
 rill_status rill_cuda_upload(rill_backend_context* ctx, const void* src, std::size_t bytes, void** out_device) {
-  if (bytes > ctx->upload_bytes) {
-    // Ops queued earlier may still read the old area.
-    rill_status status = rill_cuda_check(cudaStreamSynchronize(ctx->stream), "cudaStreamSynchronize (upload)");
-    if (status != RILL_OK) return status;
-    if (ctx->upload) (void)cudaFree(ctx->upload);
-    ctx->upload = nullptr;
-    ctx->upload_bytes = 0;
-    const std::size_t grown = bytes < 4096 ? 4096 : bytes;
-    status = rill_cuda_check(cudaMalloc(&ctx->upload, grown), "cudaMalloc (upload area)");
-    if (status != RILL_OK) return status;
-    ctx->upload_bytes = grown;
-  }
+  const rill_status grown = rill_cuda_reserve(ctx, &ctx->upload, bytes, "cudaMalloc (upload area)");
+  if (grown != RILL_OK) return grown;
   // Stream-ordered: an earlier op that reads the previous contents runs
   // before this copy overwrites them. From pageable memory the call returns
   // once src has been consumed.
   const rill_status status = rill_cuda_check(
-      cudaMemcpyAsync(ctx->upload, src, bytes, cudaMemcpyHostToDevice, ctx->stream), "cudaMemcpyAsync (upload)");
+      cudaMemcpyAsync(ctx->upload.data, src, bytes, cudaMemcpyHostToDevice, ctx->stream), "cudaMemcpyAsync (upload)");
   if (status != RILL_OK) return status;
-  *out_device = ctx->upload;
+  *out_device = ctx->upload.data;
   return RILL_OK;
 }

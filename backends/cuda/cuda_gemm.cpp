@@ -201,6 +201,7 @@ void rill_cuda_gemm_cache_destroy(rill_cuda_gemm_cache* cache) { delete cache; }
 
 rill_status rill_cuda_gemm(rill_backend_context* ctx, const rill_backend_tensor* a, const rill_backend_tensor* w,
                            const rill_backend_tensor* bias, float alpha, float beta, const rill_backend_tensor* out) {
+  if (rill_backend_dtype_is_block(w->dtype)) return rill_cuda_gemm_block(ctx, a, w, bias, alpha, beta, out);
   rill_status status = rill_cuda_activate(ctx);
   if (status != RILL_OK) return status;
   const void* a_data = rill_cuda_data(a);

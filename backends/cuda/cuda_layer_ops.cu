@@ -15,23 +15,11 @@
 #include <vector>
 
 #include "cuda_backend.h"
+#include "cuda_kernel_common.cuh"
 
 namespace {
 
-__device__ __forceinline__ float load_f32(const float* p, int64_t i) { return p[i]; }
-__device__ __forceinline__ float load_f32(const __half* p, int64_t i) { return __half2float(p[i]); }
-__device__ __forceinline__ float load_f32(const __nv_bfloat16* p, int64_t i) { return __bfloat162float(p[i]); }
-__device__ __forceinline__ void store_f32(float* p, int64_t i, float v) { p[i] = v; }
-__device__ __forceinline__ void store_f32(__half* p, int64_t i, float v) { p[i] = __float2half_rn(v); }
-__device__ __forceinline__ void store_f32(__nv_bfloat16* p, int64_t i, float v) { p[i] = __float2bfloat16_rn(v); }
-
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
-unsigned grid_for(int64_t items, int threads, int sm_count) {
-  const int64_t blocks = ceil_div(items, threads);
-  const int64_t cap = static_cast<int64_t>(sm_count) * 32;
-  return static_cast<unsigned>(blocks < cap ? blocks : cap);
-}
+using namespace rill_cuda_kernels;
 
 /* ---- RoPE --------------------------------------------------------------- */
 
@@ -177,11 +165,6 @@ __global__ void activation_kernel(rill_act_fn fn, const T* x, const T* up, T* ou
 }
 
 /* ---- Host side ---------------------------------------------------------- */
-
-rill_status bad_dtype(const char* op, rill_dtype dtype) {
-  return rill_cuda_fail(RILL_ERROR_DTYPE, std::string("cuda: ") + op + ": dtype must be f32, f16 or bf16, given " +
-                                              std::to_string(static_cast<int>(dtype)));
-}
 
 template <typename T>
 void launch_rope(rill_backend_context* ctx, const rill_backend_tensor* x, const int32_t* positions,

@@ -43,8 +43,11 @@
 #include <cstdint>
 
 #include "cuda_backend.h"
+#include "cuda_kernel_common.cuh"
 
 namespace {
+
+using rill_cuda_kernels::ceil_div;
 
 __device__ __forceinline__ float to_f32(float v) { return v; }
 __device__ __forceinline__ float to_f32(__half v) { return __half2float(v); }
@@ -281,8 +284,6 @@ template <typename T>
 bool d_allows_wide_packs(int64_t d) {
   return d % kWideVec<T> == 0;
 }
-
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 /* Picks the team size, rows per block and grid for a norm launch from D, the
    row count and the device only, so the plain and the fused norm of the same
