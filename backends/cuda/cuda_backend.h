@@ -39,6 +39,8 @@ struct rill_backend_context {
   /* Block weights dequantized for cuBLASLt (cuda_quant.cu), reused by later
      GEMMs in stream order. */
   rill_cuda_area dequantized;
+  /* Attention's per-split partial results (cuda_layer_ops.cu). */
+  rill_cuda_area attention_partials;
   bool allow_tf32 = false;
   int sm_count = 1;
   std::size_t max_shared_bytes = 48 * 1024; /* per block, after opting in */
