@@ -23,10 +23,12 @@ rill_status rill_cuda_buffer_alloc(rill_backend_context* ctx, uint64_t bytes, ri
 void rill_cuda_buffer_free(rill_backend_context* ctx, rill_backend_buffer* buffer) {
   if (!buffer) return;
   // Ops that still use the buffer must finish before its memory is reused.
+  // Where the device cannot be made current the memory is still released:
+  // with unified addressing cudaFree finds the pointer's device itself.
   if (rill_cuda_activate(ctx) == RILL_OK) {
     (void)rill_cuda_check(cudaStreamSynchronize(ctx->stream), "cudaStreamSynchronize (buffer_free)");
-    (void)rill_cuda_check(cudaFree(buffer->data), "cudaFree");
   }
+  (void)rill_cuda_check(cudaFree(buffer->data), "cudaFree");
   delete buffer;
 }
 
