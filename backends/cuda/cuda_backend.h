@@ -41,6 +41,8 @@ struct rill_backend_context {
   rill_cuda_area dequantized;
   /* Attention's per-split partial results (cuda_layer_ops.cu). */
   rill_cuda_area attention_partials;
+  /* RoPE's cos/sin table, [tokens][rotary_dim / 2] (cuda_layer_ops.cu). */
+  rill_cuda_area rope_table;
   bool allow_tf32 = false;
   int sm_count = 1;
   std::size_t max_shared_bytes = 48 * 1024; /* per block, after opting in */

@@ -77,6 +77,7 @@ void cuda_context_release(rill_backend_context* ctx) {
   if (ctx->upload.data) (void)cudaFree(ctx->upload.data);
   if (ctx->dequantized.data) (void)cudaFree(ctx->dequantized.data);
   if (ctx->attention_partials.data) (void)cudaFree(ctx->attention_partials.data);
+  if (ctx->rope_table.data) (void)cudaFree(ctx->rope_table.data);
   if (ctx->stream) (void)cudaStreamDestroy(ctx->stream);
   delete ctx;
 }

@@ -1,7 +1,8 @@
 /* Decoder-layer ops (backend interface version 2): RoPE, causal GQA attention
  * against a KV cache, and plain or gated activations.
  *
- * These favour plain, checkable code over speed: one thread per rotated pair,
+ * These favour plain, checkable code over speed: one thread per rotated pair
+ * (cos and sin from a table made once per token),
  * one block per query row for attention (online softmax per warp, warps merged
  * at the end; in decode, where the query rows alone cannot fill the GPU, also
  * one block per chunk of the KV cache, the chunks merged by a second kernel),
@@ -25,20 +26,29 @@ using namespace rill_cuda_kernels;
 
 /* ---- RoPE --------------------------------------------------------------- */
 
-/* x: [tokens, heads, head_dim]. positions: [tokens]; inv_freq: [half].
-   factor scales cos and sin before they are rounded to f32. */
+/* table[token * half + i] = (cos, sin) of positions[token] * inv_freq[i],
+   in double (like the CPU backend, so large positions agree), scaled by
+   factor, then rounded to f32: once per token, not once per head. */
+__global__ void rope_table_kernel(const int32_t* positions, const double* inv_freq, double factor, int64_t tokens,
+                                  int64_t half, float2* table) {
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; idx < tokens * half; idx += stride) {
+    double sin_d, cos_d;
+    sincos(static_cast<double>(positions[idx / half]) * inv_freq[idx % half], &sin_d, &cos_d);
+    table[idx] = make_float2(static_cast<float>(factor * cos_d), static_cast<float>(factor * sin_d));
+  }
+}
+
+/* x: [tokens, heads, head_dim], rotated with rope_table_kernel's table. */
 template <typename T>
-__global__ void rope_kernel(T* x, const int32_t* positions, const double* inv_freq, double factor, int64_t tokens,
-                            int64_t heads, int64_t head_dim, int64_t half) {
+__global__ void rope_kernel(T* x, const float2* table, int64_t tokens, int64_t heads, int64_t head_dim, int64_t half) {
   const int64_t total = tokens * heads * half;
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; idx < total; idx += stride) {
     const int64_t i = idx % half;
     const int64_t token_head = idx / half;  // token * heads + head
-    const int64_t token = token_head / heads;
-    double sin_d, cos_d;
-    sincos(static_cast<double>(positions[token]) * inv_freq[i], &sin_d, &cos_d);
-    const float c = static_cast<float>(factor * cos_d), s = static_cast<float>(factor * sin_d);
+    const float2 cos_sin = table[(token_head / heads) * half + i];
+    const float c = cos_sin.x, s = cos_sin.y;
     const int64_t row = token_head * head_dim;
     const float x1 = load_f32(x, row + i);
     const float x2 = load_f32(x, row + i + half);
@@ -215,12 +225,11 @@ __global__ void activation_kernel(rill_act_fn fn, const T* x, const T* up, T* ou
 /* ---- Host side ---------------------------------------------------------- */
 
 template <typename T>
-void launch_rope(rill_backend_context* ctx, const rill_backend_tensor* x, const int32_t* positions,
-                 const double* inv_freq, double factor, int64_t half) {
+void launch_rope(rill_backend_context* ctx, const rill_backend_tensor* x, const float2* table, int64_t half) {
   const int64_t tokens = x->shape[0], heads = x->shape[1], head_dim = x->shape[2];
   constexpr int kThreads = 256;
   rope_kernel<T><<<grid_for(tokens * heads * half, kThreads, ctx->sm_count), kThreads, 0, ctx->stream>>>(
-      static_cast<T*>(rill_cuda_data(x)), positions, inv_freq, factor, tokens, heads, head_dim, half);
+      static_cast<T*>(rill_cuda_data(x)), table, tokens, heads, head_dim, half);
 }
 
 template <typename T>
@@ -279,10 +288,17 @@ rill_status rope_with_freqs(rill_backend_context* ctx, const char* op, const ril
   if (status != RILL_OK) return status;
   const double* inv_freq = static_cast<const double*>(device);
   const int32_t* device_positions = reinterpret_cast<const int32_t*>(inv_freq + half);
+  status = rill_cuda_reserve(ctx, &ctx->rope_table, static_cast<std::size_t>(tokens * half) * sizeof(float2),
+                             "cudaMalloc (RoPE table)");
+  if (status != RILL_OK) return status;
+  auto* table = static_cast<float2*>(ctx->rope_table.data);
+  constexpr int kThreads = 256;
+  rope_table_kernel<<<grid_for(tokens * half, kThreads, ctx->sm_count), kThreads, 0, ctx->stream>>>(
+      device_positions, inv_freq, factor, tokens, half, table);
   switch (x->dtype) {
-    case RILL_DTYPE_F32: launch_rope<float>(ctx, x, device_positions, inv_freq, factor, half); break;
-    case RILL_DTYPE_F16: launch_rope<__half>(ctx, x, device_positions, inv_freq, factor, half); break;
-    case RILL_DTYPE_BF16: launch_rope<__nv_bfloat16>(ctx, x, device_positions, inv_freq, factor, half); break;
+    case RILL_DTYPE_F32: launch_rope<float>(ctx, x, table, half); break;
+    case RILL_DTYPE_F16: launch_rope<__half>(ctx, x, table, half); break;
+    case RILL_DTYPE_BF16: launch_rope<__nv_bfloat16>(ctx, x, table, half); break;
     default: return bad_dtype(op, x->dtype);
   }
   return rill_cuda_check(cudaGetLastError(), (std::string(op) + " kernel launch").c_str());
