@@ -257,7 +257,8 @@ __global__ void residual_add_kernel(T* residual, const T* update, const T* gain,
   for (int64_t p = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; p < total_packs; p += stride) {
     const Pack<T, VEC> r = load_pack<T, VEC>(residual, p, wide.residual);
     const Pack<T, VEC> u = load_pack<T, VEC>(update, p, wide.in);
-    const Pack<T, VEC> g = load_pack_or<T, VEC>(gain, p % packs_per_row, wide.gain, 1.0f);
+    // Without a gain no pack index within the row is needed (nor its modulo).
+    const Pack<T, VEC> g = load_pack_or<T, VEC>(gain, gain ? p % packs_per_row : 0, wide.gain, 1.0f);
     Pack<T, VEC> y;
 #pragma unroll
     for (int j = 0; j < VEC; ++j) y.v[j] = residual_update(r.v[j], u.v[j], g.v[j], residual_scale, update_scale);
