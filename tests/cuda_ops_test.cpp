@@ -1,6 +1,6 @@
 // CUDA-specific paths the cross-backend conformance suite does not reach:
 // the launch shapes for many rows, rows too long to park in shared memory,
-// decode attention split over long KV caches,
+// decode attention split over long KV caches, writes from pinned memory,
 // device-memory exhaustion leaving the context usable, a GEMM with a bias on
 // several leading dims, and the requests the CUDA backend reports as
 // unsupported. Results are compared with the CPU backend's (which the
@@ -10,6 +10,9 @@
 #define DOCTEST_CONFIG_IMPLEMENT
 #include <doctest/doctest.h>
 
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
 #include <cstdio>
 #include <limits>
 #include <random>
@@ -200,6 +203,27 @@ TEST_CASE("decode attention over long caches (the KV walk split and merged) matc
       check_close(results[0], results[1], RILL_DTYPE_F32);
     }
   }
+}
+
+TEST_CASE("a write from pinned host memory has consumed it when it returns") {
+  // From page-locked memory cudaMemcpyAsync returns before the copy ends;
+  // rill_tensor_write promises that src may be reused at once.
+  const size_t count = size_t{16} << 20;  // 64 MiB of f32
+  float* pinned = nullptr;
+  REQUIRE(cudaMallocHost(reinterpret_cast<void**>(&pinned), count * sizeof(float)) == cudaSuccess);
+  for (size_t i = 0; i < count; ++i) pinned[i] = static_cast<float>(i % 1000);
+  const int64_t shape[1] = {static_cast<int64_t>(count)};
+  rill_tensor* t = nullptr;
+  REQUIRE_MESSAGE(rill_tensor_create(g_cuda, RILL_DTYPE_F32, 1, shape, &t) == RILL_OK, rill_last_error());
+  REQUIRE_MESSAGE(rill_tensor_write(t, pinned, count * sizeof(float)) == RILL_OK, rill_last_error());
+  std::fill(pinned, pinned + count, -1.0f);
+  std::vector<float> back(count);
+  REQUIRE_MESSAGE(rill_tensor_read(t, back.data(), count * sizeof(float)) == RILL_OK, rill_last_error());
+  size_t wrong = 0;
+  for (size_t i = 0; i < count; ++i) wrong += back[i] != static_cast<float>(i % 1000);
+  CHECK_MESSAGE(wrong == 0, wrong, " elements took the values written after rill_tensor_write returned");
+  rill_tensor_destroy(t);
+  (void)cudaFreeHost(pinned);
 }
 
 int main(int argc, char** argv) {

@@ -36,11 +36,21 @@ rill_status rill_cuda_buffer_write(rill_backend_context* ctx, rill_backend_buffe
                                    const void* src, uint64_t bytes) {
   const rill_status status = rill_cuda_activate(ctx);
   if (status != RILL_OK) return status;
-  // From pageable host memory the copy has consumed src when the call returns,
-  // so the caller may reuse src at once.
-  return rill_cuda_check(cudaMemcpyAsync(static_cast<char*>(buffer->data) + offset, src, static_cast<std::size_t>(bytes),
-                                         cudaMemcpyHostToDevice, ctx->stream),
-                         "cudaMemcpyAsync (host to device)");
+  const rill_status copied =
+      rill_cuda_check(cudaMemcpyAsync(static_cast<char*>(buffer->data) + offset, src, static_cast<std::size_t>(bytes),
+                                      cudaMemcpyHostToDevice, ctx->stream),
+                      "cudaMemcpyAsync (host to device)");
+  if (copied != RILL_OK) return copied;
+  // From pageable host memory the copy has consumed src when the call returns.
+  // From pinned, registered or managed memory it is truly asynchronous: wait
+  // for it, so that the caller may reuse src at once as the interface promises.
+  cudaPointerAttributes attributes{};
+  if (cudaPointerGetAttributes(&attributes, src) != cudaSuccess) {
+    (void)cudaGetLastError();  // not an address CUDA knows: pageable
+    return RILL_OK;
+  }
+  if (attributes.type != cudaMemoryTypeHost && attributes.type != cudaMemoryTypeManaged) return RILL_OK;
+  return rill_cuda_check(cudaStreamSynchronize(ctx->stream), "cudaStreamSynchronize (write from pinned memory)");
 }
 
 rill_status rill_cuda_buffer_read(rill_backend_context* ctx, rill_backend_buffer* buffer, uint64_t offset, void* dst,
