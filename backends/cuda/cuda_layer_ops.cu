@@ -239,7 +239,7 @@ void launch_attention(rill_backend_context* ctx, const rill_backend_tensor* q, c
   const std::size_t shared_bytes =
       sizeof(float) * static_cast<std::size_t>(s.head_dim + 2 * kAttentionWarps + kAttentionWarps * s.head_dim);
   const unsigned blocks = static_cast<unsigned>(s.batch * s.queries * s.q_heads);
-  attention_kernel<T><<<dim3(blocks, splits), kAttentionWarps * 32, shared_bytes, ctx->stream>>>(
+  attention_kernel<T><<<dim3(blocks, static_cast<unsigned>(splits)), kAttentionWarps * 32, shared_bytes, ctx->stream>>>(
       static_cast<const T*>(rill_cuda_data(q)), static_cast<const T*>(rill_cuda_data(k)),
       static_cast<const T*>(rill_cuda_data(v)), kv_lengths, static_cast<T*>(rill_cuda_data(out)), s);
   if (splits > 1) {

@@ -172,9 +172,8 @@ struct DequantizeLaunch {
 
 rill_status dequantize_rows(rill_backend_context* ctx, const char* op, const rill_backend_tensor* table,
                             const int32_t* ids, int64_t count, int64_t d, rill_dtype out_dtype, void* out) {
-  const DequantizeLaunch launch{ctx,   static_cast<const uint8_t*>(rill_cuda_data(table)), row_bytes_of(table->dtype, d),
-                                ids,   count,
-                                d,     out};
+  const auto* table_data = static_cast<const uint8_t*>(rill_cuda_data(table));
+  const DequantizeLaunch launch{ctx, table_data, row_bytes_of(table->dtype, d), ids, count, d, out};
   const rill_status status = with_formats(table->dtype, out_dtype, op, launch);
   if (status != RILL_OK) return status;
   return rill_cuda_check(cudaGetLastError(), (std::string(op) + " dequantize kernel launch").c_str());
