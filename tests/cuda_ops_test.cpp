@@ -1,5 +1,6 @@
 // CUDA-specific paths the cross-backend conformance suite does not reach:
 // the launch shapes for many rows, rows too long to park in shared memory,
+// decode attention split over long KV caches, writes from pinned memory,
 // device-memory exhaustion leaving the context usable, a GEMM with a bias on
 // several leading dims, and the requests the CUDA backend reports as
 // unsupported. Results are compared with the CPU backend's (which the
@@ -9,6 +10,9 @@
 #define DOCTEST_CONFIG_IMPLEMENT
 #include <doctest/doctest.h>
 
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
 #include <cstdio>
 #include <limits>
 #include <random>
@@ -165,6 +169,61 @@ TEST_CASE("attention with head_dim above 256 is RILL_ERROR_UNSUPPORTED, naming h
   const int32_t lengths[1] = {2};
   CHECK(rill_attention(g_cuda, q.t, k.t, v.t, lengths, 1, 0.05f, out.t) == RILL_ERROR_UNSUPPORTED);
   CHECK(std::string(rill_last_error()).find("head_dim") != std::string::npos);
+}
+
+TEST_CASE("decode attention over long caches (the KV walk split and merged) matches the CPU backend") {
+  // One query per sequence leaves B * heads = 16 rows, far fewer than two
+  // blocks per SM: the cache is split into chunks of >= 256 slots. The
+  // sequences' lengths differ, so the short one leaves its last splits empty;
+  // a sliding window narrows the walk; a 3-token prefill splits as well.
+  const int64_t batch = 2, heads = 8, kv_heads = 2, slots = 3000;
+  struct Case {
+    int64_t queries;
+    int32_t window;
+    float softcap;
+  };
+  for (const Case& c : {Case{1, 0, 0.0f}, Case{1, 700, 0.0f}, Case{3, 0, 30.0f}}) {
+    for (int64_t head_dim : {64, 128, 256}) {
+      INFO("queries " << c.queries << ", window " << c.window << ", head_dim " << head_dim);
+      const std::vector<int64_t> q_shape = {batch, c.queries, heads, head_dim};
+      const std::vector<int64_t> kv_shape = {batch, slots, kv_heads, head_dim};
+      const std::vector<float> q = random_values(numel(q_shape), 10), k = random_values(numel(kv_shape), 11);
+      const std::vector<float> v = random_values(numel(kv_shape), 12);
+      const int32_t lengths[2] = {static_cast<int32_t>(slots), 1111};
+      const rill_attention_params params{sizeof(rill_attention_params), 0.1f, c.window, c.softcap};
+      std::vector<float> results[2];
+      rill_context* contexts[2] = {g_cuda, g_cpu};
+      for (int i = 0; i < 2; ++i) {
+        Tensor tq(contexts[i], RILL_DTYPE_F32, q_shape, q), tk(contexts[i], RILL_DTYPE_F32, kv_shape, k);
+        Tensor tv(contexts[i], RILL_DTYPE_F32, kv_shape, v), out(contexts[i], RILL_DTYPE_F32, q_shape, q);
+        REQUIRE_MESSAGE(rill_attention_ex(contexts[i], tq.t, tk.t, tv.t, lengths, 2, &params, out.t) == RILL_OK,
+                        rill_last_error());
+        results[i] = out.read();
+      }
+      check_close(results[0], results[1], RILL_DTYPE_F32);
+    }
+  }
+}
+
+TEST_CASE("a write from pinned host memory has consumed it when it returns") {
+  // From page-locked memory cudaMemcpyAsync returns before the copy ends;
+  // rill_tensor_write promises that src may be reused at once.
+  const size_t count = size_t{16} << 20;  // 64 MiB of f32
+  float* pinned = nullptr;
+  REQUIRE(cudaMallocHost(reinterpret_cast<void**>(&pinned), count * sizeof(float)) == cudaSuccess);
+  for (size_t i = 0; i < count; ++i) pinned[i] = static_cast<float>(i % 1000);
+  const int64_t shape[1] = {static_cast<int64_t>(count)};
+  rill_tensor* t = nullptr;
+  REQUIRE_MESSAGE(rill_tensor_create(g_cuda, RILL_DTYPE_F32, 1, shape, &t) == RILL_OK, rill_last_error());
+  REQUIRE_MESSAGE(rill_tensor_write(t, pinned, count * sizeof(float)) == RILL_OK, rill_last_error());
+  std::fill(pinned, pinned + count, -1.0f);
+  std::vector<float> back(count);
+  REQUIRE_MESSAGE(rill_tensor_read(t, back.data(), count * sizeof(float)) == RILL_OK, rill_last_error());
+  size_t wrong = 0;
+  for (size_t i = 0; i < count; ++i) wrong += back[i] != static_cast<float>(i % 1000);
+  CHECK_MESSAGE(wrong == 0, wrong, " elements took the values written after rill_tensor_write returned");
+  rill_tensor_destroy(t);
+  (void)cudaFreeHost(pinned);
 }
 
 int main(int argc, char** argv) {

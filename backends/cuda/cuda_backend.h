@@ -1,7 +1,8 @@
 /* Internal declarations shared by the files of the CUDA backend plugin.
    One file per object: cuda_device.cpp (devices, contexts), cuda_buffer.cpp,
    cuda_norm.cu (residual and normalization kernels), cuda_gemm.cpp (cuBLASLt),
-   cuda_plugin.cpp (the tables and the plugin entry points). */
+   cuda_quant.cu (block weights, get_rows), cuda_layer_ops.cu (RoPE,
+   attention, activations), cuda_plugin.cpp (the tables and the plugin entry points). */
 #ifndef RILL_CUDA_BACKEND_H
 #define RILL_CUDA_BACKEND_H
 
@@ -16,6 +17,13 @@
 
 struct rill_cuda_gemm_cache; /* cuda_gemm.cpp */
 
+/* Device memory a context keeps for its ops and grows on demand
+   (rill_cuda_reserve). */
+struct rill_cuda_area {
+  void* data = nullptr;
+  std::size_t bytes = 0;
+};
+
 /* The backend's context: one device, one stream, one cuBLASLt handle and the
    workspace that cuBLASLt may use for the GEMMs queued on that stream. */
 struct rill_backend_context {
@@ -27,8 +35,14 @@ struct rill_backend_context {
   rill_cuda_gemm_cache* gemm_cache = nullptr;
   /* Device copies of small host arrays an op reads (RoPE positions, KV
      lengths), reused by later ops in stream order. */
-  void* upload = nullptr;
-  std::size_t upload_bytes = 0;
+  rill_cuda_area upload;
+  /* Block weights dequantized for cuBLASLt (cuda_quant.cu), reused by later
+     GEMMs in stream order. */
+  rill_cuda_area dequantized;
+  /* Attention's per-split partial results (cuda_layer_ops.cu). */
+  rill_cuda_area attention_partials;
+  /* RoPE's cos/sin table, [tokens][rotary_dim / 2] (cuda_layer_ops.cu). */
+  rill_cuda_area rope_table;
   bool allow_tf32 = false;
   int sm_count = 1;
   std::size_t max_shared_bytes = 48 * 1024; /* per block, after opting in */
@@ -91,6 +105,11 @@ rill_status rill_cuda_buffer_read(rill_backend_context* ctx, rill_backend_buffer
 rill_status rill_cuda_buffer_copy(rill_backend_context* ctx, rill_backend_buffer* src, uint64_t src_offset,
                                   rill_backend_buffer* dst, uint64_t dst_offset, uint64_t bytes);
 
+/* Makes area hold at least bytes (waiting for queued ops before it replaces
+   a smaller allocation; the old contents are lost). what names the
+   allocation in an error. */
+rill_status rill_cuda_reserve(rill_backend_context* ctx, rill_cuda_area* area, std::size_t bytes, const char* what);
+
 /* Copies bytes from host memory into the context's upload area, ordered on
    its stream, and returns the device address in *out_device. src may be
    reused when this returns; the copy stays valid until the next upload. */
@@ -139,13 +158,20 @@ rill_status rill_cuda_activation(rill_backend_context* ctx, rill_act_fn fn, cons
    query rows B*T*heads. */
 rill_status rill_cuda_check_attention(std::int64_t head_dim, std::int64_t query_rows);
 
-/* The capability query of interface version 3 (cuda_supports.cpp). */
+/* The capability query of interface versions 3 and 4 (cuda_supports.cpp). */
 rill_status rill_cuda_supports(rill_backend_context* ctx, const rill_backend_op_desc* desc);
 
 /* GEMM through cuBLASLt (cuda_gemm.cpp). */
 rill_status rill_cuda_gemm(rill_backend_context* ctx, const rill_backend_tensor* a, const rill_backend_tensor* w,
                            const rill_backend_tensor* bias, float alpha, float beta, const rill_backend_tensor* out);
 rill_cuda_gemm_cache* rill_cuda_gemm_cache_create();
+/* Block weights (cuda_quant.cu): gemm with w of a block dtype (rill_cuda_gemm
+   hands these over), and get_rows from tables of every dtype. */
+rill_status rill_cuda_gemm_block(rill_backend_context* ctx, const rill_backend_tensor* a,
+                                 const rill_backend_tensor* w, const rill_backend_tensor* bias, float alpha,
+                                 float beta, const rill_backend_tensor* out);
+rill_status rill_cuda_get_rows(rill_backend_context* ctx, const rill_backend_tensor* table, const int32_t* ids,
+                               uint64_t count, const rill_backend_tensor* out);
 void rill_cuda_gemm_cache_destroy(rill_cuda_gemm_cache* cache);
 
 #endif

@@ -23,10 +23,12 @@ rill_status rill_cuda_buffer_alloc(rill_backend_context* ctx, uint64_t bytes, ri
 void rill_cuda_buffer_free(rill_backend_context* ctx, rill_backend_buffer* buffer) {
   if (!buffer) return;
   // Ops that still use the buffer must finish before its memory is reused.
+  // Where the device cannot be made current the memory is still released:
+  // with unified addressing cudaFree finds the pointer's device itself.
   if (rill_cuda_activate(ctx) == RILL_OK) {
     (void)rill_cuda_check(cudaStreamSynchronize(ctx->stream), "cudaStreamSynchronize (buffer_free)");
-    (void)rill_cuda_check(cudaFree(buffer->data), "cudaFree");
   }
+  (void)rill_cuda_check(cudaFree(buffer->data), "cudaFree");
   delete buffer;
 }
 
@@ -34,11 +36,21 @@ rill_status rill_cuda_buffer_write(rill_backend_context* ctx, rill_backend_buffe
                                    const void* src, uint64_t bytes) {
   const rill_status status = rill_cuda_activate(ctx);
   if (status != RILL_OK) return status;
-  // From pageable host memory the copy has consumed src when the call returns,
-  // so the caller may reuse src at once.
-  return rill_cuda_check(cudaMemcpyAsync(static_cast<char*>(buffer->data) + offset, src, static_cast<std::size_t>(bytes),
-                                         cudaMemcpyHostToDevice, ctx->stream),
-                         "cudaMemcpyAsync (host to device)");
+  const rill_status copied =
+      rill_cuda_check(cudaMemcpyAsync(static_cast<char*>(buffer->data) + offset, src, static_cast<std::size_t>(bytes),
+                                      cudaMemcpyHostToDevice, ctx->stream),
+                      "cudaMemcpyAsync (host to device)");
+  if (copied != RILL_OK) return copied;
+  // From pageable host memory the copy has consumed src when the call returns.
+  // From pinned, registered or managed memory it is truly asynchronous: wait
+  // for it, so that the caller may reuse src at once as the interface promises.
+  cudaPointerAttributes attributes{};
+  if (cudaPointerGetAttributes(&attributes, src) != cudaSuccess) {
+    (void)cudaGetLastError();  // not an address CUDA knows: pageable
+    return RILL_OK;
+  }
+  if (attributes.type != cudaMemoryTypeHost && attributes.type != cudaMemoryTypeManaged) return RILL_OK;
+  return rill_cuda_check(cudaStreamSynchronize(ctx->stream), "cudaStreamSynchronize (write from pinned memory)");
 }
 
 rill_status rill_cuda_buffer_read(rill_backend_context* ctx, rill_backend_buffer* buffer, uint64_t offset, void* dst,
@@ -62,25 +74,30 @@ rill_status rill_cuda_buffer_copy(rill_backend_context* ctx, rill_backend_buffer
                          "cudaMemcpyAsync (device to device)");
 }
 
+rill_status rill_cuda_reserve(rill_backend_context* ctx, rill_cuda_area* area, std::size_t bytes, const char* what) {
+  if (bytes <= area->bytes) return RILL_OK;
+  // Ops queued earlier may still use the old area.
+  rill_status status = rill_cuda_check(cudaStreamSynchronize(ctx->stream), "cudaStreamSynchronize (growing an area)");
+  if (status != RILL_OK) return status;
+  if (area->data) (void)cudaFree(area->data);
+  area->data = nullptr;
+  area->bytes = 0;
+  const std::size_t grown = bytes < 4096 ? 4096 : bytes;
+  status = rill_cuda_check(cudaMalloc(&area->data, grown), what);
+  if (status != RILL_OK) return status;
+  area->bytes = grown;
+  return RILL_OK;
+}
+
 rill_status rill_cuda_upload(rill_backend_context* ctx, const void* src, std::size_t bytes, void** out_device) {
-  if (bytes > ctx->upload_bytes) {
-    // Ops queued earlier may still read the old area.
-    rill_status status = rill_cuda_check(cudaStreamSynchronize(ctx->stream), "cudaStreamSynchronize (upload)");
-    if (status != RILL_OK) return status;
-    if (ctx->upload) (void)cudaFree(ctx->upload);
-    ctx->upload = nullptr;
-    ctx->upload_bytes = 0;
-    const std::size_t grown = bytes < 4096 ? 4096 : bytes;
-    status = rill_cuda_check(cudaMalloc(&ctx->upload, grown), "cudaMalloc (upload area)");
-    if (status != RILL_OK) return status;
-    ctx->upload_bytes = grown;
-  }
+  const rill_status grown = rill_cuda_reserve(ctx, &ctx->upload, bytes, "cudaMalloc (upload area)");
+  if (grown != RILL_OK) return grown;
   // Stream-ordered: an earlier op that reads the previous contents runs
   // before this copy overwrites them. From pageable memory the call returns
   // once src has been consumed.
   const rill_status status = rill_cuda_check(
-      cudaMemcpyAsync(ctx->upload, src, bytes, cudaMemcpyHostToDevice, ctx->stream), "cudaMemcpyAsync (upload)");
+      cudaMemcpyAsync(ctx->upload.data, src, bytes, cudaMemcpyHostToDevice, ctx->stream), "cudaMemcpyAsync (upload)");
   if (status != RILL_OK) return status;
-  *out_device = ctx->upload;
+  *out_device = ctx->upload.data;
   return RILL_OK;
 }

@@ -74,7 +74,10 @@ void cuda_context_release(rill_backend_context* ctx) {
   rill_cuda_gemm_cache_destroy(ctx->gemm_cache);
   if (ctx->lt) (void)cublasLtDestroy(ctx->lt);
   if (ctx->gemm_workspace) (void)cudaFree(ctx->gemm_workspace);
-  if (ctx->upload) (void)cudaFree(ctx->upload);
+  if (ctx->upload.data) (void)cudaFree(ctx->upload.data);
+  if (ctx->dequantized.data) (void)cudaFree(ctx->dequantized.data);
+  if (ctx->attention_partials.data) (void)cudaFree(ctx->attention_partials.data);
+  if (ctx->rope_table.data) (void)cudaFree(ctx->rope_table.data);
   if (ctx->stream) (void)cudaStreamDestroy(ctx->stream);
   delete ctx;
 }

@@ -12,7 +12,9 @@
  * The bias epilogue adds a vector of length m (the rows of D) to every column:
  * here bias[N], one value per output feature, as the op requires.
  *
- * Descriptors, layouts and the heuristic's algorithm are cached per shape,
+ * Descriptors, layouts and the heuristic's algorithms (up to kMaxAlgos, best
+ * first: a call that cuBLASLt refuses with one goes on to the next, and the
+ * one that ran is tried first next time) are cached per shape,
  * dtype, bias presence, TF32 choice and operand alignment; the bias pointer is
  * set on the cached descriptor before each call (one thread per context).
  * With beta == 0 cuBLASLt does not read C, so out's old contents (NaN or not)
@@ -53,12 +55,16 @@ struct GemmKeyHash {
   }
 };
 
+constexpr int kMaxAlgos = 8;
+
 struct GemmPlan {
   cublasLtMatmulDesc_t desc = nullptr;
   cublasLtMatrixLayout_t w_layout = nullptr;   /* "A" */
   cublasLtMatrixLayout_t a_layout = nullptr;   /* "B" */
   cublasLtMatrixLayout_t out_layout = nullptr; /* "C" and "D" */
-  cublasLtMatmulAlgo_t algo{};
+  cublasLtMatmulAlgo_t algos[kMaxAlgos]{};
+  int algo_count = 0;
+  int chosen = 0; /* the algorithm tried first: the last one that ran */
 };
 
 void release_plan(GemmPlan& plan) {
@@ -163,24 +169,26 @@ rill_status build_plan(rill_backend_context* ctx, const GemmKey& key, GemmPlan* 
     status = rill_cuda_check_lt(set_pref(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, key.align_out),
                                 "set align D");
   }
-  cublasLtMatmulHeuristicResult_t result{};
+  cublasLtMatmulHeuristicResult_t results[kMaxAlgos]{};
   int found = 0;
   if (status == RILL_OK) {
     status = rill_cuda_check_lt(cublasLtMatmulAlgoGetHeuristic(ctx->lt, plan->desc, plan->w_layout, plan->a_layout,
-                                                               plan->out_layout, plan->out_layout, pref, 1, &result,
-                                                               &found),
+                                                               plan->out_layout, plan->out_layout, pref, kMaxAlgos,
+                                                               results, &found),
                                 "cublasLtMatmulAlgoGetHeuristic");
+  }
+  for (int i = 0; i < found; ++i) {
+    if (results[i].state == CUBLAS_STATUS_SUCCESS) plan->algos[plan->algo_count++] = results[i].algo;
   }
   (void)cublasLtMatmulPreferenceDestroy(pref);
   if (status != RILL_OK) return status;
-  if (found == 0) {
+  if (plan->algo_count == 0) {
     return rill_cuda_fail(RILL_ERROR_UNSUPPORTED,
                           "cuda: gemm: cuBLASLt has no algorithm for rows=" + std::to_string(key.m) +
                               " N=" + std::to_string(key.n) + " K=" + std::to_string(key.k) +
                               " with operand alignments a=" + std::to_string(key.align_a) + " w=" +
                               std::to_string(key.align_w) + " out=" + std::to_string(key.align_out) + " bytes");
   }
-  plan->algo = result.algo;
   return RILL_OK;
 }
 
@@ -201,6 +209,7 @@ void rill_cuda_gemm_cache_destroy(rill_cuda_gemm_cache* cache) { delete cache; }
 
 rill_status rill_cuda_gemm(rill_backend_context* ctx, const rill_backend_tensor* a, const rill_backend_tensor* w,
                            const rill_backend_tensor* bias, float alpha, float beta, const rill_backend_tensor* out) {
+  if (rill_backend_dtype_is_block(w->dtype)) return rill_cuda_gemm_block(ctx, a, w, bias, alpha, beta, out);
   rill_status status = rill_cuda_activate(ctx);
   if (status != RILL_OK) return status;
   const void* a_data = rill_cuda_data(a);
@@ -237,8 +246,18 @@ rill_status rill_cuda_gemm(rill_backend_context* ctx, const rill_backend_tensor*
     status = rill_cuda_check_lt(set_desc(plan.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, bias_data), "set BIAS_POINTER");
     if (status != RILL_OK) return status;
   }
-  return rill_cuda_check_lt(cublasLtMatmul(ctx->lt, plan.desc, &alpha, w_data, plan.w_layout, a_data, plan.a_layout,
-                                           &beta, out_data, plan.out_layout, out_data, plan.out_layout, &plan.algo,
-                                           ctx->gemm_workspace, ctx->gemm_workspace_bytes, ctx->stream),
-                         "cublasLtMatmul");
+  // The last algorithm that ran first, then the others best first.
+  cublasStatus_t lt_status = CUBLAS_STATUS_NOT_SUPPORTED;
+  for (int tried = 0; tried < plan.algo_count; ++tried) {
+    const int i = (plan.chosen + tried) % plan.algo_count;
+    lt_status = cublasLtMatmul(ctx->lt, plan.desc, &alpha, w_data, plan.w_layout, a_data, plan.a_layout, &beta,
+                               out_data, plan.out_layout, out_data, plan.out_layout, &plan.algos[i],
+                               ctx->gemm_workspace, ctx->gemm_workspace_bytes, ctx->stream);
+    if (lt_status == CUBLAS_STATUS_SUCCESS) {
+      plan.chosen = i;
+      return RILL_OK;
+    }
+  }
+  return rill_cuda_check_lt(lt_status, ("cublasLtMatmul (each of " + std::to_string(plan.algo_count) +
+                                        " algorithms the heuristic offered)").c_str());
 }

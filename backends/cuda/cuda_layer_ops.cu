@@ -1,9 +1,12 @@
 /* Decoder-layer ops (backend interface version 2): RoPE, causal GQA attention
  * against a KV cache, and plain or gated activations.
  *
- * These favour plain, checkable code over speed: one thread per rotated pair,
+ * These favour plain, checkable code over speed: one thread per rotated pair
+ * (cos and sin from a table made once per token),
  * one block per query row for attention (online softmax per warp, warps merged
- * at the end), one thread per element for activations. f32 math throughout;
+ * at the end; in decode, where the query rows alone cannot fill the GPU, also
+ * one block per chunk of the KV cache, the chunks merged by a second kernel),
+ * one thread per element for activations. f32 math throughout;
  * RoPE angles in double like the CPU backend, so large positions agree.
  */
 #include <cuda_bf16.h>
@@ -15,40 +18,37 @@
 #include <vector>
 
 #include "cuda_backend.h"
+#include "cuda_kernel_common.cuh"
 
 namespace {
 
-__device__ __forceinline__ float load_f32(const float* p, int64_t i) { return p[i]; }
-__device__ __forceinline__ float load_f32(const __half* p, int64_t i) { return __half2float(p[i]); }
-__device__ __forceinline__ float load_f32(const __nv_bfloat16* p, int64_t i) { return __bfloat162float(p[i]); }
-__device__ __forceinline__ void store_f32(float* p, int64_t i, float v) { p[i] = v; }
-__device__ __forceinline__ void store_f32(__half* p, int64_t i, float v) { p[i] = __float2half_rn(v); }
-__device__ __forceinline__ void store_f32(__nv_bfloat16* p, int64_t i, float v) { p[i] = __float2bfloat16_rn(v); }
-
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
-unsigned grid_for(int64_t items, int threads, int sm_count) {
-  const int64_t blocks = ceil_div(items, threads);
-  const int64_t cap = static_cast<int64_t>(sm_count) * 32;
-  return static_cast<unsigned>(blocks < cap ? blocks : cap);
-}
+using namespace rill_cuda_kernels;
 
 /* ---- RoPE --------------------------------------------------------------- */
 
-/* x: [tokens, heads, head_dim]. positions: [tokens]; inv_freq: [half].
-   factor scales cos and sin before they are rounded to f32. */
+/* table[token * half + i] = (cos, sin) of positions[token] * inv_freq[i],
+   in double (like the CPU backend, so large positions agree), scaled by
+   factor, then rounded to f32: once per token, not once per head. */
+__global__ void rope_table_kernel(const int32_t* positions, const double* inv_freq, double factor, int64_t tokens,
+                                  int64_t half, float2* table) {
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; idx < tokens * half; idx += stride) {
+    double sin_d, cos_d;
+    sincos(static_cast<double>(positions[idx / half]) * inv_freq[idx % half], &sin_d, &cos_d);
+    table[idx] = make_float2(static_cast<float>(factor * cos_d), static_cast<float>(factor * sin_d));
+  }
+}
+
+/* x: [tokens, heads, head_dim], rotated with rope_table_kernel's table. */
 template <typename T>
-__global__ void rope_kernel(T* x, const int32_t* positions, const double* inv_freq, double factor, int64_t tokens,
-                            int64_t heads, int64_t head_dim, int64_t half) {
+__global__ void rope_kernel(T* x, const float2* table, int64_t tokens, int64_t heads, int64_t head_dim, int64_t half) {
   const int64_t total = tokens * heads * half;
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; idx < total; idx += stride) {
     const int64_t i = idx % half;
     const int64_t token_head = idx / half;  // token * heads + head
-    const int64_t token = token_head / heads;
-    double sin_d, cos_d;
-    sincos(static_cast<double>(positions[token]) * inv_freq[i], &sin_d, &cos_d);
-    const float c = static_cast<float>(factor * cos_d), s = static_cast<float>(factor * sin_d);
+    const float2 cos_sin = table[(token_head / heads) * half + i];
+    const float c = cos_sin.x, s = cos_sin.y;
     const int64_t row = token_head * head_dim;
     const float x1 = load_f32(x, row + i);
     const float x2 = load_f32(x, row + i + half);
@@ -68,12 +68,19 @@ struct AttentionShape {
   float scale;
   int64_t window;  // 0 = none: a query sees its last `window` slots
   float softcap;   // 0 = off: logit l becomes softcap * tanh(l / softcap)
+  /* Split-KV (gridDim.y > 1 splits): split i walks the query's visible slots
+     from i * chunk to (i + 1) * chunk and leaves its max, sum and unscaled
+     value sum in partials, [row][split][2 + head_dim]; attention_merge_kernel
+     combines them. */
+  int64_t chunk;
+  float* partials;
 };
 
-/* One block per (b, t, query head). Each warp walks a strided subset of the
-   visible key slots with a running max, sum and weighted value sum (online
-   softmax); the warps' partial results are then rescaled to a common max and
-   added. Lanes split head_dim: lane l owns dims l, l+32, ... */
+/* One block per (b, t, query head) in x, and per split of the visible slots
+   in y. Each warp walks a strided subset of its slots with a running max, sum
+   and weighted value sum (online softmax); the warps' partial results are
+   then rescaled to a common max and added. Lanes split head_dim: lane l owns
+   dims l, l+32, ... */
 template <typename T>
 __global__ void __launch_bounds__(kAttentionWarps * 32)
     attention_kernel(const T* q, const T* k, const T* v, const int32_t* kv_lengths, T* out, AttentionShape s) {
@@ -91,6 +98,9 @@ __global__ void __launch_bounds__(kAttentionWarps * 32)
   const int64_t first = s.window > 0 && visible > s.window ? visible - s.window : 0;
   const int warp = static_cast<int>(threadIdx.x) / 32;
   const int lane = static_cast<int>(threadIdx.x) % 32;
+  const bool split = gridDim.y > 1;
+  const int64_t begin = split ? first + static_cast<int64_t>(blockIdx.y) * s.chunk : first;
+  const int64_t end = split && begin + s.chunk < visible ? begin + s.chunk : visible;
 
   const int64_t q_offset = ((b * s.queries + t) * s.q_heads + h) * s.head_dim;
   for (int64_t d = threadIdx.x; d < s.head_dim; d += blockDim.x) q_row[d] = load_f32(q, q_offset + d) * s.scale;
@@ -102,7 +112,7 @@ __global__ void __launch_bounds__(kAttentionWarps * 32)
 #pragma unroll
   for (int c = 0; c < kMaxDimsPerLane; ++c) acc[c] = 0.0f;
 
-  for (int64_t j = first + warp; j < visible; j += kAttentionWarps) {
+  for (int64_t j = begin + warp; j < end; j += kAttentionWarps) {
     const int64_t kv_offset = ((b * s.slots + j) * s.kv_heads + kvh) * s.head_dim;
     float partial = 0.0f;
 #pragma unroll
@@ -136,16 +146,52 @@ __global__ void __launch_bounds__(kAttentionWarps * 32)
   }
   __syncthreads();
 
-  // A warp that saw no slot has max -inf, sum 0 and contributes nothing.
+  // A warp that saw no slot has max -inf, sum 0 and contributes nothing; a
+  // split past the query's last slot saw none at all (and leaves max -inf,
+  // sum 0, values 0 for the merge).
   float global_max = -INFINITY;
   for (int w = 0; w < kAttentionWarps; ++w) global_max = fmaxf(global_max, warp_max[w]);
+  const bool empty = global_max == -INFINITY;
   float total = 0.0f;
-  for (int w = 0; w < kAttentionWarps; ++w) total += warp_sum[w] * expf(warp_max[w] - global_max);
+  if (!empty) {
+    for (int w = 0; w < kAttentionWarps; ++w) total += warp_sum[w] * expf(warp_max[w] - global_max);
+  }
+  float* partial =
+      split ? s.partials + (static_cast<int64_t>(blockIdx.x) * gridDim.y + blockIdx.y) * (2 + s.head_dim) : nullptr;
+  if (split && threadIdx.x == 0) {
+    partial[0] = global_max;
+    partial[1] = total;
+  }
   const float inv_total = 1.0f / total;
   for (int64_t d = threadIdx.x; d < s.head_dim; d += blockDim.x) {
     float value = 0.0f;
-    for (int w = 0; w < kAttentionWarps; ++w) value += warp_acc[w * s.head_dim + d] * expf(warp_max[w] - global_max);
-    store_f32(out, q_offset + d, value * inv_total);
+    if (!empty) {
+      for (int w = 0; w < kAttentionWarps; ++w) value += warp_acc[w * s.head_dim + d] * expf(warp_max[w] - global_max);
+    }
+    if (split) {
+      partial[2 + d] = value;
+    } else {
+      store_f32(out, q_offset + d, value * inv_total);
+    }
+  }
+}
+
+/* out row r (one per (b, t, query head)) from the splits' partial results:
+   each rescaled to the largest max and added, as the warps are above. */
+template <typename T>
+__global__ void attention_merge_kernel(const float* partials, int splits, int64_t head_dim, T* out) {
+  const float* row = partials + static_cast<int64_t>(blockIdx.x) * splits * (2 + head_dim);
+  float global_max = -INFINITY;
+  for (int i = 0; i < splits; ++i) global_max = fmaxf(global_max, row[i * (2 + head_dim)]);
+  float total = 0.0f;  // split 0 always saw a slot, so global_max is finite
+  for (int i = 0; i < splits; ++i) total += row[i * (2 + head_dim) + 1] * expf(row[i * (2 + head_dim)] - global_max);
+  const float inv_total = 1.0f / total;
+  for (int64_t d = threadIdx.x; d < head_dim; d += blockDim.x) {
+    float value = 0.0f;
+    for (int i = 0; i < splits; ++i) {
+      value += row[i * (2 + head_dim) + 2 + d] * expf(row[i * (2 + head_dim)] - global_max);
+    }
+    store_f32(out, static_cast<int64_t>(blockIdx.x) * head_dim + d, value * inv_total);
   }
 }
 
@@ -178,30 +224,42 @@ __global__ void activation_kernel(rill_act_fn fn, const T* x, const T* up, T* ou
 
 /* ---- Host side ---------------------------------------------------------- */
 
-rill_status bad_dtype(const char* op, rill_dtype dtype) {
-  return rill_cuda_fail(RILL_ERROR_DTYPE, std::string("cuda: ") + op + ": dtype must be f32, f16 or bf16, given " +
-                                              std::to_string(static_cast<int>(dtype)));
-}
-
 template <typename T>
-void launch_rope(rill_backend_context* ctx, const rill_backend_tensor* x, const int32_t* positions,
-                 const double* inv_freq, double factor, int64_t half) {
+void launch_rope(rill_backend_context* ctx, const rill_backend_tensor* x, const float2* table, int64_t half) {
   const int64_t tokens = x->shape[0], heads = x->shape[1], head_dim = x->shape[2];
   constexpr int kThreads = 256;
   rope_kernel<T><<<grid_for(tokens * heads * half, kThreads, ctx->sm_count), kThreads, 0, ctx->stream>>>(
-      static_cast<T*>(rill_cuda_data(x)), positions, inv_freq, factor, tokens, heads, head_dim, half);
+      static_cast<T*>(rill_cuda_data(x)), table, tokens, heads, head_dim, half);
 }
 
 template <typename T>
 void launch_attention(rill_backend_context* ctx, const rill_backend_tensor* q, const rill_backend_tensor* k,
-                      const rill_backend_tensor* v, const int32_t* kv_lengths, const AttentionShape& s,
-                      const rill_backend_tensor* out) {
+                      const rill_backend_tensor* v, const int32_t* kv_lengths, int64_t splits,
+                      const AttentionShape& s, const rill_backend_tensor* out) {
   const std::size_t shared_bytes =
       sizeof(float) * static_cast<std::size_t>(s.head_dim + 2 * kAttentionWarps + kAttentionWarps * s.head_dim);
   const unsigned blocks = static_cast<unsigned>(s.batch * s.queries * s.q_heads);
-  attention_kernel<T><<<blocks, kAttentionWarps * 32, shared_bytes, ctx->stream>>>(
+  attention_kernel<T><<<dim3(blocks, static_cast<unsigned>(splits)), kAttentionWarps * 32, shared_bytes, ctx->stream>>>(
       static_cast<const T*>(rill_cuda_data(q)), static_cast<const T*>(rill_cuda_data(k)),
       static_cast<const T*>(rill_cuda_data(v)), kv_lengths, static_cast<T*>(rill_cuda_data(out)), s);
+  if (splits > 1) {
+    attention_merge_kernel<T><<<blocks, 128, 0, ctx->stream>>>(s.partials, static_cast<int>(splits), s.head_dim,
+                                                               static_cast<T*>(rill_cuda_data(out)));
+  }
+}
+
+/* Splits of the KV walk: when the (b, t, head) rows alone give fewer than two
+   blocks per SM (decode), the visible slots are split into chunks of at
+   least kMinSlotsPerSplit until there are, at most kMaxSplits. span: the
+   most slots one query sees. */
+constexpr int64_t kMinSlotsPerSplit = 256;
+constexpr int64_t kMaxSplits = 64;
+int64_t attention_splits(int64_t rows, int64_t span, int sm_count) {
+  const int64_t wanted = 2 * static_cast<int64_t>(sm_count);
+  if (rows >= wanted) return 1;
+  int64_t splits = ceil_div(span, kMinSlotsPerSplit);
+  if (splits > ceil_div(wanted, rows)) splits = ceil_div(wanted, rows);
+  return splits < kMaxSplits ? splits : kMaxSplits;
 }
 
 template <typename T>
@@ -230,10 +288,17 @@ rill_status rope_with_freqs(rill_backend_context* ctx, const char* op, const ril
   if (status != RILL_OK) return status;
   const double* inv_freq = static_cast<const double*>(device);
   const int32_t* device_positions = reinterpret_cast<const int32_t*>(inv_freq + half);
+  status = rill_cuda_reserve(ctx, &ctx->rope_table, static_cast<std::size_t>(tokens * half) * sizeof(float2),
+                             "cudaMalloc (RoPE table)");
+  if (status != RILL_OK) return status;
+  auto* table = static_cast<float2*>(ctx->rope_table.data);
+  constexpr int kThreads = 256;
+  rope_table_kernel<<<grid_for(tokens * half, kThreads, ctx->sm_count), kThreads, 0, ctx->stream>>>(
+      device_positions, inv_freq, factor, tokens, half, table);
   switch (x->dtype) {
-    case RILL_DTYPE_F32: launch_rope<float>(ctx, x, device_positions, inv_freq, factor, half); break;
-    case RILL_DTYPE_F16: launch_rope<__half>(ctx, x, device_positions, inv_freq, factor, half); break;
-    case RILL_DTYPE_BF16: launch_rope<__nv_bfloat16>(ctx, x, device_positions, inv_freq, factor, half); break;
+    case RILL_DTYPE_F32: launch_rope<float>(ctx, x, table, half); break;
+    case RILL_DTYPE_F16: launch_rope<__half>(ctx, x, table, half); break;
+    case RILL_DTYPE_BF16: launch_rope<__nv_bfloat16>(ctx, x, table, half); break;
     default: return bad_dtype(op, x->dtype);
   }
   return rill_cuda_check(cudaGetLastError(), (std::string(op) + " kernel launch").c_str());
@@ -286,10 +351,24 @@ rill_status rill_cuda_attention_ex(rill_backend_context* ctx, const rill_backend
   status = rill_cuda_upload(ctx, kv_lengths, static_cast<std::size_t>(s.batch) * sizeof(int32_t), &device_lengths);
   if (status != RILL_OK) return status;
   const int32_t* lengths = static_cast<const int32_t*>(device_lengths);
+  int64_t span = 0;  // the most slots one query sees
+  for (int64_t b = 0; b < s.batch; ++b) {
+    const int64_t seen = s.window > 0 && s.window < kv_lengths[b] ? s.window : kv_lengths[b];
+    span = seen > span ? seen : span;
+  }
+  const int64_t rows = s.batch * s.queries * s.q_heads;
+  const int64_t splits = attention_splits(rows, span, ctx->sm_count);
+  s.chunk = ceil_div(span, splits);
+  if (splits > 1) {
+    const std::size_t bytes = sizeof(float) * static_cast<std::size_t>(rows * splits * (2 + s.head_dim));
+    status = rill_cuda_reserve(ctx, &ctx->attention_partials, bytes, "cudaMalloc (attention split partials)");
+    if (status != RILL_OK) return status;
+    s.partials = static_cast<float*>(ctx->attention_partials.data);
+  }
   switch (q->dtype) {
-    case RILL_DTYPE_F32: launch_attention<float>(ctx, q, k, v, lengths, s, out); break;
-    case RILL_DTYPE_F16: launch_attention<__half>(ctx, q, k, v, lengths, s, out); break;
-    case RILL_DTYPE_BF16: launch_attention<__nv_bfloat16>(ctx, q, k, v, lengths, s, out); break;
+    case RILL_DTYPE_F32: launch_attention<float>(ctx, q, k, v, lengths, splits, s, out); break;
+    case RILL_DTYPE_F16: launch_attention<__half>(ctx, q, k, v, lengths, splits, s, out); break;
+    case RILL_DTYPE_BF16: launch_attention<__nv_bfloat16>(ctx, q, k, v, lengths, splits, s, out); break;
     default: return bad_dtype("attention", q->dtype);
   }
   return rill_cuda_check(cudaGetLastError(), "attention kernel launch");

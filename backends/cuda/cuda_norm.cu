@@ -43,8 +43,11 @@
 #include <cstdint>
 
 #include "cuda_backend.h"
+#include "cuda_kernel_common.cuh"
 
 namespace {
+
+using rill_cuda_kernels::ceil_div;
 
 __device__ __forceinline__ float to_f32(float v) { return v; }
 __device__ __forceinline__ float to_f32(__half v) { return __half2float(v); }
@@ -254,7 +257,8 @@ __global__ void residual_add_kernel(T* residual, const T* update, const T* gain,
   for (int64_t p = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; p < total_packs; p += stride) {
     const Pack<T, VEC> r = load_pack<T, VEC>(residual, p, wide.residual);
     const Pack<T, VEC> u = load_pack<T, VEC>(update, p, wide.in);
-    const Pack<T, VEC> g = load_pack_or<T, VEC>(gain, p % packs_per_row, wide.gain, 1.0f);
+    // Without a gain no pack index within the row is needed (nor its modulo).
+    const Pack<T, VEC> g = load_pack_or<T, VEC>(gain, gain ? p % packs_per_row : 0, wide.gain, 1.0f);
     Pack<T, VEC> y;
 #pragma unroll
     for (int j = 0; j < VEC; ++j) y.v[j] = residual_update(r.v[j], u.v[j], g.v[j], residual_scale, update_scale);
@@ -281,8 +285,6 @@ template <typename T>
 bool d_allows_wide_packs(int64_t d) {
   return d % kWideVec<T> == 0;
 }
-
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 /* Picks the team size, rows per block and grid for a norm launch from D, the
    row count and the device only, so the plain and the fused norm of the same

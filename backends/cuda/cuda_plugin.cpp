@@ -87,7 +87,7 @@ const rill_backend_ops kCudaOps = {
     /* .supports = */ Guarded<rill_cuda_supports>::call,
     /* .attention_ex = */ Guarded<rill_cuda_attention_ex>::call,
     /* .rope_freqs = */ Guarded<rill_cuda_rope_freqs>::call,
-    /* .get_rows = */ nullptr,
+    /* .get_rows = */ Guarded<rill_cuda_get_rows>::call,
 };
 
 const rill_backend kCudaBackend = {

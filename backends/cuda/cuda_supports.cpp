@@ -8,7 +8,7 @@ rill_status rill_cuda_supports(rill_backend_context* ctx, const rill_backend_op_
     return rill_cuda_fail(RILL_ERROR_INVALID_ARGUMENT, "cuda: supports: desc must hold at least op and dtype");
   }
   const int32_t op_value = static_cast<int32_t>(desc->op);
-  if (op_value < RILL_BACKEND_OP_RESIDUAL_ADD || op_value > RILL_BACKEND_OP_ROPE_FREQS) {
+  if (op_value < RILL_BACKEND_OP_RESIDUAL_ADD || op_value > RILL_BACKEND_OP_GET_ROWS) {
     return rill_cuda_fail(RILL_ERROR_UNSUPPORTED,
                           "cuda: supports: op " + std::to_string(op_value) + " is not one this backend knows");
   }
@@ -17,12 +17,13 @@ rill_status rill_cuda_supports(rill_backend_context* ctx, const rill_backend_op_
     return rill_cuda_fail(RILL_ERROR_DTYPE, std::string("cuda: ") + op + ": dtype must be f32, f16 or bf16, given " +
                                                 std::to_string(static_cast<int32_t>(desc->dtype)));
   }
-  // Quantized weights come with the dequantizing kernels, in a later version
-  // of this backend: until then a block format is refused by name.
-  if (RILL_STRUCT_HAS(rill_backend_op_desc, desc, weight_dtype) && rill_backend_dtype_is_block(desc->weight_dtype)) {
+  // gemm's w and get_rows' table may have every block dtype (cuda_quant.cu);
+  // no other op has a weight of its own dtype.
+  if (RILL_STRUCT_HAS(rill_backend_op_desc, desc, weight_dtype) && rill_backend_dtype_is_block(desc->weight_dtype) &&
+      desc->op != RILL_BACKEND_OP_GEMM && desc->op != RILL_BACKEND_OP_GET_ROWS) {
     return rill_cuda_fail(RILL_ERROR_UNSUPPORTED, std::string("cuda: ") + op + ": weights of dtype " +
                                                       rill_backend_dtype_name(desc->weight_dtype) +
-                                                      " (a block format) are not supported by this backend yet");
+                                                      " (a block format) are taken only by gemm and get_rows");
   }
   switch (desc->op) {
     case RILL_BACKEND_OP_RMS_NORM:

@@ -139,6 +139,52 @@ void bench_norms(rill_context* ctx) {
   }
 }
 
+/* Bandwidth as a percentage of the peak, and the printed GB/s, for bytes moved in us. */
+double pct_of_peak(double bytes, double us) { return 100.0 * bytes / (us * 1e3) / g_peak_gbps; }
+
+/* Decode attention: one query per sequence against an 8k cache, 32 query and
+   8 KV heads of 128, bf16. Four sequences, so that K and V (134 MB) exceed
+   the H200's 50 MB L2 and the figure is one of HBM reads. */
+void bench_decode_attention(rill_context* ctx) {
+  const int64_t batch = 4, context = 8192, heads = 32, kv_heads = 8, head_dim = 128;
+  Tensor q(ctx, {batch, 1, heads, head_dim}, 21), k(ctx, {batch, context, kv_heads, head_dim}, 22),
+      v(ctx, {batch, context, kv_heads, head_dim}, 23), out(ctx, {batch, 1, heads, head_dim}, 24);
+  const std::vector<int32_t> lengths(static_cast<std::size_t>(batch), static_cast<int32_t>(context));
+  const double us = device_us([&] {
+    check_rill(rill_attention(ctx, q.t, k.t, v.t, lengths.data(), lengths.size(), 0.088f, out.t), "rill_attention");
+  });
+  const double bytes = 2.0 * batch * context * kv_heads * head_dim * 2;
+  std::printf("decode attention bf16, %lld x 8k context, 32/8 heads of 128: %.1f us, %.1f%% of peak in K/V reads\n",
+              static_cast<long long>(batch), us, pct_of_peak(bytes, us));
+  summary("decode_attention_8k_pct_peak_bw", pct_of_peak(bytes, us));
+}
+
+/* The dequantizing GEMV at M = 1 on 28672 x 4096 block weights (above the L2
+   in every format), reading the weights as a share of the peak bandwidth.
+   The blocks are random bytes below 0x3C, so every f16 scale is finite: a
+   timing, not a result. */
+void bench_block_gemv(rill_context* ctx, rill_dtype dtype, const char* key) {
+  const int64_t n = 28672, k = 4096;
+  const int64_t w_shape[2] = {n, k};
+  rill_tensor* w = nullptr;
+  check_rill(rill_tensor_create(ctx, dtype, 2, w_shape, &w), "rill_tensor_create (block weights)");
+  std::vector<uint8_t> blocks(rill_tensor_nbytes(w));
+  uint32_t state = 7u;
+  for (uint8_t& b : blocks) {
+    state = state * 1664525u + 1013904223u;
+    b = static_cast<uint8_t>((state >> 24) % 0x3C);
+  }
+  check_rill(rill_tensor_write(w, blocks.data(), blocks.size()), "rill_tensor_write (block weights)");
+  Tensor a(ctx, {1, k}, 25), out(ctx, {1, n}, 26);
+  const double us = device_us([&] { check_rill(rill_gemm(ctx, a.t, w, nullptr, 1.0f, 0.0f, out.t), "rill_gemm"); });
+  const double bytes = static_cast<double>(blocks.size()) + 2.0 * (k + n);
+  std::printf("GEMV %s M=1 N=%lld K=%lld (bf16 activations): %.1f us, %.1f%% of peak bandwidth\n",
+              rill_dtype_name(dtype), static_cast<long long>(n), static_cast<long long>(k), us,
+              pct_of_peak(bytes, us));
+  summary(key, pct_of_peak(bytes, us));
+  rill_tensor_destroy(w);
+}
+
 /* cuBLASLt called directly: bf16 in, f32 compute, the same TN layout and
    heuristic choice as rill's GEMM, on the legacy default stream. */
 struct DirectGemm {
@@ -290,6 +336,9 @@ int main(int argc, char** argv) {
   std::printf("device: %s; %d iterations per figure; peak bandwidth taken as %.0f GB/s\n",
               rill_context_device_name(ctx), g_iters, g_peak_gbps);
   bench_norms(ctx);
+  bench_decode_attention(ctx);
+  bench_block_gemv(ctx, RILL_DTYPE_Q4_K, "gemv_q4_k_m1_28672x4096_pct_peak_bw");
+  bench_block_gemv(ctx, RILL_DTYPE_Q8_0, "gemv_q8_0_m1_28672x4096_pct_peak_bw");
   bool agree = true;
   {
     DirectGemm direct;
