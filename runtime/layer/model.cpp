@@ -157,16 +157,11 @@ void add_checkpoint_names(rill_model& model, int32_t i, const LayerWeights& w) {
   }
 }
 
-// Converts a weight from host memory into its tensor (created on first use).
-// A norm weight gets norm_weight_offset added in f32 and the sum rounded
-// once to the model dtype (adding in f16 or bf16 would round twice).
-rill_status store_weight(const char* function, rill_model& model, Weight& weight, rill_dtype src_dtype,
-                         const void* data, size_t count) {
-  const std::string where = std::string(function) + ": weight '" + weight.name + "'";
-  if (weight.tensor == nullptr) {
-    RILL_CHECK(tensor_create(where, *model.context, model.desc.dtype, static_cast<int32_t>(weight.shape.size()),
-                             weight.shape.data(), weight.tensor));
-  }
+// Converts a weight from host memory into tensor (of the weight's shape and
+// the model dtype). A norm weight gets norm_weight_offset added in f32 and the
+// sum rounded once to the model dtype (adding in f16 or bf16 would round twice).
+rill_status write_weight(const std::string& where, const rill_model& model, const Weight& weight, rill_tensor& tensor,
+                         rill_dtype src_dtype, const void* data, size_t count) {
   std::vector<unsigned char> half_split;
   if (weight.rotary_rows && model.desc.rope_interleave != 0) {
     const auto rows = static_cast<size_t>(weight.shape[0]);
@@ -177,19 +172,59 @@ rill_status store_weight(const char* function, rill_model& model, Weight& weight
   }
   const float offset = weight.norm_weight ? model.desc.norm_weight_offset : 0.0f;
   if (src_dtype == model.desc.dtype && offset == 0.0f) {
-    return tensor_write(where, *weight.tensor, data, count * rill_dtype_size(src_dtype));
+    return tensor_write(where, tensor, data, count * rill_dtype_size(src_dtype));
   }
   std::vector<float> f32(count);
   convert_to_f32(src_dtype, data, f32.data(), count);
   if (offset != 0.0f) {
     for (float& v : f32) v += offset;
   }
-  return tensor_write_f32(where, *weight.tensor, f32.data(), count);
+  return tensor_write_f32(where, tensor, f32.data(), count);
 }
 
-// Stores the weights a fused tensor holds, from its host data in src_dtype.
-rill_status store_fused(const char* function, rill_model& model, const FusedWeight& fused, rill_dtype src_dtype,
-                        const void* data) {
+// The weights one call sets, each written into a new tensor; commit() swaps
+// them into the model. A call that fails before commit() leaves the model as
+// it was: the staged tensors are destroyed with the stage. (Replacing a weight
+// so holds its old and new tensor at once until the call ends.)
+class WeightStage {
+ public:
+  explicit WeightStage(rill_model& model) : model_(model) {}
+  ~WeightStage() {
+    for (const Staged& s : staged_) tensor_destroy(s.tensor);
+  }
+  WeightStage(const WeightStage&) = delete;
+  WeightStage& operator=(const WeightStage&) = delete;
+
+  rill_status store(const char* function, Weight& weight, rill_dtype src_dtype, const void* data, size_t count) {
+    const std::string where = std::string(function) + ": weight '" + weight.name + "'";
+    staged_.push_back(Staged{&weight, nullptr});  // before the tensor exists, so a throw here leaks nothing
+    rill_tensor*& tensor = staged_.back().tensor;
+    RILL_CHECK(tensor_create(where, *model_.context, model_.desc.dtype, static_cast<int32_t>(weight.shape.size()),
+                             weight.shape.data(), tensor));
+    return write_weight(where, model_, weight, *tensor, src_dtype, data, count);
+  }
+
+  // Swaps every staged tensor in and destroys the tensors they replace. Cannot fail.
+  void commit() noexcept {
+    for (Staged& s : staged_) {
+      std::swap(s.weight->tensor, s.tensor);
+      tensor_destroy(s.tensor);
+    }
+    staged_.clear();
+  }
+
+ private:
+  struct Staged {
+    Weight* weight;
+    rill_tensor* tensor;
+  };
+  rill_model& model_;
+  std::vector<Staged> staged_;
+};
+
+// Stages the weights a fused tensor holds, from its host data in src_dtype.
+rill_status stage_fused(const char* function, WeightStage& stage, rill_model& model, const FusedWeight& fused,
+                        rill_dtype src_dtype, const void* data) {
   const size_t esize = rill_dtype_size(src_dtype);
   size_t row_elements = 1;
   for (size_t k = 1; k < fused.shape.size(); ++k) row_elements *= static_cast<size_t>(fused.shape[k]);
@@ -202,13 +237,13 @@ rill_status store_fused(const char* function, rill_model& model, const FusedWeig
     Weight& weight = model.weights[static_cast<size_t>(index)];
     const size_t rows = static_cast<size_t>(weight.shape[0]) / groups;
     const size_t count = rows * groups * row_elements;
-    if (fused.parts.size() == 1) return store_weight(function, model, weight, src_dtype, data, count);
+    if (fused.parts.size() == 1) return stage.store(function, weight, src_dtype, data, count);
     std::vector<unsigned char> part(count * esize);
     for (size_t g = 0; g < groups; ++g) {
       std::memcpy(part.data() + g * rows * row_bytes, src + (g * group_rows + first_row) * row_bytes,
                   rows * row_bytes);
     }
-    RILL_CHECK(store_weight(function, model, weight, src_dtype, part.data(), count));
+    RILL_CHECK(stage.store(function, weight, src_dtype, part.data(), count));
     first_row += rows;
   }
   return RILL_OK;
@@ -282,12 +317,13 @@ rill_status load_tensors(const char* fn, rill_model& model, const std::string& p
     }
     RILL_CHECK(take(*t, fused.shape, fused.parts, Source{t, RILL_DTYPE_F32, kAbsent, &fused}));
   }
+  WeightStage stage(model);
   for (const Source& s : sources) {
-    RILL_CHECK(s.fused != nullptr
-                   ? store_fused(fn, model, *s.fused, s.dtype, s.tensor->data)
-                   : store_weight(fn, model, model.weights[static_cast<size_t>(s.weight)], s.dtype,
-                                               s.tensor->data, s.tensor->bytes / rill_dtype_size(s.dtype)));
+    RILL_CHECK(s.fused != nullptr ? stage_fused(fn, stage, model, *s.fused, s.dtype, s.tensor->data)
+                                  : stage.store(fn, model.weights[static_cast<size_t>(s.weight)], s.dtype,
+                                                s.tensor->data, s.tensor->bytes / rill_dtype_size(s.dtype)));
   }
+  stage.commit();
   return RILL_OK;
 }
 
@@ -463,8 +499,11 @@ RILL_API rill_status rill_model_set_weight(rill_model* model, const char* name, 
                                                          weight_name + "', got " + std::to_string(bytes));
     }
     if (data == nullptr) return rill::fail(RILL_ERROR_INVALID_ARGUMENT, f + ": data: expected a pointer, got NULL");
-    if (fused != nullptr) return rill::layer::store_fused(fn, *model, *fused, src_dtype, data);
-    return rill::layer::store_weight(fn, *model, *weight, src_dtype, data, count);
+    rill::layer::WeightStage stage(*model);
+    RILL_CHECK(fused != nullptr ? rill::layer::stage_fused(fn, stage, *model, *fused, src_dtype, data)
+                                : stage.store(fn, *weight, src_dtype, data, count));
+    stage.commit();
+    return RILL_OK;
   });
 }
 
