@@ -87,9 +87,9 @@ bool pick_device(const Backend& backend, const DeviceChoice& choice, uint32_t& i
 
 // Tries one backend. In auto mode a device that is a CPU implementation of a
 // GPU API is refused unless the config names it: the CPU backend does the same
-// work faster.
+// work faster. out_of_memory: set when the backend's context creation ran out of memory.
 bool try_backend(const Config& config, const std::string& name, bool auto_mode, Selection& out,
-                 std::string& reason) {
+                 std::string& reason, bool& out_of_memory) {
   const Backend* backend = acquire_backend(name, config.plugin_dir, reason);
   if (backend == nullptr) return false;
   const BackendTable& table = config.backend_table(name);
@@ -107,6 +107,7 @@ bool try_backend(const Config& config, const std::string& name, bool auto_mode, 
   clear_backend_message();
   const rill_status status = backend->table->context_create(options.get(), &context);
   if (status != RILL_OK || context == nullptr) {
+    out_of_memory = status == RILL_ERROR_OUT_OF_MEMORY;
     reason = "cannot create a context on device " + std::to_string(index) + " " + quoted(info.name) + ": " +
              (status == RILL_OK ? std::string("the backend returned no context") : backend_message(status));
     return false;
@@ -183,10 +184,12 @@ rill_status select_backend(const Config& config, const char* function, Selection
   const std::vector<std::string> names = auto_mode ? config.prefer : std::vector<std::string>{config.backend};
   std::string report;
   std::string reason;
+  bool out_of_memory = false;
   for (const std::string& name : names) {
     reason.clear();
+    out_of_memory = false;
     Selection selection;
-    if (try_backend(config, name, auto_mode, selection, reason)) {
+    if (try_backend(config, name, auto_mode, selection, reason, out_of_memory)) {
       report += name + ": chosen";
       log_message(RILL_LOG_INFO, "backend selection:\n" + report);
       selection.report = std::move(report);
@@ -198,7 +201,8 @@ rill_status select_backend(const Config& config, const char* function, Selection
   if (!report.empty() && report.back() == '\n') report.pop_back();
   log_message(RILL_LOG_INFO, "backend selection failed:\n" + report);
   if (!auto_mode) {
-    return fail(RILL_ERROR_BACKEND_UNAVAILABLE,
+    // Out of memory is not unavailability: the same backend may work once memory is freed.
+    return fail(out_of_memory ? RILL_ERROR_OUT_OF_MEMORY : RILL_ERROR_BACKEND_UNAVAILABLE,
                 std::string(function) + ": backend '" + config.backend + "' is unavailable: " + reason);
   }
   return fail(RILL_ERROR_BACKEND_UNAVAILABLE,
