@@ -338,10 +338,9 @@ TEST_CASE("device faults: a failed tensor write is a status; the tensor and cont
 
 // rill_lm_load and rill_tokenizer_load are not walked yet: toml++ reports an
 // allocation failing inside its parser as a syntax error (RILL_ERROR_CONFIG),
-// and a later allocation failure in the load still ends the process; nor are
-// the session's text and step calls: rill_session_append_text keeps the
-// tokens it appended before an allocation failed (docs/RELIABILITY.md).
-TEST_CASE("host allocation failures: session creation") {
+// and a later allocation failure in the load still ends the process
+// (docs/RELIABILITY.md).
+TEST_CASE("host allocation failures: sessions") {
   rill_test::ScopedContext context;
   rill_lm* lm = nullptr;
   REQUIRE_MESSAGE(rill_lm_load(context.ctx, kFortune.c_str(), nullptr, &lm) == RILL_OK, rill_last_error());
@@ -351,13 +350,25 @@ TEST_CASE("host allocation failures: session creation") {
   rill_session* session = nullptr;
   walk_host("rill_session_create", [&] { return rill_session_create(lm, &options, &session); },
             [&] { CHECK(session == nullptr); }, [&] { rill_session_destroy(session), session = nullptr; });
-  // The session made after the failures works: a prompt and one step.
-  const int32_t prompt[3] = {5, 6, 7};
-  REQUIRE(rill_session_append_ids(session, prompt, 3) == RILL_OK);
+  // Appending text appends all of its tokens or none.
+  rill_tokenizer* tokenizer = nullptr;
+  REQUIRE_MESSAGE(rill_tokenizer_load(kFortune.c_str(), &tokenizer) == RILL_OK, rill_last_error());
+  REQUIRE(rill_session_set_tokenizer(session, tokenizer) == RILL_OK);
+  const char* prompt = "The fortune says";
+  size_t count = 0;
+  walk_host("rill_session_append_text",
+            [&] { return rill_session_append_text(session, prompt, std::strlen(prompt), 1); },
+            [&] {
+              CHECK(rill_session_get_ids(session, nullptr, 0, &count) == RILL_OK);
+              CHECK(count == 0);
+            },
+            [&] { REQUIRE(rill_session_rewind(session, 0) == RILL_OK); });
+  // The session works after the failures: one step.
   int32_t generated = 0;
   REQUIRE_MESSAGE(rill_session_step(session, 1, nullptr, nullptr, &generated, nullptr) == RILL_OK, rill_last_error());
   CHECK(generated == 1);
   rill_session_destroy(session);
+  rill_tokenizer_destroy(tokenizer);
   rill_lm_destroy(lm);
 }
 
