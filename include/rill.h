@@ -83,11 +83,18 @@ typedef enum rill_status {
   RILL_ERROR_CONFIG = 6,              /* config text invalid: unknown key, wrong type, bad value */
   RILL_ERROR_IO = 7,                  /* file missing, unreadable or corrupt */
   RILL_ERROR_UNSUPPORTED = 8,         /* a valid request this backend cannot do */
-  RILL_ERROR_BACKEND = 9,             /* the backend failed at run time (driver error) */
+  RILL_ERROR_BACKEND = 9,             /* the backend failed at run time (driver error); see below */
   RILL_ERROR_INTERNAL = 10,
   RILL_ERROR_NOT_FOUND = 11,          /* a named thing does not exist or has not been set (a model weight) */
   RILL_STATUS_MAX_ENUM = 0x7FFFFFFF
 } rill_status;
+
+/* Failures leave state as it was: a call that fails (RILL_ERROR_OUT_OF_MEMORY
+   included) creates nothing, leaks nothing and leaves the objects it was given
+   usable. RILL_ERROR_BACKEND: rill marks no context lost; the context and its
+   objects stay valid, the outputs of the failing call are undefined, and each
+   later call reaches the backend again, which reports RILL_ERROR_BACKEND again
+   while its device stays lost (destroy the context and make a new one then). */
 
 /* Storage formats. Arithmetic and reductions are always f32.
    F32, F16 and BF16 are element dtypes: any tensor, any op.
@@ -237,7 +244,8 @@ RILL_API rill_status rill_info_report(const char* config_toml, char* buf, size_t
    (':'-separated; ';' on Windows), then in the folder holding librill itself.
    Paths are UTF-8 on every system.
    A backend asked for by name that cannot be had fails with
-   RILL_ERROR_BACKEND_UNAVAILABLE and the reason. "auto" walks `prefer`, skips
+   RILL_ERROR_BACKEND_UNAVAILABLE and the reason (RILL_ERROR_OUT_OF_MEMORY when
+   its context could not be made for lack of memory). "auto" walks `prefer`, skips
    what it cannot have — and a Vulkan device that is a CPU implementation (such
    as lavapipe), where the CPU backend is faster, unless `device` names it —
    and records why each was
@@ -937,7 +945,11 @@ RILL_API void rill_model_destroy(rill_model* model);
    a fused tensor the model cannot use, such as gate_up_proj without a gated
    MLP, also why), RILL_ERROR_SHAPE for a shape that is not the weight's (both
    shapes named),
-   RILL_ERROR_OUT_OF_MEMORY. Replaces a weight set before. */
+   RILL_ERROR_OUT_OF_MEMORY; a device failure while storing is the backend's
+   status (RILL_ERROR_BACKEND). Replaces a weight set before. All-or-nothing:
+   on any failure every weight keeps its previous value (a fused tensor sets
+   all of its parts or none). Replacing a weight holds its old and its new
+   copy in device memory until the call returns. */
 RILL_API rill_status rill_model_set_weight(rill_model* model, const char* name, rill_dtype src_dtype, int32_t ndim,
                                            const int64_t* shape, const void* data, size_t bytes);
 
@@ -949,12 +961,17 @@ RILL_API rill_status rill_model_set_weight(rill_model* model, const char* name, 
    GPT-NeoX and Falcon names (listed above) are split into the weights they
    hold. Every tensor used is checked before any is stored. The header, every
    offset and size, overlaps and the file's length are validated.
+   All-or-nothing: on any failure (a bad tensor, or memory or the device
+   failing part-way) every weight keeps the value it had before the call.
+   The new weights are stored beside the ones they replace and swapped in at
+   the end, so replacing weights holds both copies until the call returns.
    Errors: RILL_ERROR_IO naming the file (and the tensor) for an unreadable,
    truncated or corrupt file, or a tensor of another dtype; RILL_ERROR_SHAPE for
    a tensor of the wrong shape (file, tensor and both shapes named);
    RILL_ERROR_INVALID_ARGUMENT for a file holding one weight twice (a fused
    tensor and its part, or two names of it: both named) or a fused tensor this
-   model cannot use (named, with why). */
+   model cannot use (named, with why); RILL_ERROR_OUT_OF_MEMORY; the backend's
+   status for a device failure (RILL_ERROR_BACKEND). */
 RILL_API rill_status rill_model_load_safetensors(rill_model* model, const char* path);
 
 /* Checks that every weight the model uses has been set.

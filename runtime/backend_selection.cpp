@@ -89,9 +89,10 @@ bool pick_device(const Backend& backend, const DeviceChoice& choice, uint32_t& i
 // GPU API is refused unless the config names it: the CPU backend does the same
 // work faster.
 // With a host-owned device the backend is given that device: no device is
-// listed or picked.
+// listed or picked. out_of_memory: set when the backend's context creation ran
+// out of memory.
 bool try_backend(const Config& config, const std::string& name, bool auto_mode, const void* host_device,
-                 Selection& out, std::string& reason) {
+                 Selection& out, std::string& reason, bool& out_of_memory) {
   const Backend* backend = acquire_backend(name, config.plugin_dir, reason);
   if (backend == nullptr) return false;
   const BackendTable& table = config.backend_table(name);
@@ -117,6 +118,7 @@ bool try_backend(const Config& config, const std::string& name, bool auto_mode, 
   clear_backend_message();
   const rill_status status = backend->table->context_create(options.get(), &context);
   if (status != RILL_OK || context == nullptr) {
+    out_of_memory = status == RILL_ERROR_OUT_OF_MEMORY;
     const std::string where =
         host_device != nullptr ? std::string("the host's device") : "device " + std::to_string(index) + " " + quoted(info.name);
     reason = "cannot create a context on " + where + ": " +
@@ -197,10 +199,12 @@ rill_status select_backend(const Config& config, const char* function, const voi
                                                                  : std::vector<std::string>{config.backend};
   std::string report;
   std::string reason;
+  bool out_of_memory = false;
   for (const std::string& name : names) {
     reason.clear();
+    out_of_memory = false;
     Selection selection;
-    if (try_backend(config, name, auto_mode, host_device, selection, reason)) {
+    if (try_backend(config, name, auto_mode, host_device, selection, reason, out_of_memory)) {
       report += name + ": chosen";
       log_message(RILL_LOG_INFO, "backend selection:\n" + report);
       selection.report = std::move(report);
@@ -213,7 +217,8 @@ rill_status select_backend(const Config& config, const char* function, const voi
   log_message(RILL_LOG_INFO, "backend selection failed:\n" + report);
   if (!auto_mode) {
     const std::string name = host_device != nullptr ? "vulkan" : config.backend;
-    return fail(RILL_ERROR_BACKEND_UNAVAILABLE,
+    // Out of memory is not unavailability: the same backend may work once memory is freed.
+    return fail(out_of_memory ? RILL_ERROR_OUT_OF_MEMORY : RILL_ERROR_BACKEND_UNAVAILABLE,
                 std::string(function) + ": backend '" + name + "' is unavailable: " + reason);
   }
   return fail(RILL_ERROR_BACKEND_UNAVAILABLE,

@@ -25,7 +25,10 @@ const char* toml_type_name(const toml::node& node) {
 
 rill_status parse_toml(std::string_view text, const std::string& source, const char* function, toml::table& out) {
   try {
-    out = toml::parse(text, source);
+    // No source path for toml++: its reader copies a path in a noexcept
+    // constructor, so running out of memory there would terminate the process.
+    // Messages name the source themselves.
+    out = toml::parse(text);
   } catch (const toml::parse_error& e) {
     return fail(RILL_ERROR_CONFIG, std::string(function) + ": " + source + ":" + toml_position(e.source()) +
                                        ": TOML syntax error: " + std::string(e.description()));

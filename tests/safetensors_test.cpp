@@ -338,3 +338,49 @@ TEST_CASE("fused tensors: a wrong shape, a fused tensor beside its parts, one th
     std::remove(path.c_str());
   }
 }
+
+TEST_CASE("a failed load leaves the model exactly as it was") {
+  // The first file sets every weight; the second holds other values with one
+  // bad tensor in the middle (a wrong shape, then a wrong dtype). The model
+  // must compute what it computed before the failed load, bit for bit.
+  std::vector<Tensor> first, second;
+  for (size_t t = 0; t < 8; ++t) {
+    const bool norm = t >= 6;
+    first.push_back({kNames[t], norm ? "[4]" : "[4,4]", values(t, norm ? 4 : 16)});
+    second.push_back({kNames[t], norm ? "[4]" : "[4,4]", values(t + 3, norm ? 4 : 16)});
+  }
+  Model model, other;
+  const std::string loaded = write_f32_file("first.safetensors", first);
+  REQUIRE(rill_model_load_safetensors(model.model, loaded.c_str()) == RILL_OK);
+  const std::string good = write_f32_file("second.safetensors", second);
+  REQUIRE(rill_model_load_safetensors(other.model, good.c_str()) == RILL_OK);
+  const std::vector<float> x = {0.5f, -1.0f, 0.25f, 2.0f, 1.0f, 0.0f, -0.5f, 0.75f};
+  const std::vector<float> before = model.run(x);
+  REQUIRE(before != other.run(x));  // the control: loading the second file changes the output
+
+  second[4].shape = "[2,8]";
+  const std::string bad_shape = write_f32_file("bad_shape.safetensors", second);
+  expect_failure(rill_model_load_safetensors(model.model, bad_shape.c_str()), RILL_ERROR_SHAPE,
+                 {bad_shape, kNames[4], "expected shape [4, 4], got [2, 8]"});
+  CHECK(model.run(x) == before);
+
+  second[4].shape = "[4,4]";
+  std::string header = "{";
+  std::vector<unsigned char> data;
+  for (size_t t = 0; t < 8; ++t) {
+    const size_t begin = data.size();
+    const auto bytes = raw(second[t].values.data(), second[t].values.size() * 4);
+    data.insert(data.end(), bytes.begin(), bytes.end());
+    header += (t ? "," : "") + entry(second[t].name, t == 4 ? "I32" : "F32", second[t].shape, begin, data.size());
+  }
+  const std::string bad_dtype = write_file("bad_dtype.safetensors", header + "}", data);
+  expect_failure(rill_model_load_safetensors(model.model, bad_dtype.c_str()), RILL_ERROR_IO,
+                 {bad_dtype, kNames[4], "dtype I32 is not supported"});
+  CHECK(model.run(x) == before);
+
+  // A truncated file: the whole header is read, then its data end is refused.
+  const std::string truncated = write_file("truncated.safetensors", header + "}", data, 8);
+  CHECK(rill_model_load_safetensors(model.model, truncated.c_str()) == RILL_ERROR_IO);
+  CHECK(model.run(x) == before);
+  for (const std::string& path : {loaded, good, bad_shape, bad_dtype, truncated}) std::remove(path.c_str());
+}

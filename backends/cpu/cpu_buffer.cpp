@@ -18,7 +18,7 @@ rill_status buffer_alloc(rill_backend_context*, uint64_t bytes, rill_backend_buf
   if (!data) return fail(RILL_ERROR_OUT_OF_MEMORY, "cpu: out of memory allocating " + std::to_string(bytes) + " bytes");
   rill_backend_buffer* buffer = new (std::nothrow) rill_backend_buffer{data, bytes};
   if (!buffer) {
-    platform::aligned_free(data);
+    platform::aligned_free(data, kBufferAlignment);
     return fail(RILL_ERROR_OUT_OF_MEMORY, "cpu: out of memory allocating a buffer object");
   }
   *out_buffer = buffer;
@@ -27,7 +27,7 @@ rill_status buffer_alloc(rill_backend_context*, uint64_t bytes, rill_backend_buf
 
 void buffer_free(rill_backend_context*, rill_backend_buffer* buffer) {
   if (!buffer) return;
-  platform::aligned_free(buffer->data);
+  platform::aligned_free(buffer->data, kBufferAlignment);
   delete buffer;
 }
 

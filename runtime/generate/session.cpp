@@ -42,9 +42,12 @@ rill_status shorten_cache(rill_session& session, int32_t length) {
 
 rill_status session_append(const char* function, rill_session& session, const int32_t* ids, size_t count) {
   RILL_CHECK(check_ids(function, session, ids, count, session.tokens.size()));
+  // What can fail comes first, so that a failure appends nothing.
+  session.tokens.reserve(session.tokens.size() + count);
+  RILL_CHECK(session.text.restart());
   session.tokens.insert(session.tokens.end(), ids, ids + count);
   session.generated = 0;
-  return session.text.restart();
+  return RILL_OK;
 }
 
 rill_status session_set(const char* function, rill_session& session, const int32_t* ids, size_t count) {

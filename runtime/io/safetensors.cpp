@@ -1,5 +1,7 @@
 #include "safetensors.h"
 
+#include "json_release.h"
+
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
@@ -76,6 +78,7 @@ rill_status SafetensorsFile::open(const std::string& path, const char* function,
   const uint64_t data_bytes = file_bytes - data_start;
 
   nlohmann::json header;
+  const JsonRelease release(header);
   try {
     header = nlohmann::json::parse(bytes + 8, bytes + data_start);
   } catch (const nlohmann::json::parse_error& e) {

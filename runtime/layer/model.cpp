@@ -158,35 +158,16 @@ void add_checkpoint_names(rill_model& model, int32_t i, const LayerWeights& w) {
   }
 }
 
-// Converts a weight from host memory into its tensor (created on first use).
-// A norm weight gets norm_weight_offset added in f32 and the sum rounded
-// once to the model dtype (adding in f16 or bf16 would round twice).
-// Block weights (a GGUF file's) are kept as they are, in their own dtype;
-// only a linear layer's 2-dim weight may be one, since only gemm takes block
-// weights. With a block weight_format, 2-dim weights of an element dtype are
-// quantized to it (tensor_write_f32 quantizes into a block tensor).
-rill_status store_weight(const char* function, rill_model& model, Weight& weight, rill_dtype src_dtype,
-                         const void* data, size_t count) {
-  const std::string where = std::string(function) + ": weight '" + weight.name + "'";
-  const bool block = quant::is_block(src_dtype);
-  if (block && (weight.shape.size() != 2 || weight.norm_weight || (weight.rotary_rows && model.desc.rope_interleave))) {
-    return fail(RILL_ERROR_DTYPE, where + ": a " + rill_dtype_name(src_dtype) +
-                                      " (block) weight must be a linear layer's 2-dim weight matrix; norms, biases "
-                                      "and gains (and interleaved rotary rows) take f32, f16 or bf16");
+// Converts a weight from host memory into tensor. Block weights (a GGUF
+// file's) are written as they are. Otherwise a norm weight gets
+// norm_weight_offset added in f32 and the sum rounded once to the tensor's
+// dtype (adding in f16 or bf16 would round twice), and a block tensor (a
+// block weight_format) is quantized into by tensor_write_f32.
+rill_status write_weight(const std::string& where, const rill_model& model, const Weight& weight, rill_tensor& tensor,
+                         rill_dtype src_dtype, const void* data, size_t count) {
+  if (quant::is_block(src_dtype)) {
+    return tensor_write(where, tensor, data, count / weight.shape[1] * quant::row_bytes(src_dtype, weight.shape[1]));
   }
-  const bool quantize = !block && quant::is_block(model.weight_format) && weight.shape.size() == 2 &&
-                        !weight.norm_weight;
-  const rill_dtype dtype = block ? src_dtype : quantize ? model.weight_format : model.desc.dtype;
-  if (weight.tensor != nullptr && weight.tensor->dtype != dtype) {
-    tensor_destroy(weight.tensor);
-    weight.tensor = nullptr;
-  }
-  if (weight.tensor == nullptr) {
-    RILL_CHECK(tensor_create(where, *model.context, dtype, static_cast<int32_t>(weight.shape.size()),
-                             weight.shape.data(), weight.tensor));
-  }
-  if (block) return tensor_write(where, *weight.tensor, data, count / weight.shape[1] *
-                                                                 quant::row_bytes(src_dtype, weight.shape[1]));
   std::vector<unsigned char> half_split;
   if (weight.rotary_rows && model.desc.rope_interleave != 0) {
     const auto rows = static_cast<size_t>(weight.shape[0]);
@@ -196,20 +177,71 @@ rill_status store_weight(const char* function, rill_model& model, Weight& weight
     data = half_split.data();
   }
   const float offset = weight.norm_weight ? model.desc.norm_weight_offset : 0.0f;
-  if (src_dtype == model.desc.dtype && offset == 0.0f && !quantize) {
-    return tensor_write(where, *weight.tensor, data, count * rill_dtype_size(src_dtype));
+  if (src_dtype == tensor.dtype && offset == 0.0f) {
+    return tensor_write(where, tensor, data, count * rill_dtype_size(src_dtype));
   }
   std::vector<float> f32(count);
   convert_to_f32(src_dtype, data, f32.data(), count);
   if (offset != 0.0f) {
     for (float& v : f32) v += offset;
   }
-  return tensor_write_f32(where, *weight.tensor, f32.data(), count);
+  return tensor_write_f32(where, tensor, f32.data(), count);
 }
 
-// Stores the weights a fused tensor holds, from its host data in src_dtype.
-rill_status store_fused(const char* function, rill_model& model, const FusedWeight& fused, rill_dtype src_dtype,
-                        const void* data) {
+// The weights one call sets, each written into a new tensor; commit() swaps
+// them into the model. A call that fails before commit() leaves the model as
+// it was: the staged tensors are destroyed with the stage. (Replacing a weight
+// so holds its old and new tensor at once until the call ends.)
+class WeightStage {
+ public:
+  explicit WeightStage(rill_model& model) : model_(model) {}
+  ~WeightStage() {
+    for (const Staged& s : staged_) tensor_destroy(s.tensor);
+  }
+  WeightStage(const WeightStage&) = delete;
+  WeightStage& operator=(const WeightStage&) = delete;
+
+  rill_status store(const char* function, Weight& weight, rill_dtype src_dtype, const void* data, size_t count) {
+    const std::string where = std::string(function) + ": weight '" + weight.name + "'";
+    const bool block = quant::is_block(src_dtype);
+    if (block && (weight.shape.size() != 2 || weight.norm_weight || (weight.rotary_rows && model_.desc.rope_interleave))) {
+      return fail(RILL_ERROR_DTYPE, where + ": a " + rill_dtype_name(src_dtype) +
+                                        " (block) weight must be a linear layer's 2-dim weight matrix; norms, biases "
+                                        "and gains (and interleaved rotary rows) take f32, f16 or bf16");
+    }
+    // Block weights keep their dtype; with a block weight_format, 2-dim
+    // weights of an element dtype are quantized to it.
+    const bool quantize = !block && quant::is_block(model_.weight_format) && weight.shape.size() == 2 &&
+                          !weight.norm_weight;
+    const rill_dtype dtype = block ? src_dtype : quantize ? model_.weight_format : model_.desc.dtype;
+    staged_.push_back(Staged{&weight, nullptr});  // before the tensor exists, so a throw here leaks nothing
+    rill_tensor*& tensor = staged_.back().tensor;
+    RILL_CHECK(tensor_create(where, *model_.context, dtype, static_cast<int32_t>(weight.shape.size()),
+                             weight.shape.data(), tensor));
+    return write_weight(where, model_, weight, *tensor, src_dtype, data, count);
+  }
+
+  // Swaps every staged tensor in and destroys the tensors they replace. Cannot fail.
+  void commit() noexcept {
+    for (Staged& s : staged_) {
+      std::swap(s.weight->tensor, s.tensor);
+      tensor_destroy(s.tensor);
+    }
+    staged_.clear();
+  }
+
+ private:
+  struct Staged {
+    Weight* weight;
+    rill_tensor* tensor;
+  };
+  rill_model& model_;
+  std::vector<Staged> staged_;
+};
+
+// Stages the weights a fused tensor holds, from its host data in src_dtype.
+rill_status stage_fused(const char* function, WeightStage& stage, rill_model& model, const FusedWeight& fused,
+                        rill_dtype src_dtype, const void* data) {
   size_t row_elements = 1;
   for (size_t k = 1; k < fused.shape.size(); ++k) row_elements *= static_cast<size_t>(fused.shape[k]);
   const size_t row_bytes = quant::row_bytes(src_dtype, static_cast<int64_t>(row_elements));
@@ -221,13 +253,13 @@ rill_status store_fused(const char* function, rill_model& model, const FusedWeig
     Weight& weight = model.weights[static_cast<size_t>(index)];
     const size_t rows = static_cast<size_t>(weight.shape[0]) / groups;
     const size_t count = rows * groups * row_elements;
-    if (fused.parts.size() == 1) return store_weight(function, model, weight, src_dtype, data, count);
+    if (fused.parts.size() == 1) return stage.store(function, weight, src_dtype, data, count);
     std::vector<unsigned char> part(rows * groups * row_bytes);
     for (size_t g = 0; g < groups; ++g) {
       std::memcpy(part.data() + g * rows * row_bytes, src + (g * group_rows + first_row) * row_bytes,
                   rows * row_bytes);
     }
-    RILL_CHECK(store_weight(function, model, weight, src_dtype, part.data(), count));
+    RILL_CHECK(stage.store(function, weight, src_dtype, part.data(), count));
     first_row += rows;
   }
   return RILL_OK;
@@ -302,12 +334,13 @@ rill_status load_tensors(const char* fn, rill_model& model, const std::string& p
     }
     RILL_CHECK(take(*t, fused.shape, fused.parts, Source{t, RILL_DTYPE_F32, kAbsent, &fused}));
   }
+  WeightStage stage(model);
   for (const Source& s : sources) {
-    RILL_CHECK(s.fused != nullptr
-                   ? store_fused(fn, model, *s.fused, s.dtype, s.tensor->data)
-                   : store_weight(fn, model, model.weights[static_cast<size_t>(s.weight)], s.dtype,
-                                               s.tensor->data, element_count(s.tensor->shape)));
+    RILL_CHECK(s.fused != nullptr ? stage_fused(fn, stage, model, *s.fused, s.dtype, s.tensor->data)
+                                  : stage.store(fn, model.weights[static_cast<size_t>(s.weight)], s.dtype,
+                                                s.tensor->data, element_count(s.tensor->shape)));
   }
+  stage.commit();
   return RILL_OK;
 }
 
@@ -497,8 +530,11 @@ RILL_API rill_status rill_model_set_weight(rill_model* model, const char* name, 
                                                          " for '" + weight_name + "', got " + std::to_string(bytes));
     }
     if (data == nullptr) return rill::fail(RILL_ERROR_INVALID_ARGUMENT, f + ": data: expected a pointer, got NULL");
-    if (fused != nullptr) return rill::layer::store_fused(fn, *model, *fused, src_dtype, data);
-    return rill::layer::store_weight(fn, *model, *weight, src_dtype, data, count);
+    rill::layer::WeightStage stage(*model);
+    RILL_CHECK(fused != nullptr ? rill::layer::stage_fused(fn, stage, *model, *fused, src_dtype, data)
+                                : stage.store(fn, *weight, src_dtype, data, count));
+    stage.commit();
+    return RILL_OK;
   });
 }
 

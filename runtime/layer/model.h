@@ -135,7 +135,9 @@ void add_alias(rill_model& model, const std::string& other, const std::string& n
 
 // Stores every weight of model that the safetensors file holds (under its own
 // name, a fused one or an alias); every tensor used is checked before any is
-// stored. fn prefixes the messages. Tensors the model does not use are skipped.
+// stored, and the weights are swapped in only once all are stored, so a
+// failure leaves the model as it was. fn prefixes the messages. Tensors the
+// model does not use are skipped.
 rill_status load_safetensors(const char* fn, rill_model& model, const io::SafetensorsFile& file);
 // The same for tensor views from another source (a GGUF file), path naming it.
 rill_status load_tensors(const char* fn, rill_model& model, const std::string& path,

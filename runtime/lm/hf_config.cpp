@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "errors.h"
+#include "io/json_release.h"
 #include "io/text_file.h"
 
 namespace rill::lm {
@@ -730,13 +731,18 @@ void special_ids(Keys& k, HfConfig& c) {
   const json* eos = k.get("eos_token_id");
   if (eos == nullptr) return;
   std::vector<int32_t> ids;
-  const json list = eos->is_array() ? *eos : json::array({*eos});
-  for (const json& id : list) {
+  auto take = [&](const json& id) {
     if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() > INT32_MAX) {
       k.error(RILL_ERROR_CONFIG, "eos_token_id",
               "expected an id >= 0 or a list of them, got " + value_text(*eos));
     }
     ids.push_back(static_cast<int32_t>(id.get<int64_t>()));
+  };
+  // Read in place: a copy of the list would be a JSON value to destroy (io/json_release.h).
+  if (eos->is_array()) {
+    for (const json& id : *eos) take(id);
+  } else {
+    take(*eos);
   }
   if (ids.size() > kMaxEosIds) {
     k.error(RILL_ERROR_CONFIG, "eos_token_id",
@@ -765,7 +771,8 @@ void torch_dtype(Keys& k, HfConfig& c) {
 
 void read_generation_config(const std::string& path, HfConfig& c) {
   bool exists = false;
-  const json object = read_json(path, exists);
+  json object = read_json(path, exists);
+  const io::JsonRelease release(object);
   if (!exists) return;
   Keys k(object, path);  // other keys configure generation strategies, not the model
   special_ids(k, c);
@@ -827,7 +834,8 @@ rill_status read_hf_config(const char* function, const std::string& folder, HfCo
   try {
     const std::string path = folder + "/config.json";
     bool exists = false;
-    const json object = read_json(path, exists);
+    json object = read_json(path, exists);
+    const io::JsonRelease release(object);
     if (!exists) return fail(RILL_ERROR_IO, f + ": " + path + ": cannot open (a Hugging Face model folder holds it)");
     HfConfig config;
     RILL_CHECK(config_from_object(f, object, path, config));
@@ -843,7 +851,8 @@ rill_status hf_config_from_json(const char* function, const std::string& source,
                                 HfConfig& out) {
   const std::string f(function);
   try {
-    const json object = json::parse(json_text);
+    json object = json::parse(json_text);
+    const io::JsonRelease release(object);
     HfConfig config;
     RILL_CHECK(config_from_object(f, object, source, config));
     out = std::move(config);

@@ -18,6 +18,7 @@
 #include "dtype_convert.h"
 #include "enum_names.h"
 #include "errors.h"
+#include "io/json_release.h"
 #include "host_services.h"
 #include "io/safetensors.h"
 #include "io/text_file.h"
@@ -77,6 +78,7 @@ rill_status open_checkpoint(const std::string& f, const std::string& folder, Sha
     return fail(RILL_ERROR_IO, f + ": " + index_path + ": " + (error.empty() ? "cannot open" : error));
   }
   nlohmann::json index;
+  const io::JsonRelease release(index);
   try {
     index = nlohmann::json::parse(text);
   } catch (const nlohmann::json::parse_error& e) {

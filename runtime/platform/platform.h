@@ -60,9 +60,10 @@ uint64_t physical_memory_bytes();
 uint64_t process_id();
 
 // Memory aligned to alignment (a power of two); bytes must be a multiple of
-// it. Freed with aligned_free. nullptr when out of memory.
+// it. Freed with aligned_free and the same alignment. nullptr when out of
+// memory. Allocated through operator new (see tests/fault).
 void* aligned_alloc(size_t alignment, size_t bytes);
-void aligned_free(void* memory);
+void aligned_free(void* memory, size_t alignment);
 
 #ifdef _WIN32
 // UTF-8 to UTF-16 for the Windows wide-character APIs; invalid UTF-8 bytes

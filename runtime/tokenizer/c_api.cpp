@@ -81,10 +81,12 @@ RILL_API void rill_tokenizer_destroy(rill_tokenizer* tokenizer) { delete tokeniz
 
 RILL_API rill_status rill_tokenizer_vocab_size(const rill_tokenizer* tokenizer, int32_t* out) {
   constexpr const char* fn = "rill_tokenizer_vocab_size";
-  if (tokenizer == nullptr) return null_argument(fn, "tokenizer", "a tokenizer");
-  if (out == nullptr) return null_argument(fn, "out", "a pointer to receive the size");
-  *out = tokenizer->impl->vocab_size();
-  return RILL_OK;
+  return rill::guarded(fn, [&] {
+    if (tokenizer == nullptr) return null_argument(fn, "tokenizer", "a tokenizer");
+    if (out == nullptr) return null_argument(fn, "out", "a pointer to receive the size");
+    *out = tokenizer->impl->vocab_size();
+    return RILL_OK;
+  });
 }
 
 RILL_API rill_status rill_tokenizer_encode(const rill_tokenizer* tokenizer, const char* text, size_t text_bytes,

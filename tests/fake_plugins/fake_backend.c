@@ -16,7 +16,12 @@
    The "capabilities" backend (FAKE_MODE_CAPABILITIES) speaks interface
    version 3 too: every op a decoder stack with RMSNorm needs only counts
    its calls (fake_ops_called, which tests read through dlsym), and its
-   capability query refuses attention with head_dim above 4. */
+   capability query refuses attention with head_dim above 4.
+
+   Device faults, for the fault-injection tests (tests/fault), which set these
+   countdowns through dlsym: when one is set to N > 0, the Nth buffer
+   allocation, buffer write or (fakecaps) op from then on fails, as a device
+   out of memory or a device lost would. */
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,6 +45,16 @@ int fake_dependency_answer(void);
 #endif
 
 static const rill_host_services* g_host;
+
+RILL_PLUGIN_EXPORT int fake_fail_alloc_countdown;
+RILL_PLUGIN_EXPORT int fake_fail_write_countdown;
+RILL_PLUGIN_EXPORT int fake_fail_op_countdown;
+int fake_fail_alloc_countdown = 0;
+int fake_fail_write_countdown = 0;
+int fake_fail_op_countdown = 0;
+
+/* True when the countdown was armed and this call is the one it counts down to. */
+static int fake_fault_now(int* countdown) { return *countdown > 0 && --*countdown == 0; }
 
 struct rill_backend_buffer {
   size_t bytes;
@@ -199,6 +214,9 @@ static rill_status fake_buffer_alloc(rill_backend_context* ctx, uint64_t bytes, 
   if (bytes > SIZE_MAX - sizeof(rill_backend_buffer)) {
     return g_host->fail(RILL_ERROR_OUT_OF_MEMORY, "fake: buffer larger than the address space");
   }
+  if (fake_fault_now(&fake_fail_alloc_countdown)) {
+    return g_host->fail(RILL_ERROR_OUT_OF_MEMORY, "fake: injected device out of memory");
+  }
   rill_backend_buffer* buffer = (rill_backend_buffer*)malloc(sizeof(rill_backend_buffer) + (size_t)bytes);
   if (buffer == NULL) return g_host->fail(RILL_ERROR_OUT_OF_MEMORY, "fake: malloc failed");
   buffer->bytes = (size_t)bytes;
@@ -214,6 +232,9 @@ static void fake_buffer_free(rill_backend_context* ctx, rill_backend_buffer* buf
 static rill_status fake_buffer_write(rill_backend_context* ctx, rill_backend_buffer* buffer, uint64_t offset,
                                      const void* src, uint64_t bytes) {
   (void)ctx;
+  if (fake_fault_now(&fake_fail_write_countdown)) {
+    return g_host->fail(RILL_ERROR_BACKEND, "fake: injected device loss on write");
+  }
   memcpy(buffer->data + offset, src, (size_t)bytes);
   return RILL_OK;
 }
@@ -237,6 +258,9 @@ RILL_PLUGIN_EXPORT int fake_ops_called;
 int fake_ops_called = 0;
 
 static rill_status counted(void) {
+  if (fake_fault_now(&fake_fail_op_countdown)) {
+    return g_host->fail(RILL_ERROR_BACKEND, "fake: injected device loss in an op");
+  }
   ++fake_ops_called;
   return RILL_OK;
 }

@@ -1,0 +1,18 @@
+// A host-allocation failure a test can arm, as SQLite's OOM tests do: this
+// folder's test executable replaces the global operator new and delete (every
+// form), and on ELF systems its definitions also serve librill's calls, so
+// every host allocation rill makes (its big buffers included: they come from
+// the aligned operator new) goes through here.
+#pragma once
+
+namespace rill_fault {
+
+// Makes the nth host allocation from now fail (1: the next one): the throwing
+// forms throw std::bad_alloc, the nothrow forms return nullptr. Later ones
+// succeed again. 0 disarms.
+void fail_allocation(long n);
+
+// True when the allocation armed by the last fail_allocation has failed.
+bool allocation_failed();
+
+}  // namespace rill_fault

@@ -1,0 +1,393 @@
+// Fault injection over the C API (issue 16), as SQLite tests out-of-memory:
+// for each entry point that allocates, the Nth host allocation (alloc_hook.h)
+// or device allocation (the fake plugins' countdowns) fails, for N = 1, 2, ...
+// until the call succeeds. Each failing call must return its documented
+// status with a message, leave the objects it was given as they were and
+// usable, and leak nothing (LeakSanitizer checks that in the sanitizer pass).
+// Loads must be all-or-nothing: checked against what the model computed, or
+// which weight it missed, before the failing call.
+#include <dlfcn.h>
+#include <doctest/doctest.h>
+
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "alloc_hook.h"
+#include "rill.h"
+#include "test_helpers.h"
+
+namespace {
+
+using rill_test::expect_failure;
+
+const std::string kFortune = RILL_FORTUNE_MODEL;
+
+std::string fake_config(const char* backend) {
+  return std::string("[runtime]\nbackend = \"") + backend + "\"\nplugin_dir = '" + RILL_FAKE_PLUGIN_DIR + "'\n";
+}
+
+// What one walk saw: the calls that failed, and the N at which the call first succeeded.
+struct WalkResult {
+  long failed_calls = 0;
+  long succeeded_at = 0;
+};
+
+// Calls call() with the Nth host allocation failing, N = 1, 2, ..., until no
+// armed allocation fails in it. A call hit by the failure must return
+// RILL_ERROR_OUT_OF_MEMORY (or succeed, where rill can do without the
+// allocation); then after_failure() checks the state. A call that succeeded
+// while an allocation failed is undone with undo() before the next N.
+// before() runs ahead of each call, unarmed (to reset its inputs).
+WalkResult walk_host(const char* what, const std::function<rill_status()>& call,
+                     const std::function<void()>& after_failure, const std::function<void()>& undo,
+                     const std::function<void()>& before = [] {}) {
+  WalkResult result;
+  for (long n = 1;; ++n) {
+    before();
+    rill_fault::fail_allocation(n);
+    const rill_status status = call();
+    const bool hit = rill_fault::allocation_failed();
+    rill_fault::fail_allocation(0);
+    if (!hit) {
+      REQUIRE_MESSAGE(status == RILL_OK, what, ": ", rill_last_error());
+      result.succeeded_at = n;
+      const std::string summary = std::string(what) + ": " + std::to_string(result.failed_calls) + " of " +
+                                  std::to_string(n - 1) + " allocation failures failed the call";
+      MESSAGE(summary);
+      return result;
+    }
+    if (status == RILL_OK) {
+      undo();
+      continue;
+    }
+    ++result.failed_calls;
+    const std::string failure = std::string(what) + " with allocation " + std::to_string(n) +
+                                " failing: " + rill_status_string(status) + ": " + rill_last_error();
+    CHECK_MESSAGE(status == RILL_ERROR_OUT_OF_MEMORY, failure);
+    CHECK_MESSAGE(std::strlen(rill_last_error()) > 0, failure);
+    after_failure();
+  }
+}
+
+// A fake plugin's exported countdown (fake_fail_*_countdown), which the runtime has loaded.
+int* plugin_countdown(const char* plugin, const char* name) {
+  const std::string path = std::string(RILL_FAKE_PLUGIN_DIR) + "/librill-" + plugin + ".so";
+  void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_NOLOAD);
+  REQUIRE_MESSAGE(handle != nullptr, "the runtime has not loaded ", path);
+  auto* countdown = static_cast<int*>(dlsym(handle, name));
+  REQUIRE(countdown != nullptr);
+  dlclose(handle);  // the runtime still holds it
+  return countdown;
+}
+
+// A one-layer model: hidden 4, one head of 4, ReLU MLP of 4, RMSNorms.
+rill_model_desc tiny_desc() {
+  rill_model_desc d = rill_test::model_desc(1, 4, 1, 4);
+  d.activation = RILL_MLP_RELU;
+  d.final_norm = 0;
+  return d;
+}
+
+struct WeightFile {
+  std::string name;
+  std::vector<int64_t> shape;
+};
+
+const std::vector<WeightFile>& tiny_weights() {
+  static const std::vector<WeightFile> weights = {
+      {"model.layers.0.input_layernorm.weight", {4}},          {"model.layers.0.self_attn.q_proj.weight", {4, 4}},
+      {"model.layers.0.self_attn.k_proj.weight", {4, 4}},      {"model.layers.0.self_attn.v_proj.weight", {4, 4}},
+      {"model.layers.0.self_attn.o_proj.weight", {4, 4}},      {"model.layers.0.post_attention_layernorm.weight", {4}},
+      {"model.layers.0.mlp.up_proj.weight", {4, 4}},           {"model.layers.0.mlp.down_proj.weight", {4, 4}}};
+  return weights;
+}
+
+// Writes a safetensors file of the tiny model's weights, F32, value i of
+// tensor t being seed + 0.01 * (t * 16 + i) (so two seeds give two models).
+std::string write_tiny_checkpoint(const char* file, float seed) {
+  std::string header = "{";
+  std::vector<float> data;
+  for (size_t t = 0; t < tiny_weights().size(); ++t) {
+    const WeightFile& w = tiny_weights()[t];
+    const size_t count = w.shape.size() == 1 ? 4 : 16;
+    const size_t begin = data.size() * 4;
+    for (size_t i = 0; i < count; ++i) data.push_back(seed + 0.01f * static_cast<float>(t * 16 + i));
+    header += std::string(t ? "," : "") + "\"" + w.name + "\":{\"dtype\":\"F32\",\"shape\":" +
+              (count == 4 ? "[4]" : "[4,4]") + ",\"data_offsets\":[" + std::to_string(begin) + "," +
+              std::to_string(data.size() * 4) + "]}";
+  }
+  header += "}";
+  const char* dir = std::getenv("TMPDIR");
+  const std::string path = std::string(dir != nullptr ? dir : "/tmp") + "/rill_fault_test_" + file;
+  std::FILE* f = std::fopen(path.c_str(), "wb");
+  REQUIRE(f != nullptr);
+  const uint64_t length = header.size();
+  unsigned char prefix[8];
+  for (int i = 0; i < 8; ++i) prefix[i] = static_cast<unsigned char>(length >> (8 * i));
+  REQUIRE(std::fwrite(prefix, 1, 8, f) == 8);
+  REQUIRE(std::fwrite(header.data(), 1, header.size(), f) == header.size());
+  REQUIRE(std::fwrite(data.data(), 4, data.size(), f) == data.size());
+  std::fclose(f);
+  return path;
+}
+
+// A tiny model on a context of config.
+struct TinyModel {
+  rill_test::ScopedContext context;
+  rill_model* model = nullptr;
+  explicit TinyModel(const std::string& config = rill_test::kCpuConfig) : context(config) {
+    const rill_model_desc d = tiny_desc();
+    REQUIRE_MESSAGE(rill_model_create(context.ctx, &d, &model) == RILL_OK, rill_last_error());
+  }
+  ~TinyModel() { rill_model_destroy(model); }
+  TinyModel(const TinyModel&) = delete;
+  TinyModel& operator=(const TinyModel&) = delete;
+
+  // The stack's output for a fixed input of two tokens.
+  std::vector<float> run() {
+    rill_tensor* h = context.tensor({1, 2, 4});
+    std::vector<float> x = {0.5f, -1.0f, 0.25f, 2.0f, 1.5f, 0.75f, -0.5f, 1.0f};
+    REQUIRE(rill_tensor_write_f32(h, x.data(), x.size()) == RILL_OK);
+    REQUIRE_MESSAGE(rill_model_forward(model, nullptr, h, nullptr, 0) == RILL_OK, rill_last_error());
+    REQUIRE(rill_tensor_read_f32(h, x.data(), x.size()) == RILL_OK);
+    rill_tensor_destroy(h);
+    return x;
+  }
+
+  // rill_model_check_weights' message, or "" when every weight is set.
+  std::string missing() const {
+    return rill_model_check_weights(model) == RILL_OK ? std::string() : std::string(rill_last_error());
+  }
+};
+
+}  // namespace
+
+TEST_CASE("host allocation failures: contexts, tensors, models, caches") {
+  rill_context* ctx = nullptr;
+  walk_host("rill_context_create (cpu)", [&] { return rill_context_create(rill_test::kCpuConfig, &ctx); },
+            [&] { CHECK(ctx == nullptr); }, [&] { rill_context_destroy(ctx), ctx = nullptr; });
+  rill_context_destroy(ctx), ctx = nullptr;
+  const std::string fake = fake_config("fakehost");
+  walk_host("rill_context_create (plugin)", [&] { return rill_context_create(fake.c_str(), &ctx); },
+            [&] { CHECK(ctx == nullptr); }, [&] { rill_context_destroy(ctx), ctx = nullptr; });
+  rill_context_destroy(ctx), ctx = nullptr;
+
+  TinyModel tiny;
+  rill_tensor* t = nullptr;
+  const int64_t shape[2] = {3, 5};
+  walk_host("rill_tensor_create", [&] { return rill_tensor_create(tiny.context.ctx, RILL_DTYPE_F32, 2, shape, &t); },
+            [&] { CHECK(t == nullptr); }, [&] { rill_tensor_destroy(t), t = nullptr; });
+  rill_tensor_destroy(t);
+
+  rill_model* model = nullptr;
+  const rill_model_desc d = tiny_desc();
+  walk_host("rill_model_create", [&] { return rill_model_create(tiny.context.ctx, &d, &model); },
+            [&] { CHECK(model == nullptr); }, [&] { rill_model_destroy(model), model = nullptr; });
+  rill_model_destroy(model);
+
+  rill_kv_cache* cache = nullptr;
+  walk_host("rill_kv_cache_create", [&] { return rill_kv_cache_create(tiny.model, 2, 8, &cache); },
+            [&] { CHECK(cache == nullptr); }, [&] { rill_kv_cache_destroy(cache), cache = nullptr; });
+  rill_kv_cache_destroy(cache);
+}
+
+TEST_CASE("host allocation failures: loads are all-or-nothing") {
+  const std::string a = write_tiny_checkpoint("a.safetensors", 0.1f);
+  const std::string b = write_tiny_checkpoint("b.safetensors", -0.2f);
+  TinyModel expected_b;
+  REQUIRE(rill_model_load_safetensors(expected_b.model, b.c_str()) == RILL_OK);
+  const std::vector<float> out_b = expected_b.run();
+
+  TinyModel tiny;
+  // Into an empty model: a failed load sets no weight.
+  const std::string none_set = tiny.missing();
+  walk_host("rill_model_load_safetensors (empty model)", [&] { return rill_model_load_safetensors(tiny.model, a.c_str()); },
+            [&] { CHECK(tiny.missing() == none_set); }, [] {});
+  // Over a loaded model: a failed load leaves every weight of the first.
+  const std::vector<float> out_a = tiny.run();
+  REQUIRE(out_a != out_b);
+  walk_host("rill_model_load_safetensors (replacing)", [&] { return rill_model_load_safetensors(tiny.model, b.c_str()); },
+            [&] { CHECK(tiny.run() == out_a); }, [] {});
+  CHECK(tiny.run() == out_b);
+
+  // A fused tensor sets three weights in one call: all of them or none.
+  std::vector<float> qkv(12 * 4);
+  for (size_t i = 0; i < qkv.size(); ++i) qkv[i] = 0.03f * static_cast<float>(i) - 0.5f;
+  const int64_t qkv_shape[2] = {12, 4};
+  walk_host("rill_model_set_weight (fused)",
+            [&] {
+              return rill_model_set_weight(tiny.model, "model.layers.0.self_attn.qkv_proj.weight", RILL_DTYPE_F32, 2,
+                                           qkv_shape, qkv.data(), qkv.size() * 4);
+            },
+            [&] { CHECK(tiny.run() == out_b); }, [] {});
+  CHECK(tiny.run() != out_b);
+}
+
+TEST_CASE("host allocation failures: forward passes keep the cache as it was") {
+  TinyModel tiny;
+  REQUIRE(rill_model_load_safetensors(tiny.model, write_tiny_checkpoint("c.safetensors", 0.3f).c_str()) == RILL_OK);
+  rill_kv_cache* cache = nullptr;
+  REQUIRE(rill_kv_cache_create(tiny.model, 1, 8, &cache) == RILL_OK);
+  rill_tensor* h = tiny.context.tensor({1, 2, 4});
+  const std::vector<float> x = {0.5f, -1.0f, 0.25f, 2.0f, 1.5f, 0.75f, -0.5f, 1.0f};
+  walk_host("rill_model_forward", [&] { return rill_model_forward(tiny.model, cache, h, nullptr, 0); },
+            [&] {
+              int32_t length = -1;
+              CHECK(rill_kv_cache_get_length(cache, 0, &length) == RILL_OK);
+              CHECK(length == 0);
+            },
+            [&] { REQUIRE(rill_kv_cache_set_length(cache, 0, 0) == RILL_OK); },
+            [&] { REQUIRE(rill_tensor_write_f32(h, x.data(), x.size()) == RILL_OK); });
+  std::vector<float> with_cache(x.size());
+  REQUIRE(rill_tensor_read_f32(h, with_cache.data(), with_cache.size()) == RILL_OK);
+  CHECK(with_cache == tiny.run());  // the prefill into the cache equals one without
+  rill_tensor_destroy(h);
+  rill_kv_cache_destroy(cache);
+}
+
+TEST_CASE("device faults: a load whose allocation or write fails sets no weight") {
+  const std::string a = write_tiny_checkpoint("d.safetensors", 0.4f);
+  TinyModel tiny(fake_config("fakecaps"));
+  const std::string none_set = tiny.missing();
+  REQUIRE(!none_set.empty());
+  for (const char* countdown : {"fake_fail_alloc_countdown", "fake_fail_write_countdown"}) {
+    int* fault = plugin_countdown("fakecaps", countdown);
+    // Each of the eight weights is one allocation and one write: fail each in turn.
+    for (int n = 1; n <= 8; ++n) {
+      CAPTURE(countdown);
+      CAPTURE(n);
+      *fault = n;
+      const rill_status status = rill_model_load_safetensors(tiny.model, a.c_str());
+      *fault = 0;
+      const bool alloc = std::strcmp(countdown, "fake_fail_alloc_countdown") == 0;
+      expect_failure(status, alloc ? RILL_ERROR_OUT_OF_MEMORY : RILL_ERROR_BACKEND,
+                     {"rill_model_load_safetensors: weight '", "fakecaps backend",
+                      alloc ? "fake: injected device out of memory" : "fake: injected device loss on write"});
+      CHECK(tiny.missing() == none_set);
+    }
+  }
+  REQUIRE_MESSAGE(rill_model_load_safetensors(tiny.model, a.c_str()) == RILL_OK, rill_last_error());
+  CHECK(tiny.missing().empty());
+}
+
+TEST_CASE("device faults: an op failing in a forward pass is a status; the context stays usable") {
+  TinyModel tiny(fake_config("fakecaps"));
+  REQUIRE(rill_model_load_safetensors(tiny.model, write_tiny_checkpoint("e.safetensors", 0.5f).c_str()) == RILL_OK);
+  rill_kv_cache* cache = nullptr;
+  REQUIRE(rill_kv_cache_create(tiny.model, 1, 8, &cache) == RILL_OK);
+  rill_tensor* h = tiny.context.tensor({1, 2, 4});
+  int* fault = plugin_countdown("fakecaps", "fake_fail_op_countdown");
+  // Every op of the pass in turn: the pass has fewer than 16 ops.
+  for (int n = 1; n <= 16; ++n) {
+    CAPTURE(n);
+    *fault = n;
+    const rill_status status = rill_model_forward(tiny.model, cache, h, nullptr, 0);
+    const bool fired = *fault == 0;
+    *fault = 0;
+    if (!fired) {
+      REQUIRE(status == RILL_OK);
+      REQUIRE(rill_kv_cache_set_length(cache, 0, 0) == RILL_OK);
+      continue;
+    }
+    expect_failure(status, RILL_ERROR_BACKEND, {"fakecaps backend", "fake: injected device loss in an op"});
+    int32_t length = -1;
+    CHECK(rill_kv_cache_get_length(cache, 0, &length) == RILL_OK);
+    CHECK(length == 0);
+  }
+  // Usable after the faults: the same pass runs and the cache grows.
+  REQUIRE_MESSAGE(rill_model_forward(tiny.model, cache, h, nullptr, 0) == RILL_OK, rill_last_error());
+  int32_t length = -1;
+  CHECK(rill_kv_cache_get_length(cache, 0, &length) == RILL_OK);
+  CHECK(length == 2);
+  rill_tensor_destroy(h);
+  rill_kv_cache_destroy(cache);
+}
+
+TEST_CASE("device faults: a failed tensor write is a status; the tensor and context stay usable") {
+  rill_test::ScopedContext context(fake_config("fakehost"));
+  rill_tensor* t = context.tensor({2, 4});
+  const std::vector<float> first = {1, 2, 3, 4, 5, 6, 7, 8};
+  REQUIRE(rill_tensor_write_f32(t, first.data(), first.size()) == RILL_OK);
+  int* fault = plugin_countdown("fakehost", "fake_fail_write_countdown");
+  *fault = 1;
+  const std::vector<float> second(8, -1.0f);
+  expect_failure(rill_tensor_write_f32(t, second.data(), second.size()), RILL_ERROR_BACKEND,
+                 {"fakehost backend", "fake: injected device loss on write"});
+  *fault = 0;
+  std::vector<float> got(8);
+  REQUIRE(rill_tensor_read_f32(t, got.data(), got.size()) == RILL_OK);
+  CHECK(got == first);  // the fake fails before writing anything
+  REQUIRE(rill_tensor_write_f32(t, second.data(), second.size()) == RILL_OK);
+  REQUIRE(rill_tensor_read_f32(t, got.data(), got.size()) == RILL_OK);
+  CHECK(got == second);
+  // A device allocation failing: the context makes the next tensor.
+  int* alloc = plugin_countdown("fakehost", "fake_fail_alloc_countdown");
+  *alloc = 1;
+  rill_tensor* none = nullptr;
+  const int64_t shape[1] = {4};
+  expect_failure(rill_tensor_create(context.ctx, RILL_DTYPE_F32, 1, shape, &none), RILL_ERROR_OUT_OF_MEMORY,
+                 {"fakehost backend", "fake: injected device out of memory"});
+  *alloc = 0;
+  CHECK(none == nullptr);
+  rill_tensor_destroy(context.tensor({4}));
+  rill_tensor_destroy(t);
+}
+
+// rill_lm_load and rill_tokenizer_load are not walked yet: toml++ reports an
+// allocation failing inside its parser as a syntax error (RILL_ERROR_CONFIG),
+// and a later allocation failure in the load still ends the process
+// (docs/RELIABILITY.md).
+TEST_CASE("host allocation failures: sessions") {
+  rill_test::ScopedContext context;
+  rill_lm* lm = nullptr;
+  REQUIRE_MESSAGE(rill_lm_load(context.ctx, kFortune.c_str(), nullptr, &lm) == RILL_OK, rill_last_error());
+  rill_session_options options;
+  rill_session_options_init(&options, lm);
+  options.capacity = 64;
+  rill_session* session = nullptr;
+  walk_host("rill_session_create", [&] { return rill_session_create(lm, &options, &session); },
+            [&] { CHECK(session == nullptr); }, [&] { rill_session_destroy(session), session = nullptr; });
+  // Appending text appends all of its tokens or none.
+  rill_tokenizer* tokenizer = nullptr;
+  REQUIRE_MESSAGE(rill_tokenizer_load(kFortune.c_str(), &tokenizer) == RILL_OK, rill_last_error());
+  REQUIRE(rill_session_set_tokenizer(session, tokenizer) == RILL_OK);
+  const char* prompt = "The fortune says";
+  size_t count = 0;
+  walk_host("rill_session_append_text",
+            [&] { return rill_session_append_text(session, prompt, std::strlen(prompt), 1); },
+            [&] {
+              CHECK(rill_session_get_ids(session, nullptr, 0, &count) == RILL_OK);
+              CHECK(count == 0);
+            },
+            [&] { REQUIRE(rill_session_rewind(session, 0) == RILL_OK); });
+  // The session works after the failures: one step.
+  int32_t generated = 0;
+  REQUIRE_MESSAGE(rill_session_step(session, 1, nullptr, nullptr, &generated, nullptr) == RILL_OK, rill_last_error());
+  CHECK(generated == 1);
+  rill_session_destroy(session);
+  rill_tokenizer_destroy(tokenizer);
+  rill_lm_destroy(lm);
+}
+
+TEST_CASE("host allocation failures on error paths: a status, never an exception") {
+  // Building the message can itself run out of memory: then the status is
+  // RILL_ERROR_OUT_OF_MEMORY, and the message a fixed text.
+  int32_t size = 0;
+  const std::vector<std::function<rill_status()>> calls = {
+      [&] { return rill_tokenizer_vocab_size(nullptr, &size); },
+      [&] { return rill_context_create(nullptr, nullptr); },
+      [&] { return rill_model_load_safetensors(nullptr, "x"); },
+      [&] { return rill_lm_load(nullptr, "x", nullptr, nullptr); },
+  };
+  for (size_t i = 0; i < calls.size(); ++i) {
+    CAPTURE(i);
+    rill_fault::fail_allocation(1);
+    const rill_status status = calls[i]();
+    rill_fault::fail_allocation(0);
+    CHECK((status == RILL_ERROR_INVALID_ARGUMENT || status == RILL_ERROR_OUT_OF_MEMORY));
+    CHECK(std::strlen(rill_last_error()) > 0);
+  }
+}
