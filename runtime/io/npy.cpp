@@ -157,12 +157,12 @@ bool write_npy_f32(const std::string& path, const std::vector<int64_t>& shape, c
   ok = (std::fclose(file.release()) == 0) && ok;
   if (!ok) {
     error = path + ": write failed: " + std::strerror(errno);
-    std::remove(partial.c_str());
+    platform::remove_file(partial);
     return false;
   }
-  if (std::rename(partial.c_str(), path.c_str()) != 0) {
-    error = path + ": cannot create: " + std::strerror(errno);
-    std::remove(partial.c_str());
+  if (std::string reason; !platform::replace_file(partial, path, reason)) {
+    error = path + ": cannot create: " + reason;
+    platform::remove_file(partial);
     return false;
   }
   return true;

@@ -91,6 +91,14 @@ bool is_directory(const std::string& path) {
   return attributes != INVALID_FILE_ATTRIBUTES && (attributes & FILE_ATTRIBUTE_DIRECTORY) != 0;
 }
 
+bool replace_file(const std::string& from, const std::string& to, std::string& error) {
+  if (MoveFileExW(to_wide(from).c_str(), to_wide(to).c_str(), MOVEFILE_REPLACE_EXISTING) != 0) return true;
+  error = last_error_text();
+  return false;
+}
+
+void remove_file(const std::string& path) { DeleteFileW(to_wide(path).c_str()); }
+
 MappedFile::~MappedFile() {
   if (data_ != nullptr) UnmapViewOfFile(data_);
 }
@@ -183,6 +191,14 @@ bool is_directory(const std::string& path) {
   return ::stat(path.c_str(), &info) == 0 && S_ISDIR(info.st_mode);
 }
 
+bool replace_file(const std::string& from, const std::string& to, std::string& error) {
+  if (::rename(from.c_str(), to.c_str()) == 0) return true;
+  error = std::strerror(errno);
+  return false;
+}
+
+void remove_file(const std::string& path) { ::unlink(path.c_str()); }
+
 MappedFile::~MappedFile() {
   if (data_ != nullptr) ::munmap(data_, size_);
 }
@@ -232,7 +248,6 @@ uint64_t physical_memory_bytes() {
 void* aligned_alloc(size_t alignment, size_t bytes) { return std::aligned_alloc(alignment, bytes); }
 
 void aligned_free(void* memory) { std::free(memory); }
-
 
 uint64_t process_id() { return static_cast<uint64_t>(::getpid()); }
 
