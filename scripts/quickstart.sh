@@ -3,11 +3,11 @@
 #   scripts/quickstart.sh          install what is missing, build, run the main job: text from the
 #                                  demo model (rill generate), then rill demo
 #   scripts/quickstart.sh test     install what is missing, build, run the whole test suite,
-#                                  then again under AddressSanitizer + UndefinedBehaviorSanitizer,
-#                                  and the threading tests under ThreadSanitizer
-# The Windows build's tests under Wine (scripts/windows-check.sh) and the
-# fuzz targets (scripts/fuzz.sh) run as their own scripts; they join this test
-# mode once they have passed on the whole merged tree (docs/RELIABILITY.md).
+#                                  then the Windows build's tests under Wine, the suite again
+#                                  under AddressSanitizer + UndefinedBehaviorSanitizer, and the
+#                                  threading tests under ThreadSanitizer
+# The fuzz targets (scripts/fuzz.sh) run as their own script; they join this
+# test mode once they have passed on the whole merged tree (docs/RELIABILITY.md).
 # Environment: RILL_BUILD_DIR (default build), RILL_JOBS (default: all cores).
 set -euo pipefail
 
@@ -55,6 +55,11 @@ fi
 
 configure_and_build "$build"
 (cd "$build" && ctest --output-on-failure -j "$jobs")
+
+# The Windows build: cross-built with MinGW-w64 beside the native build, its
+# tests run under Wine (scripts/windows-check.sh, which builds only what those
+# tests run). The packages were installed above.
+RILL_WINDOWS_BUILD_DIR=$build-windows RILL_JOBS=$jobs RILL_DEPS_INSTALLED=1 "$root/scripts/windows-check.sh"
 
 # The sanitizer pass: the same suite built with ASan+UBSan. Tests that load
 # librill into an uninstrumented interpreter (Python, Mono) or rebuild rill as

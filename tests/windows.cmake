@@ -5,6 +5,8 @@
 # builds and runs them with the examples.
 add_subdirectory(fake_plugins)
 rill_add_test(plugin_loader SOURCES plugin_loader_test.cpp LIBS rill_fake_plugins LABELS runtime)
+# Files and folders with UTF-8 names through the UTF-16 file APIs.
+rill_add_test(platform SOURCES platform_test.cpp LIBS rill_platform LABELS runtime)
 
 add_executable(c_api_test c_api_test.c)
 set_target_properties(c_api_test PROPERTIES C_STANDARD 99 C_EXTENSIONS OFF)
@@ -32,3 +34,14 @@ endif()
 # The rill tool starts and finds its built-in CPU backend.
 add_test(NAME cli_info COMMAND rill_cli info)
 set_tests_properties(cli_info PROPERTIES PASS_REGULAR_EXPRESSION "cpu: available" LABELS runtime)
+
+# Everything the tests above run, and nothing else: scripts/windows-check.sh
+# builds this target (the examples' targets come from examples/, defined later).
+add_custom_target(rill_windows_tests)
+add_dependencies(rill_windows_tests rill_cli c_api_test conformance_test platform_test plugin_loader_test)
+if(TARGET rill_backend_vulkan)
+  add_dependencies(rill_windows_tests rill_backend_vulkan)
+endif()
+if(RILL_BUILD_EXAMPLES)
+  add_dependencies(rill_windows_tests rill_example_embed_c rill_example_embed_cpp rill_example_game_loop)
+endif()

@@ -6,10 +6,9 @@
    checked here before the driver sees a byte of it. */
 #include <cstdio>
 #include <cstring>
-#include <fstream>
-#include <iterator>
 
 #include "option_checks.h"
+#include "platform.h"
 #include "vk_internal.h"
 
 namespace rill_vk {
@@ -34,16 +33,20 @@ std::string cache_problem(const std::vector<char>& data, const VkPhysicalDeviceP
   return "";
 }
 
-/* The bytes of the file at path, or why it cannot be used. */
+/* The bytes of the file at path (UTF-8), or why it cannot be used. */
 std::string read_cache_file(const std::string& path, std::vector<char>* out) {
-  std::ifstream file(path, std::ios::binary | std::ios::ate);
-  if (!file) return "cannot be opened (a new one is written when the context is destroyed)";
-  const std::streamoff size = file.tellg();
-  if (size < 0 || static_cast<uint64_t>(size) > kMaxCacheFileBytes) return "too large or unreadable";
-  out->resize(static_cast<size_t>(size));
-  file.seekg(0);
-  if (!file.read(out->data(), size)) return "cannot be read";
-  return "";
+  uint64_t size = 0;
+  std::string problem;
+  std::FILE* file = rill::platform::open_regular_file(path, size, problem);
+  if (file == nullptr) return "cannot be opened (" + problem + "; a new one is written when the context is destroyed)";
+  if (size > kMaxCacheFileBytes) {
+    problem = "too large";
+  } else {
+    out->resize(static_cast<size_t>(size));
+    if (std::fread(out->data(), 1, out->size(), file) != out->size()) problem = "cannot be read";
+  }
+  std::fclose(file);
+  return problem;
 }
 
 }  // namespace
@@ -104,12 +107,16 @@ void pipeline_cache_close(rill_backend_context* ctx) {
   /* Written beside the target and renamed over it, so that a reader (another
      process starting) never sees half a file. */
   const std::string temporary = ctx->pipeline_cache_path + ".tmp";
-  std::ofstream file(temporary, std::ios::binary | std::ios::trunc);
-  file.write(data.data(), static_cast<std::streamsize>(size));
-  file.close();
-  if (!file || std::rename(temporary.c_str(), ctx->pipeline_cache_path.c_str()) != 0) {
-    std::remove(temporary.c_str());
-    log_message(RILL_LOG_WARNING, "pipeline cache " + ctx->pipeline_cache_path + " could not be written");
+  std::string problem = "cannot create " + temporary;
+  bool written = false;
+  if (std::FILE* file = rill::platform::open_file(temporary, "wb")) {
+    written = std::fwrite(data.data(), 1, size, file) == size;
+    written = std::fclose(file) == 0 && written;
+    problem = "cannot write " + temporary;
+  }
+  if (!written || !rill::platform::replace_file(temporary, ctx->pipeline_cache_path, problem)) {
+    rill::platform::remove_file(temporary);
+    log_message(RILL_LOG_WARNING, "pipeline cache " + ctx->pipeline_cache_path + " could not be written: " + problem);
   }
 }
 

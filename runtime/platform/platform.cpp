@@ -91,6 +91,14 @@ bool is_directory(const std::string& path) {
   return attributes != INVALID_FILE_ATTRIBUTES && (attributes & FILE_ATTRIBUTE_DIRECTORY) != 0;
 }
 
+bool replace_file(const std::string& from, const std::string& to, std::string& error) {
+  if (MoveFileExW(to_wide(from).c_str(), to_wide(to).c_str(), MOVEFILE_REPLACE_EXISTING) != 0) return true;
+  error = last_error_text();
+  return false;
+}
+
+void remove_file(const std::string& path) { DeleteFileW(to_wide(path).c_str()); }
+
 MappedFile::~MappedFile() {
   if (data_ != nullptr) UnmapViewOfFile(data_);
 }
@@ -180,6 +188,14 @@ bool is_directory(const std::string& path) {
   return ::stat(path.c_str(), &info) == 0 && S_ISDIR(info.st_mode);
 }
 
+bool replace_file(const std::string& from, const std::string& to, std::string& error) {
+  if (::rename(from.c_str(), to.c_str()) == 0) return true;
+  error = std::strerror(errno);
+  return false;
+}
+
+void remove_file(const std::string& path) { ::unlink(path.c_str()); }
+
 MappedFile::~MappedFile() {
   if (data_ != nullptr) ::munmap(data_, size_);
 }
@@ -227,7 +243,6 @@ uint64_t physical_memory_bytes() {
 }
 
 
-
 uint64_t process_id() { return static_cast<uint64_t>(::getpid()); }
 
 #endif
@@ -241,11 +256,11 @@ bool write_file_replacing(const std::string& path, const std::function<bool(std:
   bool ok = write(file);
   ok = std::fclose(file) == 0 && ok;
   if (!ok && error.empty()) error = path + ": write failed: " + std::strerror(errno);
-  if (ok && std::rename(partial.c_str(), path.c_str()) != 0) {
-    error = path + ": cannot create: " + std::strerror(errno);
+  if (std::string reason; ok && !replace_file(partial, path, reason)) {
+    error = path + ": cannot create: " + reason;
     ok = false;
   }
-  if (!ok) std::remove(partial.c_str());
+  if (!ok) remove_file(partial);
   return ok;
 }
 

@@ -31,6 +31,14 @@ bool write_file_replacing(const std::string& path, const std::function<bool(std:
 // Whether path names an existing folder.
 bool is_directory(const std::string& path);
 
+// Renames from to to in one step, replacing a file already at to (std::rename
+// does not replace on Windows). On failure returns false with error set to the
+// system's reason.
+bool replace_file(const std::string& from, const std::string& to, std::string& error);
+
+// Deletes the file at path if there is one (a cleanup: failure is ignored).
+void remove_file(const std::string& path);
+
 // A whole regular file mapped read-only into memory.
 class MappedFile {
  public:
