@@ -90,6 +90,11 @@ def llama(storage, tokenizer=True):
     return fill
 
 
+def tokenizer_only(w):
+    add_tokenizer(w)
+    w.add_bos_token_id(0)
+
+
 def every_value_type(w):
     w.add_uint8("test.u8", 200)
     w.add_int8("test.i8", -100)
@@ -121,7 +126,7 @@ def main():
     write(os.path.join(seeds, "llama_f16.gguf"), fill=llama("f16"))
     write(os.path.join(seeds, "llama_v2_no_tokenizer.gguf"), version=2, fill=llama("f32", tokenizer=False))
     write(os.path.join(seeds, "values_align64.gguf"), arch="test", alignment=64, fill=every_value_type)
-    write(os.path.join(seeds, "tokenizer_only.gguf"), fill=add_tokenizer)
+    write(os.path.join(seeds, "tokenizer_only.gguf"), fill=tokenizer_only)
 
     header = os.path.join(HERE, "corpus", "gguf_header")
     os.makedirs(header, exist_ok=True)
