@@ -15,22 +15,9 @@
 
 namespace {
 
-// A number near expected, or one at the edge of its range.
-uint64_t mutated(rill_fuzz::FuzzInput& in, uint64_t expected) {
-  switch (in.byte() % 8) {
-    case 0: return expected + in.byte() % 4;
-    case 1: return expected - in.byte() % 4;
-    case 2: return in.u64(8);
-    case 3: return UINT64_MAX - in.byte();
-    case 4: return uint64_t{1} << (in.byte() % 64);
-    case 5: return in.u64(4);
-    default: return expected;
-  }
-}
-
 // Usually expected; one time in `odds` a mutated one.
 uint64_t near(rill_fuzz::FuzzInput& in, uint64_t expected, unsigned odds = 8) {
-  return in.byte() % odds == 0 ? mutated(in, expected) : expected;
+  return in.byte() % odds == 0 ? in.mutated(expected) : expected;
 }
 
 class Writer {
@@ -92,7 +79,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   Writer w(in);
   const auto& known = llama_tensors();
   const size_t tensor_count = in.byte() % (known.size() + 2);
-  const uint64_t alignment = in.byte() % 8 == 0 ? mutated(in, 32) : 32;
+  const uint64_t alignment = in.byte() % 8 == 0 ? in.mutated(32) : 32;
   const bool with_alignment = alignment != 32 || in.flag();
   const bool with_tokenizer = in.flag();
   const uint64_t kv_count = 10 + with_alignment + (with_tokenizer ? 3 : 0);
