@@ -6,7 +6,9 @@ llama of width 8 in f32 and in f16 with a gpt2-style tokenizer, a v2 file, a
 file with general.alignment 64, metadata of every value type and a Q8_0
 tensor, and a tokenizer-only file. The gguf_header seeds are
 inputs of the structure-aware target (gguf_header_fuzz.cpp): bytes of 1 choose
-the expected value at every choice, so each seed makes a valid file.
+the expected value at every choice, so one_tensor and llama make well-formed
+files (PyPI's gguf reads them; rill loads llama as a model) and
+thirteen_tensors one that repeats a tensor name.
 
     python3 tests/fuzz/make_gguf_seeds.py    (needs: pip install gguf==0.19.0)
 
