@@ -4,9 +4,10 @@
 # time, starting from its seed corpus (docs/RELIABILITY.md).
 #   scripts/fuzz.sh [SECONDS [TARGET...]]   default: 60 seconds each, every target
 # Environment: RILL_FUZZ_BUILD_DIR (default build-fuzz), RILL_JOBS (default:
-# all cores), RILL_FUZZ_CORPUS_DIR: where each target's growing corpus is kept
-# (default: inside the build folder; the seeds in tests/fuzz/corpus are only
-# read). A crash leaves its input as crash-* in RILL_FUZZ_BUILD_DIR/findings
+# all cores), RILL_FUZZ_PARALLEL: targets run at once (default: RILL_JOBS),
+# RILL_FUZZ_CORPUS_DIR: where each target's growing corpus is
+# kept (default: inside the build folder; the seeds in tests/fuzz/corpus are
+# only read). A crash leaves its input as crash-* in RILL_FUZZ_BUILD_DIR/findings
 # and fails the script; each target's last line (executions, coverage) is
 # printed.
 set -euo pipefail
@@ -16,6 +17,7 @@ shift || true
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${RILL_FUZZ_BUILD_DIR:-$root/build-fuzz}
 jobs=${RILL_JOBS:-$(nproc)}
+parallel=${RILL_FUZZ_PARALLEL:-$jobs}
 corpus_root=${RILL_FUZZ_CORPUS_DIR:-$build/corpus}
 
 cc=$(command -v clang-14 || command -v clang)
@@ -48,10 +50,10 @@ run_target() {  # <target>: one libFuzzer run; its summary line goes to findings
   echo "fuzz $target: $status, $runs executions in ${seconds}s, $cov" | tee "$findings/$target.summary"
 }
 
-# As many targets at once as there are jobs: each libFuzzer run uses one core.
+# RILL_FUZZ_PARALLEL targets at once: each libFuzzer run uses one core.
 rm -f "$findings"/*.summary
 for target in "${targets[@]}"; do
-  while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n || true; done
+  while [ "$(jobs -rp | wc -l)" -ge "$parallel" ]; do wait -n || true; done
   run_target "$target" &
 done
 wait

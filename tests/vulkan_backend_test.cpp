@@ -719,9 +719,12 @@ TEST_CASE("the pipeline cache is written on destruction, reused, and a corrupt o
   std::memcpy(foreign.data(), &header, sizeof header);
   const std::vector<char> garbage(5000, '\x7f');
   const std::vector<char> truncated(written.begin(), written.begin() + 10);
-  for (const auto& [bytes, why] : {std::pair{garbage, "the header size is invalid"},
-                                   std::pair{truncated, "shorter than a pipeline cache header"},
-                                   std::pair{foreign, "made for another device"}}) {
+  // Not a structured binding: CAPTURE's lambda cannot capture one in C++17 (clang refuses it).
+  for (const auto& spoiled : {std::pair{garbage, "the header size is invalid"},
+                              std::pair{truncated, "shorter than a pipeline cache header"},
+                              std::pair{foreign, "made for another device"}}) {
+    const std::vector<char>& bytes = spoiled.first;
+    const char* why = spoiled.second;
     CAPTURE(why);
     write_file(path, bytes);
     g_pipeline_cache_log.clear();

@@ -34,6 +34,19 @@ class FuzzInput {
   }
   // An index below count (count > 0).
   size_t pick(size_t count) { return static_cast<size_t>(u64(2) % count); }
+  // For the structure-aware targets: a number near expected, one at the edge
+  // of int64 / uint64, or any, as the input chooses.
+  uint64_t mutated(uint64_t expected) {
+    switch (byte() % 8) {
+      case 0: return expected + byte() % 4;
+      case 1: return expected - byte() % 4;
+      case 2: return u64(8);
+      case 3: return UINT64_MAX - byte();
+      case 4: return (uint64_t{1} << 63) - byte() % 2;
+      case 5: return u64(4);
+      default: return expected;
+    }
+  }
   // What is left, as bytes.
   std::string rest() {
     std::string s(reinterpret_cast<const char*>(data_ + at_), size_ - at_);

@@ -18,19 +18,6 @@ namespace {
 
 const char* const kDtypes[] = {"F32", "F16", "BF16", "I64", "F64", "U8", "BOOL", "Q4", ""};
 
-// A number near expected, or one at the edge of int64 / uint64.
-uint64_t mutated(rill_fuzz::FuzzInput& in, uint64_t expected) {
-  switch (in.byte() % 8) {
-    case 0: return expected + in.byte() % 4;
-    case 1: return expected - in.byte() % 4;
-    case 2: return in.u64(8);
-    case 3: return UINT64_MAX - in.byte();
-    case 4: return (uint64_t{1} << 63) - in.byte() % 2;
-    case 5: return in.u64(4);
-    default: return expected;
-  }
-}
-
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -47,15 +34,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     std::string shape = "[";
     uint64_t count = 1;
     for (size_t d = 0; d < tensor.shape.size(); ++d) {
-      const uint64_t dim = in.byte() % 4 == 0 ? mutated(in, static_cast<uint64_t>(tensor.shape[d]))
+      const uint64_t dim = in.byte() % 4 == 0 ? in.mutated(static_cast<uint64_t>(tensor.shape[d]))
                                               : static_cast<uint64_t>(tensor.shape[d]);
       shape += (d > 0 ? "," : "") + std::to_string(dim);
       count *= dim;
     }
     if (in.byte() % 16 == 0) shape += ",1";  // one dimension too many
     shape += "]";
-    const uint64_t begin = in.byte() % 4 == 0 ? mutated(in, offset) : offset;
-    const uint64_t end = in.byte() % 4 == 0 ? mutated(in, begin + count * element) : begin + count * element;
+    const uint64_t begin = in.byte() % 4 == 0 ? in.mutated(offset) : offset;
+    const uint64_t end = in.byte() % 4 == 0 ? in.mutated(begin + count * element) : begin + count * element;
     offset = end;
     header += (e > 0 ? ",\"" : "\"") + std::string(tensor.name) + "\":{\"dtype\":\"" + dtype + "\",\"shape\":" + shape +
               ",\"data_offsets\":[" + std::to_string(begin) + "," + std::to_string(end) + "]}";
@@ -63,12 +50,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   header += "}";
   header.append(in.byte() % 8, ' ');  // safetensors pads headers with spaces
   uint64_t length = header.size();
-  if (in.byte() % 8 == 0) length = mutated(in, length);
+  if (in.byte() % 8 == 0) length = in.mutated(length);
   std::string file;
   for (int i = 0; i < 8; ++i) file.push_back(static_cast<char>((length >> (8 * i)) & 0xff));
   file += header;
   // The data: what the offsets ask for, give or take, filled from the input.
-  const uint64_t data_bytes = std::min<uint64_t>(in.byte() % 4 == 0 ? mutated(in, offset) : offset, 1 << 16);
+  const uint64_t data_bytes = std::min<uint64_t>(in.byte() % 4 == 0 ? in.mutated(offset) : offset, 1 << 16);
   const std::string fill = in.rest();
   for (uint64_t i = 0; i < data_bytes; ++i) file.push_back(fill.empty() ? '\0' : fill[i % fill.size()]);
 
