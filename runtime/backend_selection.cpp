@@ -125,10 +125,15 @@ bool try_backend(const Config& config, const std::string& name, bool auto_mode, 
              (status == RILL_OK ? std::string("the backend returned no context") : backend_message(status));
     return false;
   }
-  const char* device_name = backend->table->context_device_name(context);
   out.backend = backend;
   out.context = context;
-  out.device_name = device_name != nullptr ? device_name : info.name;
+  try {
+    const char* device_name = backend->table->context_device_name(context);
+    out.device_name = device_name != nullptr ? device_name : info.name;
+  } catch (...) {
+    backend->table->context_destroy(context);
+    throw;
+  }
   return true;
 }
 
@@ -205,8 +210,13 @@ rill_status select_backend(const Config& config, const char* function, const voi
     out_of_memory = false;
     Selection selection;
     if (try_backend(config, name, auto_mode, host_device, selection, reason, out_of_memory)) {
-      report += name + ": chosen";
-      log_message(RILL_LOG_INFO, "backend selection:\n" + report);
+      try {  // the report's allocations can fail once the backend context exists
+        report += name + ": chosen";
+        log_message(RILL_LOG_INFO, "backend selection:\n" + report);
+      } catch (...) {
+        selection.backend->table->context_destroy(selection.context);
+        throw;
+      }
       selection.report = std::move(report);
       out = std::move(selection);
       return RILL_OK;

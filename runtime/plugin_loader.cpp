@@ -159,11 +159,8 @@ bool is_file(const std::string& path) {
 }
 
 std::string resolved(const std::string& path) {
-  char* real = ::realpath(path.c_str(), nullptr);
-  if (real == nullptr) return path;
-  std::string out = real;
-  std::free(real);
-  return out;
+  const std::unique_ptr<char, decltype(&std::free)> real(::realpath(path.c_str(), nullptr), &std::free);
+  return real != nullptr ? std::string(real.get()) : path;
 }
 
 void* open_library(const std::string& path, std::string& error) {

@@ -120,7 +120,6 @@ rill_status tensor_create(const std::string& where, rill_context& ctx, rill_dtyp
   for (int32_t i = 0; i < ndim; ++i) tensor->shape[i] = shape[i];
   tensor->numel = numel;
   tensor->nbytes = block ? static_cast<size_t>(shape[0]) * quant::row_bytes(dtype, shape[1]) : numel * element_size;
-  ctx.tensors.reserve(ctx.tensors.size() + 1);  // so that the insert below cannot fail
   rill_backend_buffer* buffer = nullptr;
   clear_backend_message();
   const rill_status status = ctx.backend->table->buffer_alloc(ctx.impl, tensor->nbytes, &buffer);
@@ -129,7 +128,12 @@ rill_status tensor_create(const std::string& where, rill_context& ctx, rill_dtyp
     return fail(RILL_ERROR_BACKEND, where + ": " + ctx.backend->name + " backend: buffer_alloc returned no buffer");
   }
   tensor->buffer = buffer;
-  ctx.tensors.insert(tensor.get());
+  try {
+    ctx.tensors.insert(tensor.get());  // allocates a node, which can fail
+  } catch (...) {
+    ctx.backend->table->buffer_free(ctx.impl, buffer);
+    throw;
+  }
   out = tensor.release();
   return RILL_OK;
 }
