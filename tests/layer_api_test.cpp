@@ -479,6 +479,13 @@ TEST_CASE("the [model.rope_scaling] table and no_rope_layer_interval") {
                                                .c_str(),
                                            "m.toml", &d),
                  RILL_ERROR_CONFIG, {"m.toml:12:", "short_factor' and 'long_factor'", "got 2 and 1"});
+  // One list without the other (a fuzz finding: this once dereferenced the absent one).
+  expect_failure(rill_model_desc_from_toml((sizes + "[model.rope_scaling]\nrope_type = \"longrope\"\n"
+                                                    "original_max_position_embeddings = 16\n"
+                                                    "long_factor = [2, 4.5]\n")
+                                               .c_str(),
+                                           "m.toml", &d),
+                 RILL_ERROR_CONFIG, {"m.toml:11:", "'model.rope_scaling.long_factor'", "'short_factor'", "got none"});
   expect_failure(rill_model_desc_from_toml((sizes + "[model.rope_scaling]\nrope_type = \"longrope\"\n"
                                                     "original_max_position_embeddings = 16\n"
                                                     "short_factor = [1.0, 1.5, 1]\nlong_factor = [2, 2, 2]\n")

@@ -507,10 +507,17 @@ void read_rope_scaling(const TomlChecker& check, const toml::table& table, rill_
   const int32_t shorts = t.reals("short_factor", d.rope_short_factor, RILL_ROPE_MAX_FACTORS);
   const int32_t longs = t.reals("long_factor", d.rope_long_factor, RILL_ROPE_MAX_FACTORS);
   if (shorts != longs) {
-    const toml::node& node = *table.get(shorts < longs ? "short_factor" : "long_factor");
-    check.error_at(node.source(), "'model.rope_scaling.short_factor' and 'long_factor': expected lists of one "
-                                  "length, got " + std::to_string(shorts) + " and " + std::to_string(longs) +
-                                  " numbers");
+    // Point at the shorter list, or at the longer one when the other is absent.
+    const char* shorter = shorts < longs ? "short_factor" : "long_factor";
+    const char* longer = shorts < longs ? "long_factor" : "short_factor";
+    const toml::node* node = table.get(shorter);
+    if (node == nullptr) {
+      check.error_at(table.get(longer)->source(), std::string("'model.rope_scaling.") + longer + "': expected '" +
+                                                      shorter + "' of the same length beside it, got none");
+    }
+    check.error_at(node->source(), "'model.rope_scaling.short_factor' and 'long_factor': expected lists of one "
+                                   "length, got " + std::to_string(shorts) + " and " + std::to_string(longs) +
+                                   " numbers");
   }
   d.rope_factor_count = shorts;
 }
