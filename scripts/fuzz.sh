@@ -20,11 +20,15 @@ jobs=${RILL_JOBS:-$(nproc)}
 parallel=${RILL_FUZZ_PARALLEL:-$jobs}
 corpus_root=${RILL_FUZZ_CORPUS_DIR:-$build/corpus}
 
-cc=$(command -v clang-14 || command -v clang)
-cxx=$(command -v clang++-14 || command -v clang++)
-cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER="$cc" -DCMAKE_CXX_COMPILER="$cxx" \
-  -DRILL_FUZZ=ON -DRILL_SANITIZE=address,undefined -DRILL_WARNINGS_AS_ERRORS=ON -DRILL_BUILD_TESTS=ON \
-  -DRILL_BACKEND_CUDA=OFF -DRILL_BACKEND_VULKAN=OFF -DRILL_BUILD_EXAMPLES=OFF >/dev/null
+# A folder already configured with -DRILL_FUZZ=ON (CI's sanitizer build) is
+# used as it is; any other is configured here with only what the targets need.
+if ! grep -qx 'RILL_FUZZ:BOOL=ON' "$build/CMakeCache.txt" 2>/dev/null; then
+  cc=$(command -v clang-14 || command -v clang)
+  cxx=$(command -v clang++-14 || command -v clang++)
+  cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER="$cc" -DCMAKE_CXX_COMPILER="$cxx" \
+    -DRILL_FUZZ=ON -DRILL_SANITIZE=address,undefined -DRILL_WARNINGS_AS_ERRORS=ON -DRILL_BUILD_TESTS=ON \
+    -DRILL_BACKEND_CUDA=OFF -DRILL_BACKEND_VULKAN=OFF -DRILL_BUILD_EXAMPLES=OFF >/dev/null
+fi
 cmake --build "$build" -j "$jobs" --target rill_fuzzers
 
 targets=("$@")
