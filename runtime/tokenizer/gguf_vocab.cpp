@@ -17,6 +17,9 @@ constexpr int64_t kTypeUnknown = 2;
 constexpr int64_t kTypeControl = 3;
 constexpr int64_t kTypeUserDefined = 4;
 
+// The longest SentencePiece piece read (see sentencepiece_model).
+constexpr size_t kMaxPieceBytes = 1024;
+
 // The pre-tokenizers of the tokenizer.json files whose GGUF conversion names
 // them (tokenizer.ggml.pre), as those files write them.
 constexpr const char* kLlama3Pattern =
@@ -96,7 +99,6 @@ class Keys {
   const gguf::Contents& contents_;
   const std::string& file_;
 };
-
 
 // The tokenizer.json parts built from the metadata: root without
 // added_tokens, which are collected apart.
@@ -252,6 +254,14 @@ VocabModel sentencepiece_model(const Keys& k, const gguf::Value* tokens, const g
     tokens->element_string(i, token);
     if (find_invalid_utf8(token) != token.size()) {
       k.fail(RILL_ERROR_CONFIG, "tokenizer.ggml.tokens", "token " + std::to_string(i) + " is not valid UTF-8");
+    }
+    // Generating merges looks up every split of every piece: quadratic in a
+    // piece's length. SentencePiece's pieces are short (16 characters by
+    // default); a longer bound keeps a hostile file from making it a hang.
+    if (token.size() > kMaxPieceBytes) {
+      k.fail(RILL_ERROR_CONFIG, "tokenizer.ggml.tokens", "token " + std::to_string(i) + " has " +
+                                                             std::to_string(token.size()) + " bytes; at most " +
+                                                             std::to_string(kMaxPieceBytes) + " are supported");
     }
     if (!score_values->element_f64(i, scores[i])) k.fail(RILL_ERROR_CONFIG, "tokenizer.ggml.scores", "expected numbers");
     const int64_t type = token_type(k, types, i);
