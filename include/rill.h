@@ -829,6 +829,13 @@ typedef struct rill_model_desc {
   int32_t decoder_sparse_step;   /* >= 0; 0 and 1: every layer not listed is sparse; > 1 needs experts */
   int32_t mlp_only_layer_count;  /* 0 to RILL_MAX_MLP_ONLY_LAYERS; > 0 needs experts */
   int32_t mlp_only_layers[RILL_MAX_MLP_ONLY_LAYERS]; /* the first mlp_only_layer_count: distinct, in [0, num_layers) */
+  /* Storage of the weight matrices (the [model] key weight_format = "f32",
+     "q8_0", "q4_0", "q4_k", "q5_k" or "q6_k"): RILL_DTYPE_F32 keeps them in
+     dtype; a block dtype (RILL_DTYPE_Q8_0 ... _Q6_K) quantizes every 2-dim
+     linear weight given in f32, f16 or bf16 as it is set (its rows must be
+     whole blocks, and the backend must run the format); norms and biases stay
+     in dtype. rill_lm_load sets it from rill_lm_load_options.weight_format. */
+  rill_dtype weight_format;
 } rill_model_desc;
 
 /* Fills desc with the defaults of the [model] TOML table: f32, rms, eps 1e-6,
