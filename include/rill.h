@@ -848,7 +848,8 @@ typedef struct rill_model_desc {
    scaling fields 0, no_rope_layer_interval 0, no experts (num_experts,
    num_experts_per_tok, norm_topk_prob, moe_intermediate_size,
    shared_expert_intermediate_size 0, decoder_sparse_step 0, no
-   mlp_only_layers), no rope_interleave, num_kv_heads, head_dim and
+   mlp_only_layers), no rope_interleave, weight_format RILL_DTYPE_F32,
+   num_kv_heads, head_dim and
    query_pre_attn_scalar 0 (= derived), and the
    sizes num_layers, hidden_size, num_heads, intermediate_size 0 (to be set).
    NULL is a no-op. */
@@ -898,6 +899,8 @@ RILL_API void rill_model_desc_init(rill_model_desc* desc);
        rope_interleave = false   # GPT-J, Cohere: checkpoints with interleaved rotary dims
        decoder_sparse_step = 0   # Qwen2-MoE: N > 1: layers with (i + 1) % N != 0 are dense
        mlp_only_layers = []      # Qwen2-MoE: layers with the dense MLP
+       weight_format = "f32"     # "f32" | "q8_0" | "q4_0" | "q4_k" | "q5_k" | "q6_k":
+                                 # weight matrices quantized as they are set
        [model.rope_scaling]      # Hugging Face's rope_scaling dict; absent = default
        rope_type = "llama3"      # "default" | "linear" | "dynamic" | "yarn" |
                                  # "longrope" | "llama3" ("type" is read too)
