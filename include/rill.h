@@ -829,6 +829,13 @@ typedef struct rill_model_desc {
   int32_t decoder_sparse_step;   /* >= 0; 0 and 1: every layer not listed is sparse; > 1 needs experts */
   int32_t mlp_only_layer_count;  /* 0 to RILL_MAX_MLP_ONLY_LAYERS; > 0 needs experts */
   int32_t mlp_only_layers[RILL_MAX_MLP_ONLY_LAYERS]; /* the first mlp_only_layer_count: distinct, in [0, num_layers) */
+  /* Storage of the weight matrices (the [model] key weight_format = "f32",
+     "q8_0", "q4_0", "q4_k", "q5_k" or "q6_k"): RILL_DTYPE_F32 keeps them in
+     dtype; a block dtype (RILL_DTYPE_Q8_0 ... _Q6_K) quantizes every 2-dim
+     linear weight given in f32, f16 or bf16 as it is set (its rows must be
+     whole blocks, and the backend must run the format); norms and biases stay
+     in dtype. rill_lm_load sets it from rill_lm_load_options.weight_format. */
+  rill_dtype weight_format;
 } rill_model_desc;
 
 /* Fills desc with the defaults of the [model] TOML table: f32, rms, eps 1e-6,
@@ -841,7 +848,8 @@ typedef struct rill_model_desc {
    scaling fields 0, no_rope_layer_interval 0, no experts (num_experts,
    num_experts_per_tok, norm_topk_prob, moe_intermediate_size,
    shared_expert_intermediate_size 0, decoder_sparse_step 0, no
-   mlp_only_layers), no rope_interleave, num_kv_heads, head_dim and
+   mlp_only_layers), no rope_interleave, weight_format RILL_DTYPE_F32,
+   num_kv_heads, head_dim and
    query_pre_attn_scalar 0 (= derived), and the
    sizes num_layers, hidden_size, num_heads, intermediate_size 0 (to be set).
    NULL is a no-op. */
@@ -891,6 +899,8 @@ RILL_API void rill_model_desc_init(rill_model_desc* desc);
        rope_interleave = false   # GPT-J, Cohere: checkpoints with interleaved rotary dims
        decoder_sparse_step = 0   # Qwen2-MoE: N > 1: layers with (i + 1) % N != 0 are dense
        mlp_only_layers = []      # Qwen2-MoE: layers with the dense MLP
+       weight_format = "f32"     # "f32" | "q8_0" | "q4_0" | "q4_k" | "q5_k" | "q6_k":
+                                 # weight matrices quantized as they are set
        [model.rope_scaling]      # Hugging Face's rope_scaling dict; absent = default
        rope_type = "llama3"      # "default" | "linear" | "dynamic" | "yarn" |
                                  # "longrope" | "llama3" ("type" is read too)

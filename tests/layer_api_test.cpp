@@ -331,6 +331,52 @@ TEST_CASE("the [model] TOML table") {
                  RILL_ERROR_CONFIG, {"m.toml:6:", "model.query_pre_attn_scalar", "finite", "inf"});
 }
 
+TEST_CASE("weight_format: the [model] key and the descriptor field, with the C option's values and refusals") {
+  rill_model_desc d;
+  const std::string sizes = "[model]\nnum_layers = 1\nhidden_size = 16\nnum_heads = 4\nintermediate_size = 24\n";
+  REQUIRE_MESSAGE(rill_model_desc_from_toml(sizes.c_str(), "m.toml", &d) == RILL_OK, rill_last_error());
+  CHECK(d.weight_format == RILL_DTYPE_F32);
+  for (const auto& [name, dtype] : {std::pair<const char*, rill_dtype>{"f32", RILL_DTYPE_F32}, {"q8_0", RILL_DTYPE_Q8_0},
+                                    {"q4_0", RILL_DTYPE_Q4_0}, {"q4_k", RILL_DTYPE_Q4_K}, {"q5_k", RILL_DTYPE_Q5_K},
+                                    {"q6_k", RILL_DTYPE_Q6_K}}) {
+    const std::string text = sizes + "weight_format = \"" + name + "\"\n";
+    REQUIRE_MESSAGE(rill_model_desc_from_toml(text.c_str(), "m.toml", &d) == RILL_OK, rill_last_error());
+    CHECK(d.weight_format == dtype);
+  }
+  for (const char* bad : {"\"f16\"", "\"q4_1\"", "8"}) {
+    const std::string text = sizes + "weight_format = " + bad + "\n";
+    expect_failure(rill_model_desc_from_toml(text.c_str(), "m.toml", &d), RILL_ERROR_CONFIG,
+                   {"m.toml:6:", "model.weight_format", "\"q8_0\""});
+  }
+  // The C field: a dtype that is neither f32 nor a block format is refused by name.
+  rill_context* ctx = nullptr;
+  REQUIRE_MESSAGE(rill_context_create("[runtime]\nbackend = \"cpu\"\n", &ctx) == RILL_OK, rill_last_error());
+  rill_model* model = nullptr;
+  rill_model_desc desc = small_desc();
+  desc.weight_format = RILL_DTYPE_BF16;
+  expect_failure(rill_model_create(ctx, &desc, &model), RILL_ERROR_INVALID_ARGUMENT,
+                 {"desc.weight_format", "RILL_DTYPE_BF16", "set dtype"});
+  CHECK(model == nullptr);
+  // The field reaches the weights: rows of 16 elements are no whole Q8_0 block,
+  // so q_proj is taken in f32 and refused by name in Q8_0.
+  const std::vector<float> values(16 * 16, 0.25f);
+  const int64_t shape[2] = {16, 16};
+  for (const rill_dtype format : {RILL_DTYPE_F32, RILL_DTYPE_Q8_0}) {
+    desc.weight_format = format;
+    REQUIRE_MESSAGE(rill_model_create(ctx, &desc, &model) == RILL_OK, rill_last_error());
+    const rill_status status = rill_model_set_weight(model, "model.layers.0.self_attn.q_proj.weight", RILL_DTYPE_F32,
+                                                     2, shape, values.data(), values.size() * sizeof(float));
+    if (format == RILL_DTYPE_F32) {
+      CHECK_MESSAGE(status == RILL_OK, rill_last_error());
+    } else {
+      expect_failure(status, RILL_ERROR_SHAPE, {"q_proj", "q8_0", "multiple of 32"});
+    }
+    rill_model_destroy(model);
+    model = nullptr;
+  }
+  rill_context_destroy(ctx);
+}
+
 TEST_CASE("rope scaling and NoPE: descriptor checks name the field, the value expected and the value given") {
   rill_context* ctx = nullptr;
   REQUIRE(rill_context_create("[runtime]\nbackend = \"cpu\"\n", &ctx) == RILL_OK);

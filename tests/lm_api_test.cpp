@@ -53,32 +53,33 @@ void write_text(const std::string& path, const std::string& text) {
   std::fclose(f);
 }
 
-// A one-layer Llama (hidden 4, one head, vocab 8) with weights from a fixed
-// pseudo-random sequence, as a Hugging Face folder.
-std::string write_folder(const char* name) {
+// A one-layer Llama (hidden 4 unless given, one head, vocab 8) with weights
+// from a fixed pseudo-random sequence, as a Hugging Face folder.
+std::string write_folder(const char* name, int hidden = kHidden) {
   const char* tmp = std::getenv("TMPDIR");
   const std::string folder = std::string(tmp != nullptr ? tmp : "/tmp") + "/rill_lm_api_test_" + name;
   ::mkdir(folder.c_str(), 0755);
   write_text(folder + "/config.json",
-             R"({"model_type": "llama", "architectures": ["LlamaForCausalLM"], "vocab_size": 8, "hidden_size": 4,
-                 "intermediate_size": 4, "num_hidden_layers": 1, "num_attention_heads": 1,
+             R"({"model_type": "llama", "architectures": ["LlamaForCausalLM"], "vocab_size": 8, "hidden_size": )" +
+                 std::to_string(hidden) + R"(, "intermediate_size": )" + std::to_string(hidden) +
+                 R"(, "num_hidden_layers": 1, "num_attention_heads": 1,
                  "max_position_embeddings": 32, "rms_norm_eps": 1e-5, "bos_token_id": 1, "eos_token_id": 3,
                  "tie_word_embeddings": false, "torch_dtype": "float32"})");
   write_text(folder + "/generation_config.json",
              R"({"eos_token_id": [2, 5], "do_sample": true, "temperature": 0.7, "top_k": 20})");
   const std::vector<std::pair<std::string, std::vector<int64_t>>> tensors = {
-      {"model.embed_tokens.weight", {kVocab, kHidden}},
-      {"model.layers.0.self_attn.q_proj.weight", {4, 4}},
-      {"model.layers.0.self_attn.k_proj.weight", {4, 4}},
-      {"model.layers.0.self_attn.v_proj.weight", {4, 4}},
-      {"model.layers.0.self_attn.o_proj.weight", {4, 4}},
-      {"model.layers.0.mlp.gate_proj.weight", {4, 4}},
-      {"model.layers.0.mlp.up_proj.weight", {4, 4}},
-      {"model.layers.0.mlp.down_proj.weight", {4, 4}},
-      {"model.layers.0.input_layernorm.weight", {4}},
-      {"model.layers.0.post_attention_layernorm.weight", {4}},
-      {"model.norm.weight", {4}},
-      {"lm_head.weight", {kVocab, kHidden}},
+      {"model.embed_tokens.weight", {kVocab, hidden}},
+      {"model.layers.0.self_attn.q_proj.weight", {hidden, hidden}},
+      {"model.layers.0.self_attn.k_proj.weight", {hidden, hidden}},
+      {"model.layers.0.self_attn.v_proj.weight", {hidden, hidden}},
+      {"model.layers.0.self_attn.o_proj.weight", {hidden, hidden}},
+      {"model.layers.0.mlp.gate_proj.weight", {hidden, hidden}},
+      {"model.layers.0.mlp.up_proj.weight", {hidden, hidden}},
+      {"model.layers.0.mlp.down_proj.weight", {hidden, hidden}},
+      {"model.layers.0.input_layernorm.weight", {hidden}},
+      {"model.layers.0.post_attention_layernorm.weight", {hidden}},
+      {"model.norm.weight", {hidden}},
+      {"lm_head.weight", {kVocab, hidden}},
   };
   std::string header = "{";
   std::vector<float> data;
@@ -212,6 +213,40 @@ TEST_CASE("rill_lm_load checks its arguments") {
   info.struct_size = sizeof info;
   expect_failure(rill_lm_get_info(nullptr, &info), RILL_ERROR_INVALID_ARGUMENT, {"lm"});
 }
+
+#ifdef RILL_FAKE_PLUGIN_DIR
+TEST_CASE("rill_lm_load: a backend without block formats refuses a block weight_format by backend and dtype") {
+  // Rows of 32 elements: whole Q8_0 and Q4_0 blocks. fakecaps speaks interface
+  // version 3 and fakehost version 1, before block dtypes existed.
+  const std::string folder = write_folder("blocks", 32);
+  for (const char* backend : {"fakecaps", "fakehost"}) {
+    rill_test::ScopedContext c(std::string("[runtime]\nbackend = \"") + backend + "\"\nplugin_dir = \"" +
+                               RILL_FAKE_PLUGIN_DIR + "\"\n");
+    rill_lm_load_options options;
+    rill_lm_load_options_init(&options);
+    for (const rill_dtype format : {RILL_DTYPE_Q8_0, RILL_DTYPE_Q4_0}) {
+      options.weight_format = format;
+      rill_lm* lm = nullptr;
+      expect_failure(rill_lm_load(c.ctx, folder.c_str(), &options, &lm), RILL_ERROR_UNSUPPORTED,
+                     {"rill_lm_load", backend, rill_dtype_name(format), "block formats need version 4"});
+      CHECK(lm == nullptr);
+    }
+    // The context is intact: the same folder loads with float matrices.
+    options.weight_format = RILL_DTYPE_F32;
+    rill_lm* lm = nullptr;
+    CHECK_MESSAGE(rill_lm_load(c.ctx, folder.c_str(), &options, &lm) == RILL_OK, rill_last_error());
+    rill_lm_destroy(lm);
+  }
+  // Negative control: the CPU backend runs block weights, and loads the folder in Q8_0.
+  rill_test::ScopedContext cpu;
+  rill_lm_load_options options;
+  rill_lm_load_options_init(&options);
+  options.weight_format = RILL_DTYPE_Q8_0;
+  rill_lm* lm = nullptr;
+  CHECK_MESSAGE(rill_lm_load(cpu.ctx, folder.c_str(), &options, &lm) == RILL_OK, rill_last_error());
+  rill_lm_destroy(lm);
+}
+#endif
 
 TEST_CASE("rill_lm_logits checks its arguments and leaves the cache unchanged on failure") {
   Loaded m(write_folder("logits_args"));

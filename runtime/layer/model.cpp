@@ -211,9 +211,9 @@ class WeightStage {
     }
     // Block weights keep their dtype; with a block weight_format, 2-dim
     // weights of an element dtype are quantized to it.
-    const bool quantize = !block && quant::is_block(model_.weight_format) && weight.shape.size() == 2 &&
+    const bool quantize = !block && quant::is_block(model_.desc.weight_format) && weight.shape.size() == 2 &&
                           !weight.norm_weight;
-    const rill_dtype dtype = block ? src_dtype : quantize ? model_.weight_format : model_.desc.dtype;
+    const rill_dtype dtype = block ? src_dtype : quantize ? model_.desc.weight_format : model_.desc.dtype;
     staged_.push_back(Staged{&weight, nullptr});  // before the tensor exists, so a throw here leaks nothing
     rill_tensor*& tensor = staged_.back().tensor;
     RILL_CHECK(tensor_create(where, *model_.context, dtype, static_cast<int32_t>(weight.shape.size()),

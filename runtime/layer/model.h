@@ -98,9 +98,6 @@ struct rill_model {
   std::unordered_map<std::string, int32_t> fused_index;
   std::vector<rill::layer::LayerWeights> layers;
   int32_t final_norm_w = rill::layer::kAbsent, final_norm_b = rill::layer::kAbsent;
-  // A block dtype: weight matrices set from f32/f16/bf16 data are quantized
-  // to it (rill_lm_load_options.weight_format); F32: kept in the model dtype.
-  rill_dtype weight_format = RILL_DTYPE_F32;
   // Scratch for the forward pass, grown to the largest token count seen.
   int64_t scratch_rows = 0;
   std::vector<rill_tensor*> scratch;

@@ -11,6 +11,7 @@
 #include "enum_names.h"
 #include "errors.h"
 #include "model.h"
+#include "quant.h"
 #include "toml_checks.h"
 
 namespace rill::layer {
@@ -248,6 +249,11 @@ DescProblem resolve_desc(const rill_model_desc& given, rill_model_desc& resolved
 
   if (rill_dtype_size(d.dtype) == 0) {
     return problem("dtype", "dtype: expected RILL_DTYPE_F32, _F16 or _BF16, got " + enum_name(d.dtype));
+  }
+  if (d.weight_format != RILL_DTYPE_F32 && !quant::is_block(d.weight_format)) {
+    return problem("weight_format", "weight_format: expected RILL_DTYPE_F32 (matrices in dtype) or a block dtype "
+                                    "(RILL_DTYPE_Q8_0 ... _Q6_K), got " + enum_name(d.weight_format) +
+                                        "; for f16 or bf16 matrices, set dtype");
   }
   for (const auto& [field, value, max] :
        {std::tuple<const char*, int64_t, int64_t>{"num_layers", d.num_layers, kMaxLayers},
@@ -532,9 +538,13 @@ void read_model_table(const TomlChecker& check, const toml::table& table, rill_m
                    "attn_logit_softcapping", "rope_local_base_freq", "max_position_embeddings",
                    "no_rope_layer_interval", "num_experts", "num_experts_per_tok", "norm_topk_prob",
                    "moe_intermediate_size", "shared_expert_intermediate_size", "rope_interleave",
-                   "decoder_sparse_step", "mlp_only_layers", "rope_scaling"});
+                   "decoder_sparse_step", "mlp_only_layers", "rope_scaling", "weight_format"});
   const ModelReader t(check, table);
   t.choice<rill_dtype>("dtype", {{"f32", RILL_DTYPE_F32}, {"f16", RILL_DTYPE_F16}, {"bf16", RILL_DTYPE_BF16}}, d.dtype);
+  t.choice<rill_dtype>("weight_format",
+                       {{"f32", RILL_DTYPE_F32}, {"q8_0", RILL_DTYPE_Q8_0}, {"q4_0", RILL_DTYPE_Q4_0},
+                        {"q4_k", RILL_DTYPE_Q4_K}, {"q5_k", RILL_DTYPE_Q5_K}, {"q6_k", RILL_DTYPE_Q6_K}},
+                       d.weight_format);
   t.integer("num_layers", d.num_layers);
   t.integer("hidden_size", d.hidden_size);
   t.integer("num_heads", d.num_heads);
@@ -605,6 +615,7 @@ RILL_API void rill_model_desc_init(rill_model_desc* desc) {
   *desc = rill_model_desc{};
   desc->struct_size = sizeof(rill_model_desc);
   desc->dtype = RILL_DTYPE_F32;
+  desc->weight_format = RILL_DTYPE_F32;
   desc->norm = RILL_NORM_RMS;
   desc->norm_eps = 1e-6f;
   desc->norm_placement = RILL_PLACEMENT_PRE;

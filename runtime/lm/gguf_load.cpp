@@ -368,7 +368,7 @@ rill_status load_gguf(const char* fn, rill_context& ctx, const std::string& path
     lm->dtype = config.desc.dtype;
     const rill_status created = rill_model_create(&ctx, &config.desc, &lm->model);
     if (created != RILL_OK) return fail(created, where + rill_last_error());
-    lm->model->weight_format = options.weight_format;
+    lm->model->desc.weight_format = options.weight_format;
     add_family_names(*lm->model, config);
     for (const io::SafetensorsTensor& t : views.tensors) {
       const bool used = lm->model->weight_index.count(t.name) != 0 || lm->model->fused_index.count(t.name) != 0 ||

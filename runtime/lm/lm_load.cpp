@@ -347,7 +347,7 @@ rill_status load(const char* fn, rill_context& ctx, const std::string& folder, c
   lm->dtype = config.desc.dtype;
   const rill_status created = rill_model_create(&ctx, &config.desc, &lm->model);
   if (created != RILL_OK) return fail(created, f + ": " + folder + "/config.json: " + rill_last_error());
-  lm->model->weight_format = options.weight_format;
+  lm->model->desc.weight_format = options.weight_format;
   add_family_names(*lm->model, config);
   RILL_CHECK(check_all_used(f, *lm->model, config, shards));
   for (const auto& shard : shards) RILL_CHECK(layer::load_safetensors(fn, *lm->model, *shard));

@@ -1,15 +1,24 @@
 #include "tokenizer/gguf_vocab.h"
 
-#include <map>
+#include <algorithm>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
 
 #include "tokenizer/json_reader.h"
+#include "tokenizer/utf8.h"
 
 namespace rill::tok {
 namespace {
 
 // llama.cpp's token types (tokenizer.ggml.token_type).
+constexpr int64_t kTypeNormal = 1;
+constexpr int64_t kTypeUnknown = 2;
 constexpr int64_t kTypeControl = 3;
 constexpr int64_t kTypeUserDefined = 4;
+
+// The longest SentencePiece piece read (see sentencepiece_model).
+constexpr size_t kMaxPieceBytes = 1024;
 
 // The pre-tokenizers of the tokenizer.json files whose GGUF conversion names
 // them (tokenizer.ggml.pre), as those files write them.
@@ -68,9 +77,9 @@ class Keys {
     return v;
   }
 
-  bool flag(const std::string& key) const {
+  bool flag(const std::string& key, bool fallback) const {
     const gguf::Value* v = get(key);
-    bool value = false;
+    bool value = fallback;
     if (v != nullptr && !v->as_bool(value)) fail(RILL_ERROR_CONFIG, key, "expected a bool");
     return value;
   }
@@ -91,18 +100,41 @@ class Keys {
   const std::string& file_;
 };
 
-}  // namespace
+// The tokenizer.json parts built from the metadata: root without
+// added_tokens, which are collected apart.
+struct VocabModel {
+  Json root = Json::object();
+  Json added = Json::array();
+};
 
-GgufVocab gguf_vocab(const gguf::Contents& contents, const std::string& file) {
-  const Keys k(contents, file);
-  const std::string kind = k.string("tokenizer.ggml.model", nullptr);
-  if (kind != "gpt2") {
-    k.fail(RILL_ERROR_UNSUPPORTED, "tokenizer.ggml.model",
-           "\"" + kind + "\" is not supported; rill reads gpt2-style byte-level BPE vocabularies (\"gpt2\")");
+int64_t token_type(const Keys& k, const gguf::Value* types, uint64_t i) {
+  int64_t type = kTypeNormal;
+  if (types != nullptr && !types->element_i64(i, type)) {
+    k.fail(RILL_ERROR_CONFIG, "tokenizer.ggml.token_type", "expected integers");
   }
+  return type;
+}
+
+Json added_token(int64_t id, std::string_view content, bool normalized, bool special) {
+  return Json{{"id", id},         {"content", content}, {"single_word", false}, {"lstrip", false},
+              {"rstrip", false},  {"normalized", normalized}, {"special", special}};
+}
+
+void add_to_vocab(const Keys& k, Json& vocab, const std::string& text, uint64_t id) {
+  if (vocab.contains(text)) {
+    k.fail(RILL_ERROR_CONFIG, "tokenizer.ggml.tokens",
+           "token " + std::to_string(id) + " ('" + text + "') appears twice");
+  }
+  vocab[text] = static_cast<int64_t>(id);
+}
+
+// Byte-level BPE (tokenizer.ggml.model "gpt2"): the merges are in the file;
+// tokenizer.ggml.pre names the pre-tokenizer.
+VocabModel byte_level_model(const Keys& k, const gguf::Value* tokens, const gguf::Value* types) {
   // Files from before tokenizer.ggml.pre existed hold GPT-2's.
   const std::string pre = k.string("tokenizer.ggml.pre", "gpt-2");
-  Json root = Json::object();
+  VocabModel m;
+  Json& root = m.root;
   root["normalizer"] = nullptr;
   root["decoder"] = Json{{"type", "ByteLevel"}, {"add_prefix_space", true}, {"trim_offsets", true},
                          {"use_regex", true}};
@@ -120,45 +152,19 @@ GgufVocab gguf_vocab(const gguf::Contents& contents, const std::string& file) {
            "\"" + pre + "\" is not supported; supported: gpt-2, llama-bpe, qwen2 (llama.cpp's \"default\" split "
            "has no tokenizer.json counterpart)");
   }
-
-  const gguf::Value* tokens = k.array("tokenizer.ggml.tokens", gguf::ValueType::STRING, true);
-  const gguf::Value* types = k.array("tokenizer.ggml.token_type", gguf::ValueType::I32, false);
   const gguf::Value* merges = k.array("tokenizer.ggml.merges", gguf::ValueType::STRING, true);
-  if (tokens->size() == 0 || tokens->size() >= static_cast<uint64_t>(INT32_MAX)) {
-    k.fail(RILL_ERROR_CONFIG, "tokenizer.ggml.tokens", "expected 1 to 2^31 - 2 tokens");
-  }
-  if (types != nullptr && types->size() != tokens->size()) {
-    k.fail(RILL_ERROR_CONFIG, "tokenizer.ggml.token_type",
-           "holds " + std::to_string(types->size()) + " types for " + std::to_string(tokens->size()) + " tokens");
-  }
   // Control and user-defined tokens are added tokens, as in the tokenizer.json
   // the converter read them from; the others form the BPE vocabulary.
   Json vocab = Json::object();
-  Json added = Json::array();
   for (uint64_t i = 0; i < tokens->size(); ++i) {
     std::string_view token;
     tokens->element_string(i, token);
-    int64_t type = 1;
-    if (types != nullptr && !types->element_i64(i, type)) {
-      k.fail(RILL_ERROR_CONFIG, "tokenizer.ggml.token_type", "expected integers");
-    }
-    const auto id = static_cast<int64_t>(i);
+    const int64_t type = token_type(k, types, i);
     if (type == kTypeControl || type == kTypeUserDefined) {
-      added.push_back(Json{{"id", id},
-                           {"content", token},
-                           {"single_word", false},
-                           {"lstrip", false},
-                           {"rstrip", false},
-                           {"normalized", type == kTypeUserDefined},
-                           {"special", type == kTypeControl}});
-      continue;
+      m.added.push_back(added_token(static_cast<int64_t>(i), token, type == kTypeUserDefined, type == kTypeControl));
+    } else {
+      add_to_vocab(k, vocab, std::string(token), i);
     }
-    const std::string text(token);
-    if (vocab.contains(text)) {
-      k.fail(RILL_ERROR_CONFIG, "tokenizer.ggml.tokens", "token " + std::to_string(i) + " ('" + text +
-                                                             "') appears twice");
-    }
-    vocab[text] = id;
   }
   Json merge_list = Json::array();
   for (uint64_t i = 0; i < merges->size(); ++i) {
@@ -166,24 +172,177 @@ GgufVocab gguf_vocab(const gguf::Contents& contents, const std::string& file) {
     merges->element_string(i, merge);
     merge_list.push_back(merge);
   }
-  root["added_tokens"] = std::move(added);
   root["model"] = Json{{"type", "BPE"},          {"dropout", nullptr}, {"unk_token", nullptr},
                        {"fuse_unk", false},      {"byte_fallback", false}, {"ignore_merges", ignore_merges},
                        {"vocab", std::move(vocab)}, {"merges", std::move(merge_list)}};
+  return m;
+}
+
+size_t code_points(std::string_view s) {
+  size_t n = 0;
+  for (size_t i = 0; i < s.size(); ++n) next_code_point(s, i);
+  return n;
+}
+
+// A SentencePiece BPE model keeps scores, not merges. As transformers'
+// converter does (generate_merges): every split of a piece into two pieces of
+// the vocabulary is a merge, ranked by the piece's score (highest first), then
+// by the left and right parts' lengths in code points (longest first); ties
+// keep the order of the pieces' ids and, within one piece, of the parts' ids.
+Json merges_from_scores(const std::vector<std::string>& pieces, const std::vector<double>& scores,
+                        const std::unordered_map<std::string_view, int64_t>& ids) {
+  struct Merge {
+    std::string_view left, right;
+    double score;
+    size_t left_chars, right_chars;
+    int64_t left_id, right_id;
+  };
+  std::vector<Merge> merges;
+  std::vector<Merge> local;
+  for (size_t p = 0; p < pieces.size(); ++p) {
+    const std::string_view piece = pieces[p];
+    local.clear();
+    size_t at = 0;
+    next_code_point(piece, at);  // a split leaves at least one code point on each side
+    for (size_t left_chars = 1; at < piece.size(); ++left_chars) {
+      const auto left = ids.find(piece.substr(0, at));
+      const auto right = ids.find(piece.substr(at));
+      if (left != ids.end() && right != ids.end()) {
+        local.push_back({left->first, right->first, scores[p], left_chars, code_points(piece.substr(at)),
+                         left->second, right->second});
+      }
+      next_code_point(piece, at);
+    }
+    std::stable_sort(local.begin(), local.end(), [](const Merge& a, const Merge& b) {
+      return a.left_id != b.left_id ? a.left_id < b.left_id : a.right_id < b.right_id;
+    });
+    merges.insert(merges.end(), local.begin(), local.end());
+  }
+  std::stable_sort(merges.begin(), merges.end(), [](const Merge& a, const Merge& b) {
+    if (a.score != b.score) return a.score > b.score;
+    if (a.left_chars != b.left_chars) return a.left_chars > b.left_chars;
+    return a.right_chars > b.right_chars;
+  });
+  Json list = Json::array();
+  for (const Merge& m : merges) list.push_back(Json::array({m.left, m.right}));
+  return list;
+}
+
+// SentencePiece BPE (tokenizer.ggml.model "llama": Llama 2, Mistral, Gemma) as
+// transformers' LlamaConverter and GemmaConvert write it: every piece in the
+// BPE vocabulary, unknown and control pieces also special added tokens and
+// user-defined pieces plain added tokens; spaces become "▁", with one
+// prepended (and stripped again on decode) under add_space_prefix; byte
+// fallback to <0xNN> pieces.
+VocabModel sentencepiece_model(const Keys& k, const gguf::Value* tokens, const gguf::Value* types) {
+  const gguf::Value* score_values = k.array("tokenizer.ggml.scores", gguf::ValueType::F32, true);
+  if (score_values->size() != tokens->size()) {
+    k.fail(RILL_ERROR_CONFIG, "tokenizer.ggml.scores",
+           "holds " + std::to_string(score_values->size()) + " scores for " + std::to_string(tokens->size()) +
+               " tokens");
+  }
+  const bool add_space_prefix = k.flag("tokenizer.ggml.add_space_prefix", true);
+  // Gemma's converter calls the tab's byte piece "\t" and makes its turn markers special.
+  const bool gemma = k.string("general.architecture", "").rfind("gemma", 0) == 0;
+  VocabModel m;
+  std::vector<std::string> pieces(tokens->size());
+  std::vector<double> scores(tokens->size());
+  Json vocab = Json::object();
+  std::string unk_token;
+  for (uint64_t i = 0; i < tokens->size(); ++i) {
+    std::string_view token;
+    tokens->element_string(i, token);
+    if (find_invalid_utf8(token) != token.size()) {
+      k.fail(RILL_ERROR_CONFIG, "tokenizer.ggml.tokens", "token " + std::to_string(i) + " is not valid UTF-8");
+    }
+    // Generating merges looks up every split of every piece: quadratic in a
+    // piece's length. SentencePiece's pieces are short (16 characters by
+    // default); a longer bound keeps a hostile file from making it a hang.
+    if (token.size() > kMaxPieceBytes) {
+      k.fail(RILL_ERROR_CONFIG, "tokenizer.ggml.tokens", "token " + std::to_string(i) + " has " +
+                                                             std::to_string(token.size()) + " bytes; at most " +
+                                                             std::to_string(kMaxPieceBytes) + " are supported");
+    }
+    if (!score_values->element_f64(i, scores[i])) k.fail(RILL_ERROR_CONFIG, "tokenizer.ggml.scores", "expected numbers");
+    const int64_t type = token_type(k, types, i);
+    const auto id = static_cast<int64_t>(i);
+    if (type == kTypeUnknown || type == kTypeControl) {
+      m.added.push_back(added_token(id, token, false, true));
+      if (type == kTypeUnknown && unk_token.empty()) unk_token = token;
+    } else if (type == kTypeUserDefined) {
+      const bool turn_marker = gemma && (token == "<start_of_turn>" || token == "<end_of_turn>");
+      m.added.push_back(added_token(id, token, false, turn_marker));
+    }
+    pieces[i] = gemma && token == "<0x09>" ? "\t" : std::string(token);
+    add_to_vocab(k, vocab, pieces[i], i);
+  }
+  if (const int64_t unk = k.id("tokenizer.ggml.unknown_token_id", tokens->size()); unk >= 0) {
+    unk_token = pieces[static_cast<size_t>(unk)];
+  }
+  std::unordered_map<std::string_view, int64_t> ids;  // the pieces differ: add_to_vocab checked
+  for (size_t i = 0; i < pieces.size(); ++i) ids.emplace(pieces[i], static_cast<int64_t>(i));
+
+  Json& root = m.root;
+  const Json to_metaspace = Json{{"type", "Replace"}, {"pattern", Json{{"String", " "}}}, {"content", "\u2581"}};
+  root["normalizer"] = add_space_prefix ? Json{{"type", "Sequence"},
+                                               {"normalizers", Json::array({Json{{"type", "Prepend"},
+                                                                                 {"prepend", "\u2581"}},
+                                                                            to_metaspace})}}
+                                        : to_metaspace;
+  root["pre_tokenizer"] = nullptr;
+  Json decoders = Json::array({Json{{"type", "Replace"}, {"pattern", Json{{"String", "\u2581"}}}, {"content", " "}},
+                               Json{{"type", "ByteFallback"}}, Json{{"type", "Fuse"}}});
+  if (add_space_prefix) decoders.push_back(Json{{"type", "Strip"}, {"content", " "}, {"start", 1}, {"stop", 0}});
+  root["decoder"] = Json{{"type", "Sequence"}, {"decoders", std::move(decoders)}};
+  root["model"] = Json{{"type", "BPE"},
+                       {"dropout", nullptr},
+                       {"unk_token", unk_token.empty() ? Json(nullptr) : Json(unk_token)},
+                       {"fuse_unk", true},
+                       {"byte_fallback", true},
+                       {"ignore_merges", false},
+                       {"vocab", std::move(vocab)},
+                       {"merges", merges_from_scores(pieces, scores, ids)}};
+  return m;
+}
+
+}  // namespace
+
+GgufVocab gguf_vocab(const gguf::Contents& contents, const std::string& file) {
+  const Keys k(contents, file);
+  const std::string kind = k.string("tokenizer.ggml.model", nullptr);
+  if (kind != "gpt2" && kind != "llama") {
+    k.fail(RILL_ERROR_UNSUPPORTED, "tokenizer.ggml.model",
+           "\"" + kind + "\" is not supported; rill reads byte-level BPE (\"gpt2\") and SentencePiece BPE "
+           "(\"llama\") vocabularies");
+  }
+  const bool sentencepiece = kind == "llama";
+  const gguf::Value* tokens = k.array("tokenizer.ggml.tokens", gguf::ValueType::STRING, true);
+  const gguf::Value* types = k.array("tokenizer.ggml.token_type", gguf::ValueType::I32, false);
+  if (tokens->size() == 0 || tokens->size() >= static_cast<uint64_t>(INT32_MAX)) {
+    k.fail(RILL_ERROR_CONFIG, "tokenizer.ggml.tokens", "expected 1 to 2^31 - 2 tokens");
+  }
+  if (types != nullptr && types->size() != tokens->size()) {
+    k.fail(RILL_ERROR_CONFIG, "tokenizer.ggml.token_type",
+           "holds " + std::to_string(types->size()) + " types for " + std::to_string(tokens->size()) + " tokens");
+  }
+  VocabModel model = sentencepiece ? sentencepiece_model(k, tokens, types) : byte_level_model(k, tokens, types);
 
   GgufVocab out;
-  if (k.flag("tokenizer.ggml.add_bos_token")) {
+  // llama.cpp adds BOS by default to SentencePiece vocabularies (files from
+  // before tokenizer.ggml.add_bos_token existed rely on it).
+  if (k.flag("tokenizer.ggml.add_bos_token", sentencepiece)) {
     const int64_t bos = k.id("tokenizer.ggml.bos_token_id", tokens->size());
     if (bos < 0) k.fail(RILL_ERROR_CONFIG, "tokenizer.ggml.add_bos_token", "is true but bos_token_id is not set");
     out.prefix.push_back(static_cast<int32_t>(bos));
   }
-  if (k.flag("tokenizer.ggml.add_eos_token")) {
+  if (k.flag("tokenizer.ggml.add_eos_token", false)) {
     const int64_t eos = k.id("tokenizer.ggml.eos_token_id", tokens->size());
     if (eos < 0) k.fail(RILL_ERROR_CONFIG, "tokenizer.ggml.add_eos_token", "is true but eos_token_id is not set");
     out.suffix.push_back(static_cast<int32_t>(eos));
   }
+  model.root["added_tokens"] = std::move(model.added);
   try {
-    out.json = root.dump();
+    out.json = model.root.dump();
   } catch (const Json::type_error&) {
     throw LoadError{RILL_ERROR_CONFIG, file + ": the tokenizer metadata holds a string that is not valid UTF-8"};
   }

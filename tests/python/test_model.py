@@ -84,10 +84,11 @@ def model_and_weights(ctx, rng):
 
 
 def test_desc_defaults_and_layout():
-    # 48 fields of 4 bytes and two arrays of 256 floats, as in rill.h
-    assert ctypes.sizeof(rill.ModelDesc) == 3272
+    # the 4-byte fields and three arrays of 256 elements, as in rill.h
+    assert ctypes.sizeof(rill.ModelDesc) == 3276
     desc = rill.ModelDesc()
-    assert desc.struct_size == 3272
+    assert desc.struct_size == 3276
+    assert desc.weight_format == rill.DType.F32
     assert desc.rope_type == 0 and desc.rope_factor == 1.0 and desc.rope_beta_fast == 32.0
     assert desc.rope_beta_slow == 1.0 and desc.rope_factor_count == 0 and desc.no_rope_layer_interval == 0
     assert desc.num_experts == 0 and desc.num_experts_per_tok == 0 and desc.shared_expert_intermediate_size == 0

@@ -96,6 +96,7 @@ class ModelDesc(ctypes.Structure):
         ("decoder_sparse_step", ctypes.c_int32),
         ("mlp_only_layer_count", ctypes.c_int32),
         ("mlp_only_layers", ctypes.c_int32 * MAX_MLP_ONLY_LAYERS),
+        ("weight_format", ctypes.c_int),
     ]
 
     def __init__(self, **fields):
