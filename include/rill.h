@@ -551,7 +551,8 @@ RILL_API rill_status rill_activation(rill_context* ctx, rill_act_fn fn, const ri
 /*   every norm has a .bias [D] too when norm is RILL_NORM_LAYER             */
 /*   self_attn_gain [D], mlp_gain [D] (layer_scale)                          */
 /*   self_attn.q_norm.weight, self_attn.k_norm.weight (qk_norm): [hd] each   */
-/*     for RILL_QK_NORM_HEAD, [Hq*hd] and [Hkv*hd] for RILL_QK_NORM_FULL     */
+/*     for RILL_QK_NORM_HEAD, [Hq, hd] and [Hkv, hd] for                     */
+/*     RILL_QK_NORM_HEAD_WEIGHTS, [Hq*hd] and [Hkv*hd] for RILL_QK_NORM_FULL */
 /*   output puts post_attention_layernorm and post_feedforward_layernorm     */
 /*     [D] on the sublayer outputs and has no input_layernorm                */
 /* and the final norm is "model.norm.weight" (.bias for LayerNorm) when      */
@@ -652,10 +653,13 @@ RILL_API rill_status rill_activation(rill_context* ctx, rill_act_fn fn, const ri
 /* global layers) and to sliding layers without a theta of their own.        */
 /* attn_logit_softcapping c > 0 caps every layer's logits l = scale * q.k to */
 /* c tanh(l / c) before the causal mask and softmax (Gemma 2). The QK norm   */
-/* is an RMSNorm with eps                                                    */
-/* norm_eps of each head's hd values of q and of k with one [hd] weight      */
-/* shared by the heads (head: Qwen3, Gemma 3), or of the whole q and k       */
-/* projections (full: OLMo 2); one plain norm each on q and on k, in place.  */
+/* is the model's norm with eps norm_eps and no bias (an RMSNorm with       */
+/* RILL_NORM_RMS, a LayerNorm with RILL_NORM_LAYER) of each head's hd values */
+/* of q and of k with one [hd] weight shared by the heads (head: Qwen3,      */
+/* Gemma 3), or with a weight per head (head_weights: Cohere use_qk_norm),   */
+/* or of the whole q and k projections (full: OLMo 2, OLMoE); one plain norm */
+/* each on q and on k, in place; head_weights then multiplies by its         */
+/* weights with one residual_add (residual scale 0, the weights as gain).    */
 /* MLP: gated                                                                */
 /* act(gate_proj(x)) * up_proj(x) -> down_proj, or plain act(up_proj(x)) ->  */
 /* down_proj.                                                                */
@@ -691,11 +695,12 @@ typedef enum rill_norm_placement {
   RILL_PLACEMENT_MAX_ENUM = 0x7FFFFFFF
 } rill_norm_placement;
 
-/* The RMSNorm on q and k before RoPE (see above). */
+/* The norm on q and k before RoPE (see above). */
 typedef enum rill_qk_norm {
   RILL_QK_NORM_NONE = 0,
   RILL_QK_NORM_HEAD = 1, /* per head, one [hd] weight shared by every head */
   RILL_QK_NORM_FULL = 2, /* over the whole projection: [Hq*hd] and [Hkv*hd] weights */
+  RILL_QK_NORM_HEAD_WEIGHTS = 3, /* per head, a weight per head: [Hq, hd] and [Hkv, hd] */
   RILL_QK_NORM_MAX_ENUM = 0x7FFFFFFF
 } rill_qk_norm;
 
@@ -780,7 +785,7 @@ typedef struct rill_model_desc {
   float residual_scale;          /* alpha on the skip path: finite, nonzero */
   float branch_scale;            /* beta on each sublayer output: finite */
   uint32_t layer_scale;          /* nonzero: per-channel gains self_attn_gain, mlp_gain */
-  rill_qk_norm qk_norm;          /* RMSNorm on q and k; not with RILL_NORM_LAYER */
+  rill_qk_norm qk_norm;          /* the model's norm (no bias) on q and k */
   float norm_weight_offset;      /* added to every norm weight as it is set: finite; Gemma: 1 */
   float query_pre_attn_scalar;   /* attention scale s^-1/2: finite, >= 0; 0 = head_dim */
   uint32_t parallel_residual;    /* nonzero: attention and MLP read the same h, one add (pre only) */
@@ -879,7 +884,7 @@ RILL_API void rill_model_desc_init(rill_model_desc* desc);
        residual_scale = 1.0
        branch_scale = 1.0
        layer_scale = false
-       qk_norm = "none"          # "none" | "head" | "full"
+       qk_norm = "none"          # "none" | "head" | "head_weights" | "full"
        norm_weight_offset = 0.0  # Gemma: 1.0
        query_pre_attn_scalar = 0.0  # attention scale 1/sqrt(this); 0 = head_dim
        parallel_residual = false # GPT-NeoX use_parallel_residual, Falcon parallel_attn

@@ -46,7 +46,8 @@ std::string enum_name(const rill_norm_placement& value) {
 std::string enum_name(const rill_qk_norm& value) {
   return name_among(value, {{RILL_QK_NORM_NONE, "RILL_QK_NORM_NONE"},
                             {RILL_QK_NORM_HEAD, "RILL_QK_NORM_HEAD"},
-                            {RILL_QK_NORM_FULL, "RILL_QK_NORM_FULL"}});
+                            {RILL_QK_NORM_FULL, "RILL_QK_NORM_FULL"},
+                            {RILL_QK_NORM_HEAD_WEIGHTS, "RILL_QK_NORM_HEAD_WEIGHTS"}});
 }
 
 std::string enum_name(const rill_mlp_activation& value) {

@@ -178,13 +178,8 @@ TEST_CASE("model descriptors: every field checked, with its name") {
       {[](rill_model_desc& d) { store_raw(d.norm, -1); }, "norm", "got unknown value -1"},
       {[](rill_model_desc& d) { store_raw(d.norm_placement, -2); }, "norm_placement", "got unknown value -2"},
       {[](rill_model_desc& d) { store_raw(d.activation, -3); }, "activation", "got unknown value -3"},
-      {[](rill_model_desc& d) { d.qk_norm = static_cast<rill_qk_norm>(3); }, "qk_norm", "got unknown value 3"},
+      {[](rill_model_desc& d) { d.qk_norm = static_cast<rill_qk_norm>(4); }, "qk_norm", "got unknown value 4"},
       {[](rill_model_desc& d) { store_raw(d.qk_norm, -4); }, "qk_norm", "got unknown value -4"},
-      {[](rill_model_desc& d) {
-         d.norm = RILL_NORM_LAYER;
-         d.qk_norm = RILL_QK_NORM_FULL;
-       },
-       "qk_norm", "expected RILL_QK_NORM_NONE with RILL_NORM_LAYER, got RILL_QK_NORM_FULL"},
       {[](rill_model_desc& d) { d.rope_theta = NAN; }, "rope_theta"},
       {[](rill_model_desc& d) { d.residual_scale = 0.0f; }, "residual_scale"},
       {[](rill_model_desc& d) { d.branch_scale = INFINITY; }, "branch_scale"},
@@ -566,13 +561,16 @@ TEST_CASE("the QK norm and the output placement: TOML values, weight names and s
   REQUIRE_MESSAGE(rill_model_desc_from_toml(sizes.c_str(), "m.toml", &d) == RILL_OK, rill_last_error());
   CHECK(d.qk_norm == RILL_QK_NORM_NONE);
   expect_failure(rill_model_desc_from_toml((sizes + "qk_norm = \"rms\"\n").c_str(), "m.toml", &d), RILL_ERROR_CONFIG,
-                 {"m.toml:7:11", "model.qk_norm", "\"none\", \"head\", \"full\"", "got \"rms\""});
+                 {"m.toml:7:11", "model.qk_norm", "\"none\", \"head\", \"head_weights\", \"full\"", "got \"rms\""});
   expect_failure(rill_model_desc_from_toml((sizes + "qk_norm = true\n").c_str(), "m.toml", &d), RILL_ERROR_CONFIG,
-                 {"m.toml:7:", "model.qk_norm", "\"none\", \"head\", \"full\"", "boolean"});
+                 {"m.toml:7:", "model.qk_norm", "\"none\", \"head\", \"head_weights\", \"full\"", "boolean"});
   expect_failure(rill_model_desc_from_toml((sizes + "norm_placement = \"olmo2\"\n").c_str(), "m.toml", &d),
                  RILL_ERROR_CONFIG, {"m.toml:7:", "model.norm_placement", "\"output\"", "got \"olmo2\""});
-  expect_failure(rill_model_desc_from_toml((sizes + "norm = \"layer\"\nqk_norm = \"head\"\n").c_str(), "m.toml", &d),
-                 RILL_ERROR_CONFIG, {"m.toml:8:", "model.qk_norm", "RILL_NORM_LAYER", "got RILL_QK_NORM_HEAD"});
+  // With a LayerNorm model the QK norm is a LayerNorm (Command R+).
+  REQUIRE_MESSAGE(rill_model_desc_from_toml((sizes + "norm = \"layer\"\nqk_norm = \"head_weights\"\n").c_str(),
+                                            "m.toml", &d) == RILL_OK,
+                  rill_last_error());
+  CHECK(d.qk_norm == RILL_QK_NORM_HEAD_WEIGHTS);
 
   // hd = 4: per head the two weights are [4]; over the whole projections [16] (Hq*hd) and [8] (Hkv*hd).
   std::vector<float> data(16, 1.0f);
@@ -585,6 +583,18 @@ TEST_CASE("the QK norm and the output placement: TOML values, weight names and s
   expect_failure(rill_model_set_weight(per_head.model, "model.layers.0.self_attn.q_norm.weight", RILL_DTYPE_F32, 1,
                                        sixteen, data.data(), 16 * 4),
                  RILL_ERROR_SHAPE, {"model.layers.0.self_attn.q_norm.weight", "expected shape [4]", "got [16]"});
+  // A weight per head: [Hq, hd] and [Hkv, hd].
+  const int64_t four_by_four[2] = {4, 4}, two_by_four[2] = {2, 4};
+  rill_model_desc head_weights = small_desc();
+  head_weights.qk_norm = RILL_QK_NORM_HEAD_WEIGHTS;
+  Fixture weight_per_head(head_weights);
+  CHECK(rill_model_set_weight(weight_per_head.model, "model.layers.0.self_attn.q_norm.weight", RILL_DTYPE_F32, 2,
+                              four_by_four, data.data(), 16 * 4) == RILL_OK);
+  CHECK(rill_model_set_weight(weight_per_head.model, "model.layers.0.self_attn.k_norm.weight", RILL_DTYPE_F32, 2,
+                              two_by_four, data.data(), 8 * 4) == RILL_OK);
+  expect_failure(rill_model_set_weight(weight_per_head.model, "model.layers.0.self_attn.q_norm.weight", RILL_DTYPE_F32,
+                                       1, sixteen, data.data(), 16 * 4),
+                 RILL_ERROR_SHAPE, {"model.layers.0.self_attn.q_norm.weight", "expected shape [4, 4]", "got [16]"});
   rill_model_desc full = small_desc();
   full.qk_norm = RILL_QK_NORM_FULL;
   full.norm_placement = RILL_PLACEMENT_OUTPUT;

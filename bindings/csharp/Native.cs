@@ -45,7 +45,7 @@ namespace Rill
     public enum NormPlacement : int { Pre = 0, Post = 1, Sandwich = 2, DeepNorm = 3, Output = 4 }
 
     /// <summary>rill_qk_norm.</summary>
-    public enum QkNorm : int { None = 0, Head = 1, Full = 2 }
+    public enum QkNorm : int { None = 0, Head = 1, Full = 2, HeadWeights = 3 }
 
     /// <summary>rill_mlp_activation.</summary>
     public enum MlpActivation : int { SiluGlu = 0, GeluGlu = 1, Gelu = 2, GeluTanh = 3, Relu = 4, GeluTanhGlu = 5 }

@@ -185,11 +185,17 @@ class Forward {
     needed.push_back(gemm_desc(hidden, kv, w.k_b));
     needed.push_back(gemm_desc(hidden, kv, w.v_b));
     if (d_.qk_norm != RILL_QK_NORM_NONE) {
-      const bool head = d_.qk_norm == RILL_QK_NORM_HEAD;
+      const bool head = d_.qk_norm != RILL_QK_NORM_FULL;
       for (int32_t heads : {d_.num_heads, d_.num_kv_heads}) {
-        rill_backend_op_desc qk = op_desc(RILL_BACKEND_OP_RMS_NORM, head ? hd : heads * hd);
+        rill_backend_op_desc qk = op_desc(rms ? RILL_BACKEND_OP_RMS_NORM : RILL_BACKEND_OP_LAYER_NORM,
+                                          head ? hd : heads * hd);
         if (head) qk.rows = rows_ * heads;
-        needed.push_back({RILL_BACKEND_OP(b, rms_norm) != nullptr, qk});
+        needed.push_back({rms ? RILL_BACKEND_OP(b, rms_norm) != nullptr : RILL_BACKEND_OP(b, layer_norm) != nullptr,
+                          qk});
+        if (d_.qk_norm == RILL_QK_NORM_HEAD_WEIGHTS) {
+          needed.push_back({RILL_BACKEND_OP(b, residual_add) != nullptr,
+                            op_desc(RILL_BACKEND_OP_RESIDUAL_ADD, heads * hd)});
+        }
       }
     }
     // Each RoPE form the layers use: plain (rope) or scaled (rope_freqs).
@@ -418,11 +424,23 @@ class Forward {
     RILL_CHECK(gemm(in, w.k_w, w.k_b, rows_view(k, hkv * hd)));
     RILL_CHECK(gemm(in, w.v_w, w.v_b, rows_view(v, hkv * hd)));
     if (d_.qk_norm != RILL_QK_NORM_NONE) {
-      // In place; per head, q and k are viewed as one row of hd per (token, head).
-      const bool head = d_.qk_norm == RILL_QK_NORM_HEAD;
+      // In place, without a bias; per head, q and k are viewed as one row of
+      // hd per (token, head). Weights per head scale each (token, head) row
+      // by its head's weight: one residual_add of q (or k) onto itself with
+      // residual scale 0 and the [heads * hd] weights as the gain.
+      const bool full = d_.qk_norm == RILL_QK_NORM_FULL;
+      const bool per_head = d_.qk_norm == RILL_QK_NORM_HEAD_WEIGHTS;
       for (const auto& [t, heads, w_norm] : {std::tuple{q, hq, w.q_norm_w}, std::tuple{k, hkv, w.k_norm_w}}) {
-        const rill_backend_tensor x = head ? view_of(t, {rows_ * heads, hd}) : rows_view(t, heads * hd);
-        RILL_CHECK(rms_norm(x, w_norm, x));
+        const rill_backend_tensor x = full ? rows_view(t, heads * hd) : view_of(t, {rows_ * heads, hd});
+        RILL_CHECK(norm(x, per_head ? kAbsent : w_norm, kAbsent, x));
+        if (per_head) {
+          const rill_backend_tensor flat = rows_view(t, heads * hd);
+          OptionalView gain = weight(w_norm);
+          gain.view.ndim = 1;  // [heads, hd] as one row's gain
+          gain.view.shape[0] = heads * hd;
+          RILL_CHECK(dispatch(fn_, ctx_, RILL_BACKEND_OP(*ctx_.backend, residual_add), "residual_add", &flat, &flat,
+                              gain.get(), 0.0f, 1.0f));
+        }
       }
     }
     if (layer_has_rope(l)) {

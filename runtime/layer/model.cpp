@@ -25,15 +25,15 @@ int32_t add_weight(rill_model& model, const std::string& name, std::vector<int64
 
 // Adds "<prefix>.weight" (and "<prefix>.bias" for LayerNorm) of a [D] norm.
 // A norm's scale: norm_weight_offset is added to it as it is set.
-int32_t add_norm_weight(rill_model& model, const std::string& name, int64_t size) {
-  const int32_t weight = add_weight(model, name, {size});
+int32_t add_norm_weight(rill_model& model, const std::string& name, std::vector<int64_t> shape) {
+  const int32_t weight = add_weight(model, name, std::move(shape));
   model.weights[static_cast<size_t>(weight)].norm_weight = true;
   return weight;
 }
 
 void add_norm(rill_model& model, const std::string& prefix, int32_t& weight, int32_t& bias) {
   const int64_t d = model.desc.hidden_size;
-  weight = add_norm_weight(model, prefix + ".weight", d);
+  weight = add_norm_weight(model, prefix + ".weight", {d});
   bias = model.desc.norm == RILL_NORM_LAYER ? add_weight(model, prefix + ".bias", {d}) : kAbsent;
 }
 
@@ -170,7 +170,8 @@ rill_status write_weight(const std::string& where, const rill_model& model, cons
   }
   std::vector<unsigned char> half_split;
   if (weight.rotary_rows && model.desc.rope_interleave != 0) {
-    const auto rows = static_cast<size_t>(weight.shape[0]);
+    // A norm weight's rows are its elements, whatever its shape ([H, hd] per head).
+    const auto rows = weight.norm_weight ? count : static_cast<size_t>(weight.shape[0]);
     half_split.resize(count * rill_dtype_size(src_dtype));
     half_split_rotary_rows(data, half_split.data(), rows, half_split.size() / rows, model.desc.head_dim,
                            model.desc.rope_dim);
@@ -370,9 +371,15 @@ void build_weight_table(rill_model& model) {
     add_linear(model, p + "self_attn.v_proj", kv_out, hidden, d.qkv_bias != 0, w.v_w, w.v_b);
     add_linear(model, p + "self_attn.o_proj", hidden, q_out, d.o_bias != 0, w.o_w, w.o_b);
     if (d.qk_norm != RILL_QK_NORM_NONE) {
-      const bool head = d.qk_norm == RILL_QK_NORM_HEAD;
-      w.q_norm_w = add_norm_weight(model, p + "self_attn.q_norm.weight", head ? int64_t{d.head_dim} : q_out);
-      w.k_norm_w = add_norm_weight(model, p + "self_attn.k_norm.weight", head ? int64_t{d.head_dim} : kv_out);
+      auto shape = [&](int32_t heads) -> std::vector<int64_t> {
+        switch (d.qk_norm) {
+          case RILL_QK_NORM_HEAD: return {d.head_dim};
+          case RILL_QK_NORM_HEAD_WEIGHTS: return {heads, d.head_dim};
+          default: return {int64_t{heads} * d.head_dim};
+        }
+      };
+      w.q_norm_w = add_norm_weight(model, p + "self_attn.q_norm.weight", shape(d.num_heads));
+      w.k_norm_w = add_norm_weight(model, p + "self_attn.k_norm.weight", shape(d.num_kv_heads));
     } else {
       w.q_norm_w = w.k_norm_w = kAbsent;
     }

@@ -316,13 +316,9 @@ DescProblem resolve_desc(const rill_model_desc& given, rill_model_desc& resolved
     return problem("branch_scale", "branch_scale: expected a finite value, got " + num(d.branch_scale));
   }
   const int32_t qk_norm = rill::enum_value(d.qk_norm);
-  if (qk_norm < RILL_QK_NORM_NONE || qk_norm > RILL_QK_NORM_FULL) {
-    return problem("qk_norm",
-                   "qk_norm: expected RILL_QK_NORM_NONE, _HEAD or _FULL, got " + enum_name(d.qk_norm));
-  }
-  if (qk_norm != RILL_QK_NORM_NONE && norm != RILL_NORM_RMS) {
-    return problem("qk_norm", "qk_norm: the QK norm is an RMSNorm, so it needs norm RILL_NORM_RMS; expected "
-                              "RILL_QK_NORM_NONE with RILL_NORM_LAYER, got " + enum_name(d.qk_norm));
+  if (qk_norm < RILL_QK_NORM_NONE || qk_norm > RILL_QK_NORM_HEAD_WEIGHTS) {
+    return problem("qk_norm", "qk_norm: expected RILL_QK_NORM_NONE, _HEAD, _FULL or _HEAD_WEIGHTS, got " +
+                                  enum_name(d.qk_norm));
   }
   if (!std::isfinite(d.norm_weight_offset)) {
     return problem("norm_weight_offset",
@@ -578,7 +574,10 @@ void read_model_table(const TomlChecker& check, const toml::table& table, rill_m
   t.real("branch_scale", d.branch_scale);
   t.boolean("layer_scale", d.layer_scale);
   t.choice<rill_qk_norm>("qk_norm",
-                         {{"none", RILL_QK_NORM_NONE}, {"head", RILL_QK_NORM_HEAD}, {"full", RILL_QK_NORM_FULL}},
+                         {{"none", RILL_QK_NORM_NONE},
+                          {"head", RILL_QK_NORM_HEAD},
+                          {"head_weights", RILL_QK_NORM_HEAD_WEIGHTS},
+                          {"full", RILL_QK_NORM_FULL}},
                          d.qk_norm);
   t.real("norm_weight_offset", d.norm_weight_offset);
   t.real("query_pre_attn_scalar", d.query_pre_attn_scalar);

@@ -418,7 +418,9 @@ void stablelm(Keys& k, Mapping& m) {
   layer_norm(m);
   gated_activation(k, m, "silu");
   m.model.insert_or_assign("qkv_bias", k.boolean("use_qkv_bias", false));
-  refuse_true(k, "qk_layernorm", "StableLM 2 12B's per-head LayerNorm on q and k is not expressible");
+  refuse_true(k, "qk_layernorm",
+              "StableLM 2 12B's per-head LayerNorm on q and k keeps one tensor per head "
+              "(q_layernorm.norms.{h}.weight), which rill cannot stack into qk_norm \"head_weights\"'s weight");
   if (k.boolean("use_parallel_residual", false)) {
     m.model.insert_or_assign("parallel_residual", true);
     m.model.insert_or_assign("parallel_norms", int64_t{1});
@@ -615,8 +617,7 @@ void cohere(Keys& k, Mapping& m) {
   m.model.insert_or_assign("rope_interleave", true);
   m.model.insert_or_assign("parallel_residual", true);
   m.model.insert_or_assign("parallel_norms", int64_t{1});
-  refuse_true(k, "use_qk_norm", "Command R+'s LayerNorm over each head of q and k, with a weight per head, is not "
-                                "expressible");
+  if (k.boolean("use_qk_norm", false)) m.model.insert_or_assign("qk_norm", "head_weights");  // Command R+
   m.config.logit_scale = static_cast<float>(k.number("logit_scale", 0.0625));
   m.config.zero_norm_biases = true;
   tie(k, m, true);

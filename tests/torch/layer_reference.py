@@ -934,7 +934,9 @@ def gptj_case(gen, config, control=None):
 def cohere_case(gen, config, control=None):
     """CohereModel (Command R; eager attention): one LayerNorm without bias
     feeding attention and a SwiGLU MLP in parallel, interleaved rotary on whole
-    heads, GQA, q/k/v/o biases (attention_bias). Its names are rill's; its
+    heads, GQA, q/k/v/o biases (attention_bias), and with qk_norm
+    "head_weights" Command R+'s use_qk_norm: a LayerNorm without bias over
+    each head of q and k with a weight per head. Its names are rill's; its
     norms have no bias, so rill's LayerNorm biases are written as 0, as the
     language-model loader sets them. In float64 but for what Cohere itself
     computes in float32 (norms, RoPE)."""
@@ -949,11 +951,13 @@ def cohere_case(gen, config, control=None):
     assert c["norm"] == "layer" and hq * hd == d and c["final_norm"] and c["activation"] == "silu_glu"
     assert c["parallel_residual"] and c["parallel_norms"] == 1 and c["rope_interleave"] and c["rope_dim"] == 0
     assert c["qkv_bias"] == c["o_bias"] and not c["mlp_bias"]
-    if control == "scale":
-        return None, None  # no branch scale or LayerScale
+    qk_norm = c.get("qk_norm", "none") == "head_weights"
+    assert c.get("qk_norm", "none") in ("none", "head_weights")
+    if control == "scale" or (control in {**QK_NORM_CONTROLS, **QK_LAYER_NORM_CONTROLS} and not qk_norm):
+        return None, None  # no branch scale or LayerScale; no QK norm to leave out
     hf = CohereConfig(vocab_size=8, hidden_size=d, intermediate_size=c["intermediate_size"],
                       num_hidden_layers=c["num_layers"], num_attention_heads=hq, num_key_value_heads=hkv,
-                      hidden_act="silu", attention_bias=c["qkv_bias"], use_qk_norm=False,
+                      hidden_act="silu", attention_bias=c["qkv_bias"], use_qk_norm=qk_norm,
                       rope_theta=wrong_rope_theta(c["rope_theta"]) if control == "rope_theta" else c["rope_theta"],
                       layer_norm_eps=wrong_eps(c["norm_eps"], c["dtype"]) if control == "eps" else c["norm_eps"],
                       pad_token_id=0, bos_token_id=1, eos_token_id=2, attn_implementation="eager")
@@ -976,7 +980,28 @@ def cohere_case(gen, config, control=None):
                         p.copy_(interleaved_rows(p, hd, hd))
             elif control == "sequential":
                 layer.forward = sequential_forward(layer.input_layernorm, layer.self_attn, layer.input_layernorm, layer.mlp)
+            elif control == "no_qk_norm":
+                attn.use_qk_norm = False
+            elif control == "qk_norm_form":  # every head with head 0's weight, as one weight shared by the heads
+                for norm in (attn.q_norm, attn.k_norm):
+                    norm.weight.copy_(norm.weight[:1].expand_as(norm.weight).clone())
+            elif control == "qk_rms":
+                for norm in (attn.q_norm, attn.k_norm):
+                    norm.forward = rms_head_norm(norm)
     return weights, hf_reference(model)
+
+
+QK_LAYER_NORM_CONTROLS = {"qk_rms": "the QK LayerNorm as an RMSNorm (the mean left in)"}
+
+
+def rms_head_norm(norm):
+    """A CohereLayerNorm's forward as an RMSNorm over each head with the same weights and eps."""
+    def forward(x):
+        x32 = x.to(torch.float32)
+        y = x32 * torch.rsqrt(x32.pow(2).mean(-1, keepdim=True) + norm.variance_epsilon)
+        return (norm.weight.to(torch.float32) * y).to(x.dtype)
+
+    return forward
 
 
 def falcon_case(new_arch, gen, config, control=None):
@@ -1981,6 +2006,9 @@ CASES = {
     "gptj_parallel_f16": ("gptj", base_config(**GPTJ, dtype="f16", num_layers=3)),
     "cohere_parallel": ("cohere", base_config(**COHERE)),
     "cohere_parallel_bf16": ("cohere", base_config(**COHERE, dtype="bf16", num_layers=3)),
+    # Command R+: Cohere with a LayerNorm over each head of q and k, a weight per head (qknorm group)
+    "cohere_qk_norm": ("cohere_qk_norm", base_config(**COHERE, qk_norm="head_weights")),
+    "cohere_qk_norm_f16": ("cohere_qk_norm", base_config(**COHERE, qk_norm="head_weights", dtype="f16")),
     "phi3_fused": ("phi3", base_config(norm_eps=1e-5)),
     "phi3_fused_bf16": ("phi3", base_config(norm_eps=1e-5, dtype="bf16", num_kv_heads=1, num_layers=3)),
     # sliding windows (9 tokens, windows of 3 and 4) and soft-capping (transformers' Mistral, Gemma 2; Gemma 3)
@@ -2043,11 +2071,11 @@ BUILDERS = {"encoder": encoder_case, "decoder": decoder_case, "gemma2": gemma2_c
             "olmo2": olmo2_case, "qwen3": qwen3_case, "gemma": gemma_case, "neox": neox_case,
             "phi": phi_case, "phi3": phi3_case, "mistral": mistral_case, "gemma_window": gemma_window_case,
             "rope": rope_case, "mixtral": mixtral_case, "qwen2_moe": qwen2_moe_case, "olmoe": olmoe_case,
-            "gptj": gptj_case, "cohere": cohere_case,
+            "gptj": gptj_case, "cohere": cohere_case, "cohere_qk_norm": cohere_case,
             "falcon_new": falcon_new_case, "falcon_old": falcon_old_case, "qwen3_moe": qwen3_moe_case,
             "qwen2_window": qwen2_window_case}
 TRANSFORMERS = ("gemma2", "granite", "mimi", "opt")  # the builders that need transformers (--venv)
-QK_NORM = ("olmo2", "qwen3")  # the qknorm group's builders, which need transformers too
+QK_NORM = ("olmo2", "qwen3", "cohere_qk_norm")  # the qknorm group's builders, which need transformers too
 GEMMA_FAMILY = ("gemma",)  # the gemma group's builder, which needs transformers too
 PARALLEL = ("neox", "phi", "phi3", "gptj", "cohere", "falcon_new", "falcon_old")  # the parallel group's builders, which need transformers too
 WINDOW = ("mistral", "gemma_window", "qwen2_window")  # the window group's builders, which need transformers too
@@ -2060,6 +2088,7 @@ FEATURE_CONTROLS = {"olmo2": {**QK_NORM_CONTROLS, **OUTPUT_CONTROLS}, "qwen3": Q
                     "phi": SEQUENTIAL_CONTROLS, "phi3": SPLIT_CONTROLS,
                     "gptj": {**SEQUENTIAL_CONTROLS, **INTERLEAVE_CONTROLS},
                     "cohere": {**SEQUENTIAL_CONTROLS, **INTERLEAVE_CONTROLS},
+                    "cohere_qk_norm": {**QK_NORM_CONTROLS, **QK_LAYER_NORM_CONTROLS, **INTERLEAVE_CONTROLS},
                     "falcon_new": {**SEQUENTIAL_CONTROLS, **SPLIT_CONTROLS},
                     "falcon_old": {**SEQUENTIAL_CONTROLS, **SPLIT_CONTROLS}, "mistral": WINDOW_CONTROLS,
                     "gemma_window": {**GEMMA_CONTROLS, **WINDOW_CONTROLS},

@@ -151,6 +151,8 @@ CASES = {
     "gptj": ("GPTJConfig", dict(num_attention_heads=2, rotary_dim=8, n_inner=64),
              dict(drop=["num_key_value_heads", "intermediate_size"], dtypes=("f32",))),
     "cohere": ("CohereConfig", dict(logit_scale=0.5, attention_bias=True), dict()),
+    # Command R+: a LayerNorm over each head of q and k with a weight per head (q_norm, k_norm [heads, head_dim])
+    "cohere_qk_norm": ("CohereConfig", dict(use_qk_norm=True), dict()),
     "falcon": ("FalconConfig", dict(new_decoder_architecture=True, num_kv_heads=2, bias=True, ffn_hidden_size=64),
                dict(drop=["num_key_value_heads", "intermediate_size"])),
     "falcon_mqa_untied": ("FalconConfig", dict(ffn_hidden_size=64, tie_word_embeddings=False),
@@ -179,6 +181,7 @@ FEATURE_CONTROLS = {
     "head_bias": "the LM head's bias left out",
     "interleave": "the interleaved rotary read as half-split (rope_interleave left out)",
     "logit_scale": "the logits not scaled by logit_scale",
+    "qk_norm": "the QK norm (use_qk_norm) left out",
     "longrope": "plain RoPE over the partial rotary dims (LongRoPE's factors and attention factor left out)",
     "dense_mlp": "the MLP of the dense layers (decoder_sparse_step, mlp_only_layers) left out",
 }
@@ -258,6 +261,9 @@ def reference_logits(model, ids, control=None):
                         p.copy_(interleaved_rows(p, head_dim, rope_dim))
         elif control == "logit_scale":
             m.logit_scale = 1.0
+        elif control == "qk_norm":
+            for layer in base.layers:
+                layer.self_attn.use_qk_norm = False
         elif control == "longrope":
             for layer in base.layers:
                 rotary = layer.self_attn.rotary_emb
@@ -287,6 +293,8 @@ def case_controls(name, config):
         controls["interleave"] = FEATURE_CONTROLS["interleave"]
     if kind == "cohere":
         controls["logit_scale"] = FEATURE_CONTROLS["logit_scale"]
+    if getattr(config, "use_qk_norm", False):
+        controls["qk_norm"] = FEATURE_CONTROLS["qk_norm"]
     if kind == "phi3" and (config.rope_scaling or {}).get("type") == "longrope":
         controls["longrope"] = FEATURE_CONTROLS["longrope"]
     if kind == "qwen2_moe" and (config.decoder_sparse_step > 1 or config.mlp_only_layers):

@@ -44,6 +44,7 @@ class QkNorm(enum.IntEnum):
     NONE = 0
     HEAD = 1
     FULL = 2
+    HEAD_WEIGHTS = 3
 
 
 class MlpActivation(enum.IntEnum):
