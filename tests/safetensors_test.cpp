@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "rill.h"
+#include "safetensors_file.h"
 
 namespace {
 
@@ -27,14 +28,10 @@ std::string temp_path(const char* name) {
   return std::string(dir != nullptr ? dir : "/tmp") + "/rill_safetensors_test_" + name;
 }
 
-// Writes the 8-byte little-endian header length, the header and the data.
+// Writes the header and the data as a safetensors file, less its last truncate bytes.
 std::string write_file(const char* name, const std::string& header, const std::vector<unsigned char>& data,
                        size_t truncate = 0) {
-  std::string bytes;
-  const uint64_t length = header.size();
-  for (int i = 0; i < 8; ++i) bytes.push_back(static_cast<char>((length >> (8 * i)) & 0xff));
-  bytes += header;
-  bytes.append(data.begin(), data.end());
+  std::string bytes = rill_test::safetensors_bytes(header, std::string(data.begin(), data.end()));
   bytes.resize(bytes.size() - truncate);
   const std::string path = temp_path(name);
   std::FILE* f = std::fopen(path.c_str(), "wb");
@@ -70,11 +67,8 @@ const char* const kNames[] = {
     "model.layers.0.mlp.up_proj.weight",      "model.layers.0.mlp.down_proj.weight",
     "model.layers.0.input_layernorm.weight",  "model.layers.0.post_attention_layernorm.weight"};
 
-// A header entry "name": {dtype, shape, data_offsets}.
-std::string entry(const std::string& name, const char* dtype, const std::string& shape, size_t begin, size_t end) {
-  return "\"" + name + "\":{\"dtype\":\"" + dtype + "\",\"shape\":" + shape + ",\"data_offsets\":[" +
-         std::to_string(begin) + "," + std::to_string(end) + "]}";
-}
+// A header entry (a short name for the tables below).
+const auto entry = rill_test::safetensors_entry;
 
 struct Model {
   rill_context* ctx = nullptr;
