@@ -268,15 +268,11 @@ def main():
     parser.add_argument("--rill", required=True, help="the rill executable")
     parser.add_argument("--venv", help="the reference venv (tests/torch/reference_venv.cmake)")
     args = parser.parse_args()
-    from hf_generate import import_transformers  # transformers from the venv, generate() usable
-    transformers = import_transformers(args.venv or "")
-    if transformers is None:
+    from hf_generate import import_references  # transformers from the venv, generate() usable
+    found = import_references(args.venv or "", "gguf")
+    if found is None:
         return SKIP
-    try:
-        import gguf
-    except ImportError as missing:
-        print(f"skipped: {missing}")
-        return SKIP
+    transformers, gguf = found
     transformers.logging.set_verbosity_error()
     torch.set_num_threads(2)
     failed = []

@@ -312,16 +312,11 @@ def main():
     parser.add_argument("--backend", default="cpu", help="the backend to run on")
     parser.add_argument("--venv", help="the reference venv (tests/torch/reference_venv.cmake)")
     args = parser.parse_args()
-    from hf_generate import import_transformers
-    transformers = import_transformers(args.venv or "")
-    if transformers is None:
+    from hf_generate import import_references
+    found = import_references(args.venv or "", "gguf", "rill")
+    if found is None:
         return SKIP
-    try:
-        import gguf
-        import rill
-    except ImportError as missing:
-        print(f"skipped: {missing}")
-        return SKIP
+    transformers, gguf, rill = found
     try:
         rill.Context(f'[runtime]\nbackend = "{args.backend}"\n').close()
     except rill.BackendUnavailableError as missing:
