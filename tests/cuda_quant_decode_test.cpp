@@ -79,12 +79,10 @@ size_t bit_differences(const std::vector<float>& a, const std::vector<float>& b)
 // from the high nibbles): a plausible layout mistake.
 void decode8_q4_k_swapped(const uint8_t* block, int e0, float* y) {
   const int j = e0 / 32;
-  int sc, m;
-  q::scale_min_k(j, block + 4, sc, m);
-  const float dl = q::f16_at(block) * static_cast<float>(sc), ml = q::f16_at(block + 2) * static_cast<float>(m);
+  const q::SubBlockK sub = q::sub_block_k(block, j);
   for (int i = 0; i < 8; ++i) {
     const int quant = (block[16 + 32 * (j / 2) + e0 % 32 + i] >> (4 - 4 * (j % 2))) & 0xF;
-    y[i] = dl * static_cast<float>(quant) - ml;
+    y[i] = sub.dl * static_cast<float>(quant) - sub.ml;
   }
 }
 
@@ -92,12 +90,10 @@ void decode8_q4_k_swapped(const uint8_t* block, int e0, float* y) {
 // contract it: the same bits, because the product is exact.
 void decode8_q4_k_fused(const uint8_t* block, int e0, float* y) {
   const int j = e0 / 32;
-  int sc, m;
-  q::scale_min_k(j, block + 4, sc, m);
-  const float dl = q::f16_at(block) * static_cast<float>(sc), ml = q::f16_at(block + 2) * static_cast<float>(m);
+  const q::SubBlockK sub = q::sub_block_k(block, j);
   for (int i = 0; i < 8; ++i) {
     const int quant = (block[16 + 32 * (j / 2) + e0 % 32 + i] >> (4 * (j % 2))) & 0xF;
-    y[i] = std::fma(dl, static_cast<float>(quant), -ml);
+    y[i] = std::fma(sub.dl, static_cast<float>(quant), -sub.ml);
   }
 }
 

@@ -16,6 +16,7 @@
 
 #include "rill.h"
 #include "rill.hpp"
+#include "safetensors_file.h"
 #include "test_helpers.h"
 
 using rill_test::expect_failure;
@@ -81,27 +82,19 @@ std::string write_folder(const char* name, int hidden = kHidden) {
       {"model.norm.weight", {hidden}},
       {"lm_head.weight", {kVocab, hidden}},
   };
-  std::string header = "{";
-  std::vector<float> data;
+  std::vector<rill_test::F32Tensor> checkpoint;
   uint32_t state = 12345;
   for (const auto& [tensor, shape] : tensors) {
     size_t count = 1;
     for (int64_t d : shape) count *= static_cast<size_t>(d);
-    const size_t begin = data.size() * sizeof(float);
-    for (size_t i = 0; i < count; ++i) {
+    std::vector<float> values(count);
+    for (float& v : values) {
       state = state * 1664525u + 1013904223u;
-      data.push_back(static_cast<float>(state >> 8) / 16777216.0f - 0.5f);
+      v = static_cast<float>(state >> 8) / 16777216.0f - 0.5f;
     }
-    header += std::string(header.size() > 1 ? "," : "") + "\"" + tensor + "\":{\"dtype\":\"F32\",\"shape\":[" +
-              std::to_string(shape[0]) + (shape.size() > 1 ? "," + std::to_string(shape[1]) : "") +
-              "],\"data_offsets\":[" + std::to_string(begin) + "," + std::to_string(data.size() * sizeof(float)) +
-              "]}";
+    checkpoint.push_back({tensor, shape, values});
   }
-  header += "}";
-  std::string bytes;
-  for (int i = 0; i < 8; ++i) bytes.push_back(static_cast<char>((header.size() >> (8 * i)) & 0xff));
-  bytes += header;
-  bytes.append(reinterpret_cast<const char*>(data.data()), data.size() * sizeof(float));
+  const std::string bytes = rill_test::f32_safetensors(checkpoint);
   write_text(folder + "/model.safetensors", bytes);
   return folder;
 }

@@ -20,6 +20,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include "quant_blocks.h"
+
 #ifdef __CUDACC__
 #define RILL_HD __host__ __device__ __forceinline__
 #else
@@ -58,15 +60,18 @@ RILL_HD float f16_at(const uint8_t* p) {
   return bits_to_f32(sign | (biased << 23) | ((mantissa & 0x3FFu) << 13));
 }
 
-/* Scale and min of sub-block j of a Q4_K / Q5_K block (quant_blocks.h's scale_min_k). */
-RILL_HD void scale_min_k(int j, const uint8_t* scales, int& sc, int& m) {
-  if (j < 4) {
-    sc = scales[j] & 63;
-    m = scales[j + 4] & 63;
-  } else {
-    sc = (scales[j + 4] & 0xF) | ((scales[j - 4] >> 6) << 4);
-    m = (scales[j + 4] >> 4) | ((scales[j] >> 6) << 4);
-  }
+/* The scale and offset of sub-block j of a Q4_K / Q5_K block: its elements
+   are dl * q - ml, each product in f32 as GGUF's reference computes it. The
+   6-bit scale and min come from runtime/quant's scale_min_k, constexpr so that
+   device code calls it too (--expt-relaxed-constexpr). */
+struct SubBlockK {
+  float dl, ml;
+};
+
+RILL_HD SubBlockK sub_block_k(const uint8_t* block, int j) {
+  uint8_t sc = 0, m = 0;
+  rill::quant::scale_min_k(j, block + 4, sc, m);
+  return {f16_at(block) * static_cast<float>(sc), f16_at(block + 2) * static_cast<float>(m)};
 }
 
 /* Q8_0: d (f16), 32 int8; x = q * d. */
@@ -85,33 +90,25 @@ RILL_HD void decode8_q4_0(const uint8_t* block, int e0, float* y) {
 }
 
 /* Q4_K: d, dmin (f16), 12 bytes of scales, 128 bytes of nibbles; sub-block
-   j = e / 32: x = (d * sc_j) * q - (dmin * m_j). */
-RILL_HD void decode8_q4_k(const uint8_t* block, int e0, float* y) {
+   j = e / 32: x = (d * sc_j) * q - (dmin * m_j). Q5_K: the same, with 32
+   bytes before the nibbles holding the fifth bit of element 32 j + l in bit j
+   of qh[l]. */
+template <bool kFifthBit>
+RILL_HD void decode8_k(const uint8_t* block, int e0, float* y) {
   const int j = e0 / 32, l0 = e0 % 32;
-  int sc, m;
-  scale_min_k(j, block + 4, sc, m);
-  const float dl = f16_at(block) * static_cast<float>(sc);
-  const float ml = f16_at(block + 2) * static_cast<float>(m);
-  const uint8_t* qs = block + 16 + 32 * (j / 2) + l0;
-  const int shift = 4 * (j % 2);
-  for (int i = 0; i < 8; ++i) y[i] = dl * static_cast<float>((qs[i] >> shift) & 0xF) - ml;
-}
-
-/* Q5_K: as Q4_K, with the fifth bit of element 32 j + l in bit j of qh[l]. */
-RILL_HD void decode8_q5_k(const uint8_t* block, int e0, float* y) {
-  const int j = e0 / 32, l0 = e0 % 32;
-  int sc, m;
-  scale_min_k(j, block + 4, sc, m);
-  const float dl = f16_at(block) * static_cast<float>(sc);
-  const float ml = f16_at(block + 2) * static_cast<float>(m);
+  const SubBlockK sub = sub_block_k(block, j);
   const uint8_t* qh = block + 16 + l0;
-  const uint8_t* qs = block + 48 + 32 * (j / 2) + l0;
+  const uint8_t* qs = block + (kFifthBit ? 48 : 16) + 32 * (j / 2) + l0;
   const int shift = 4 * (j % 2);
   for (int i = 0; i < 8; ++i) {
-    const int q = ((qs[i] >> shift) & 0xF) | (((qh[i] >> j) & 1) << 4);
-    y[i] = dl * static_cast<float>(q) - ml;
+    int q = (qs[i] >> shift) & 0xF;
+    if constexpr (kFifthBit) q |= ((qh[i] >> j) & 1) << 4;
+    y[i] = sub.dl * static_cast<float>(q) - sub.ml;
   }
 }
+
+RILL_HD void decode8_q4_k(const uint8_t* block, int e0, float* y) { decode8_k<false>(block, e0, y); }
+RILL_HD void decode8_q5_k(const uint8_t* block, int e0, float* y) { decode8_k<true>(block, e0, y); }
 
 /* Q6_K: 128 bytes of low nibbles, 64 of high bit pairs, 16 int8 scales, d
    (f16). Element e = 128 h + 32 s + l: x = (d * scale_{e/16}) * (q - 32). */

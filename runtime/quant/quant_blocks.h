@@ -58,8 +58,10 @@ static_assert(sizeof(BlockQ8_0) == 34 && sizeof(BlockQ4_0) == 18);
 static_assert(sizeof(BlockQ4_K) == 144 && sizeof(BlockQ5_K) == 176 && sizeof(BlockQ6_K) == 210);
 
 // Scale and min of sub-block j (0..7) of a Q4_K / Q5_K block. Static, so that
-// the CPU backend's ISA-specific translation units each keep their own copy.
-static inline void scale_min_k(int j, const uint8_t* scales, uint8_t& sc, uint8_t& m) {
+// the CPU backend's ISA-specific translation units each keep their own copy;
+// constexpr, so that the CUDA kernels call it from device code
+// (backends/cuda/cuda_quant_decode.h, built with --expt-relaxed-constexpr).
+static constexpr void scale_min_k(int j, const uint8_t* scales, uint8_t& sc, uint8_t& m) {
   if (j < 4) {
     sc = scales[j] & 63;
     m = scales[j + 4] & 63;

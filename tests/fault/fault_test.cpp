@@ -17,6 +17,7 @@
 
 #include "alloc_hook.h"
 #include "rill.h"
+#include "safetensors_file.h"
 #include "test_helpers.h"
 
 namespace {
@@ -108,28 +109,19 @@ const std::vector<WeightFile>& tiny_weights() {
 // Writes a safetensors file of the tiny model's weights, F32, value i of
 // tensor t being seed + 0.01 * (t * 16 + i) (so two seeds give two models).
 std::string write_tiny_checkpoint(const char* file, float seed) {
-  std::string header = "{";
-  std::vector<float> data;
+  std::vector<rill_test::F32Tensor> tensors;
   for (size_t t = 0; t < tiny_weights().size(); ++t) {
     const WeightFile& w = tiny_weights()[t];
-    const size_t count = w.shape.size() == 1 ? 4 : 16;
-    const size_t begin = data.size() * 4;
-    for (size_t i = 0; i < count; ++i) data.push_back(seed + 0.01f * static_cast<float>(t * 16 + i));
-    header += std::string(t ? "," : "") + "\"" + w.name + "\":{\"dtype\":\"F32\",\"shape\":" +
-              (count == 4 ? "[4]" : "[4,4]") + ",\"data_offsets\":[" + std::to_string(begin) + "," +
-              std::to_string(data.size() * 4) + "]}";
+    std::vector<float> values(w.shape.size() == 1 ? 4 : 16);
+    for (size_t i = 0; i < values.size(); ++i) values[i] = seed + 0.01f * static_cast<float>(t * 16 + i);
+    tensors.push_back({w.name, w.shape, values});
   }
-  header += "}";
+  const std::string bytes = rill_test::f32_safetensors(tensors);
   const char* dir = std::getenv("TMPDIR");
   const std::string path = std::string(dir != nullptr ? dir : "/tmp") + "/rill_fault_test_" + file;
   std::FILE* f = std::fopen(path.c_str(), "wb");
   REQUIRE(f != nullptr);
-  const uint64_t length = header.size();
-  unsigned char prefix[8];
-  for (int i = 0; i < 8; ++i) prefix[i] = static_cast<unsigned char>(length >> (8 * i));
-  REQUIRE(std::fwrite(prefix, 1, 8, f) == 8);
-  REQUIRE(std::fwrite(header.data(), 1, header.size(), f) == header.size());
-  REQUIRE(std::fwrite(data.data(), 4, data.size(), f) == data.size());
+  REQUIRE(std::fwrite(bytes.data(), 1, bytes.size(), f) == bytes.size());
   std::fclose(f);
   return path;
 }

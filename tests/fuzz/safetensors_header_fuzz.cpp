@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "../support/safetensors_file.h"
 #include "fuzz_support.h"
 #include "safetensors_model.h"
 
@@ -44,20 +45,18 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const uint64_t begin = in.byte() % 4 == 0 ? in.mutated(offset) : offset;
     const uint64_t end = in.byte() % 4 == 0 ? in.mutated(begin + count * element) : begin + count * element;
     offset = end;
-    header += (e > 0 ? ",\"" : "\"") + std::string(tensor.name) + "\":{\"dtype\":\"" + dtype + "\",\"shape\":" + shape +
-              ",\"data_offsets\":[" + std::to_string(begin) + "," + std::to_string(end) + "]}";
+    header += (e > 0 ? "," : "") + rill_test::safetensors_entry(tensor.name, dtype, shape, begin, end);
   }
   header += "}";
   header.append(in.byte() % 8, ' ');  // safetensors pads headers with spaces
   uint64_t length = header.size();
   if (in.byte() % 8 == 0) length = in.mutated(length);
-  std::string file;
-  for (int i = 0; i < 8; ++i) file.push_back(static_cast<char>((length >> (8 * i)) & 0xff));
-  file += header;
   // The data: what the offsets ask for, give or take, filled from the input.
   const uint64_t data_bytes = std::min<uint64_t>(in.byte() % 4 == 0 ? in.mutated(offset) : offset, 1 << 16);
   const std::string fill = in.rest();
-  for (uint64_t i = 0; i < data_bytes; ++i) file.push_back(fill.empty() ? '\0' : fill[i % fill.size()]);
+  std::string tensor_data;
+  for (uint64_t i = 0; i < data_bytes; ++i) tensor_data.push_back(fill.empty() ? '\0' : fill[i % fill.size()]);
+  const std::string file = rill_test::safetensors_bytes(header, tensor_data, length);
 
   const std::string path = rill_fuzz::write_scratch_file("model.safetensors", file.data(), file.size());
   const rill_model_desc desc = rill_fuzz::small_model_desc();

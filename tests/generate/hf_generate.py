@@ -1,6 +1,7 @@
 """What the generation tests share: transformers from the reference venv,
 ready for generate() on this machine; its greedy ids; and how a check reports."""
 import glob
+import importlib
 import os
 import sys
 
@@ -20,6 +21,20 @@ def import_transformers(venv):
     # the tests run is sharded.
     transformers.generation.utils.is_fsdp_managed_module = lambda module: False
     return transformers
+
+
+def import_references(venv, *names):
+    """[transformers (as import_transformers gives it), then each module named],
+    or None, printing why, when any of them cannot be imported: the caller then
+    reports the test skipped."""
+    transformers = import_transformers(venv)
+    if transformers is None:
+        return None
+    try:
+        return [transformers] + [importlib.import_module(name) for name in names]
+    except ImportError as missing:
+        print(f"skipped: {missing}")
+        return None
 
 
 def hf_greedy(model, ids, n):

@@ -36,7 +36,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, os.pardir, os.pardir, "bindings", "python"))
 sys.path.insert(0, os.path.join(HERE, os.pardir, "torch"))
 from rill import _library  # noqa: E402
-from hf_generate import check, expect, hf_greedy, import_transformers  # noqa: E402
+from hf_generate import check, expect, hf_greedy, import_references  # noqa: E402
 
 NEW_TOKENS = 40
 CORPUS = [
@@ -101,14 +101,10 @@ def main():
     parser.add_argument("--library", required=True, help="librill")
     parser.add_argument("--venv", required=True, help="the reference venv holding transformers and tokenizers")
     args = parser.parse_args()
-    transformers = import_transformers(args.venv)
-    if transformers is None:
+    found = import_references(args.venv, "tokenizers")
+    if found is None:
         return SKIP
-    try:
-        import tokenizers
-    except ImportError as missing:
-        print(f"skipped: {missing}")
-        return SKIP
+    transformers, tokenizers = found
     import lm_reference
     lib = _library.load_library(args.library)
     failures = []

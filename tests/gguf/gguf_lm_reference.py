@@ -49,7 +49,7 @@ except ImportError as missing:
     sys.exit(SKIP)
 
 from lm_reference import SIZES, TOKENS, randomize, reference_logits, rounded_copy, run_logits  # noqa: E402
-from tolerance import compare  # noqa: E402
+from tolerance import check, check_control  # noqa: E402
 
 # name: (config class, config keys beyond SIZES, GGUF architecture)
 CASES = {
@@ -185,10 +185,7 @@ def check_case(gguf, transformers, rill, workdir, name, seed):
             if code != 0:
                 failures.append(f"{storage} {label}: rill logits failed ({code}): {log.strip()}")
                 continue
-            result = compare(np.load(out), expected, storage, "lm")
-            print(f"  {name:12s} {storage:4s} {label:15s} {result} {'ok' if result.ok else 'FAIL'}")
-            if not result.ok:
-                failures.append(f"{storage} {label}: {result}")
+            check(failures, f"{name:12s} {storage:4s} {label:15s}", np.load(out), expected, storage, "lm")
     # The negative controls: the file as the converter would not write it.
     control = {"llama": ("q/k not permuted in the file", dict(permuted=False)),
                "gemma": ("norms stored as w, not 1 + w", dict(offset_norms=False)),
@@ -202,10 +199,8 @@ def check_case(gguf, transformers, rill, workdir, name, seed):
         if code != 0:
             failures.append(f"control ({label}): rill logits failed ({code}): {log.strip()}")
         else:
-            caught = compare(np.load(out), reference_logits(model, ids), "f32", "lm")
-            print(f"  {name:12s} control: {label}: {caught} {'FAIL (passed)' if caught.ok else 'caught'}")
-            if caught.ok:
-                failures.append(f"negative control passed: {label}: {caught}")
+            check_control(failures, f"{name:12s} control: {label}", np.load(out), reference_logits(model, ids), "f32",
+                          "lm")
     return failures
 
 
@@ -268,15 +263,11 @@ def main():
     parser.add_argument("--rill", required=True, help="the rill executable")
     parser.add_argument("--venv", help="the reference venv (tests/torch/reference_venv.cmake)")
     args = parser.parse_args()
-    from hf_generate import import_transformers  # transformers from the venv, generate() usable
-    transformers = import_transformers(args.venv or "")
-    if transformers is None:
+    from hf_generate import import_references  # transformers from the venv, generate() usable
+    found = import_references(args.venv or "", "gguf")
+    if found is None:
         return SKIP
-    try:
-        import gguf
-    except ImportError as missing:
-        print(f"skipped: {missing}")
-        return SKIP
+    transformers, gguf = found
     transformers.logging.set_verbosity_error()
     torch.set_num_threads(2)
     failed = []

@@ -64,7 +64,7 @@ except ImportError as missing:
 
 from gguf_lm_reference import gguf_name, make_model, write_gguf  # noqa: E402  (its paths too)
 from lm_reference import reference_logits  # noqa: E402
-from tolerance import PROFILES, compare  # noqa: E402
+from tolerance import PROFILES, check, check_control  # noqa: E402
 
 # Wider than lm_reference.SIZES: K-format rows are multiples of 256.
 WIDE = dict(hidden_size=256, intermediate_size=512)
@@ -188,15 +188,10 @@ def check_logits(args, rill, path, label, model, arch, fmt, quantizer, ids):
         return [f"{label}: rill_lm_load/logits failed: {e}"]
     failures = []
     for mode, got in (("prefill", prefill), ("prefill+decode", decode)):
-        result = compare(got, expected, "f32", "quant_lm")
-        print(f"  {label:28s} {mode:15s} {result} {'ok' if result.ok else 'FAIL'}")
-        if not result.ok:
-            failures.append(f"{label} {mode}: {result}")
+        check(failures, f"{label:28s} {mode:15s}", got, expected, "f32", "quant_lm")
     if fmt in ("q4_0", "q4_k", "q4_k_m"):
-        caught = compare(prefill, reference_logits(model, ids), "f32", "quant_lm")
-        print(f"  {label:28s} control: unquantized weights: {caught} {'FAIL (passed)' if caught.ok else 'caught'}")
-        if caught.ok:
-            failures.append(f"{label}: negative control passed: {caught}")
+        check_control(failures, f"{label:28s} control: unquantized weights", prefill, reference_logits(model, ids),
+                      "f32", "quant_lm")
     return failures
 
 
@@ -276,18 +271,14 @@ def check_weight_format(args, gguf, rill, transformers, quantizer, workdir, fmt,
         except rill.RillError as e:
             failures.append(f"{label}: {e}")
             continue
-        results = [("C API", compare(got, expected, "f32", "quant_lm"))]
+        check(failures, f"{label:28s} {'C API':15s}", got, expected, "f32", "quant_lm")
         out = os.path.join(workdir, f"weight_format_{fmt}_{source}.npy")
         proc = subprocess.run([args.rill, "logits", "--model", path, "--ids", " ".join(map(str, ids)), "--output",
                                out, "--backend", args.backend, "--weight-format", fmt], capture_output=True, text=True)
         if proc.returncode != 0:
             failures.append(f"{label}: rill logits failed ({proc.returncode}): {proc.stderr.strip()}")
         else:
-            results.append(("rill logits", compare(np.load(out), expected, "f32", "quant_lm")))
-        for how, result in results:
-            print(f"  {label:28s} {how:15s} {result} {'ok' if result.ok else 'FAIL'}")
-            if not result.ok:
-                failures.append(f"{label} {how}: {result}")
+            check(failures, f"{label:28s} {'rill logits':15s}", np.load(out), expected, "f32", "quant_lm")
     return failures
 
 
@@ -312,16 +303,11 @@ def main():
     parser.add_argument("--backend", default="cpu", help="the backend to run on")
     parser.add_argument("--venv", help="the reference venv (tests/torch/reference_venv.cmake)")
     args = parser.parse_args()
-    from hf_generate import import_transformers
-    transformers = import_transformers(args.venv or "")
-    if transformers is None:
+    from hf_generate import import_references
+    found = import_references(args.venv or "", "gguf", "rill")
+    if found is None:
         return SKIP
-    try:
-        import gguf
-        import rill
-    except ImportError as missing:
-        print(f"skipped: {missing}")
-        return SKIP
+    transformers, gguf, rill = found
     try:
         rill.Context(f'[runtime]\nbackend = "{args.backend}"\n').close()
     except rill.BackendUnavailableError as missing:

@@ -89,3 +89,19 @@ def compare(got, expected, dtype, profile):
     rms = np.sqrt(power / expected.size) if power > 0 else 1.0
     worst = float(np.abs(diff).max()) / rms
     return Comparison(nmse, worst, finite, PROFILES[profile][dtype])
+
+
+def check(failures, label, got, expected, dtype, profile):
+    """compare(), printed as one line that ends in ok or FAIL; a failure is appended to failures."""
+    result = compare(got, expected, dtype, profile)
+    print(f"  {label} {result} {'ok' if result.ok else 'FAIL'}")
+    if not result.ok:
+        failures.append(f"{' '.join(label.split())}: {result}")
+
+
+def check_control(failures, label, got, wrong_expected, dtype, profile):
+    """A negative control: got against a reference that is wrong on purpose must fail compare()."""
+    caught = compare(got, wrong_expected, dtype, profile)
+    print(f"  {label}: {caught} {'FAIL (passed)' if caught.ok else 'caught'}")
+    if caught.ok:
+        failures.append(f"negative control passed: {' '.join(label.split())}: {caught}")

@@ -19,7 +19,7 @@ inline const char* const kCpuConfig = "[runtime]\nbackend = \"cpu\"\n";
 
 // Checks that message holds every part. Parts are std::string so that a
 // missing one is printed as text: doctest prints a bare const char* as an address.
-inline void expect_message_has(const std::string& message, std::initializer_list<std::string> parts) {
+inline void expect_message_has(const std::string& message, const std::vector<std::string>& parts) {
   for (const std::string& part : parts) {
     CHECK_MESSAGE(message.find(part) != std::string::npos, "'", part, "' missing from: ", message);
   }
@@ -27,7 +27,7 @@ inline void expect_message_has(const std::string& message, std::initializer_list
 
 // Checks that the last call failed with status expected and that its message
 // (rill_last_error) holds every part.
-inline void expect_failure(rill_status got, rill_status expected, std::initializer_list<std::string> parts) {
+inline void expect_failure(rill_status got, rill_status expected, const std::vector<std::string>& parts) {
   CHECK_MESSAGE(got == expected, "got ", rill_status_string(got), ", expected ", rill_status_string(expected),
                 "; message: ", rill_last_error());
   expect_message_has(rill_last_error(), parts);
