@@ -65,6 +65,10 @@ struct DeviceCaps {
   bool storage_16bit = false;      /* storageBuffer16BitAccess */
   bool subgroup_arithmetic = false; /* subgroupAdd in compute shaders */
   uint32_t subgroup_size = 0;
+  /* Float controls usable for 16-bit floats alone: RoundingModeRTE and
+     DenormPreserve (the f16 shader variants' _rte and _rte_denorm twins). */
+  bool f16_round_to_nearest_even = false;
+  bool f16_denorm_preserve = false;
   bool cooperative_matrix = false; /* VK_KHR_cooperative_matrix reported (not used) */
   uint64_t device_local_bytes = 0;
   uint64_t max_allocation_bytes = 0; /* maxMemoryAllocationSize */
@@ -198,6 +202,9 @@ struct rill_backend_context {
   bool owns_device = true;
   rill_vk::DeviceCaps caps;
   bool use_subgroups = false;
+  /* Appended to a shader variant's name where that variant has a
+     float-controls twin: "_rte_denorm", "_rte" or "" (what the device supports). */
+  const char* float_controls_suffix = "";
   rill_vk::MemoryPool memory;
 
   VkCommandPool command_pool = VK_NULL_HANDLE;
