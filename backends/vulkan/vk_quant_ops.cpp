@@ -21,6 +21,9 @@ struct BlockGemmParams {
 static_assert(sizeof(BlockGemmParams) <= kPushConstantBytes, "push constants exceed the pipeline layout");
 
 constexpr uint32_t kGetRowsGroupSize = 256; /* local_size_x of get_rows.comp */
+/* WEIGHT_RUN of common/weights.glsl: the elements one invocation of
+   get_rows.comp dequantizes together (block tables) or copies (others). */
+uint64_t weight_run(rill_dtype dtype) { return rill_backend_dtype_is_block(dtype) ? 8 : 1; }
 
 uint64_t row_bytes(rill_dtype dtype, uint64_t cols) {
   return cols / rill_backend_block_elements(dtype) * rill_backend_block_bytes(dtype);
@@ -48,8 +51,8 @@ rill_status record_get_rows(rill_backend_context* ctx, const rill_backend_tensor
                        static_cast<uint32_t>(row_bytes(table->dtype, cols))};
   const std::string shader =
       std::string("get_rows_") + rill_backend_dtype_name(table->dtype) + "_" + dtype_suffix(out->dtype);
-  return record_dispatch(ctx, shader, ranges, &params, sizeof params, groups_for(count * cols, kGetRowsGroupSize),
-                         1);
+  return record_dispatch(ctx, shader, ranges, &params, sizeof params,
+                         groups_for(count * cols / weight_run(table->dtype), kGetRowsGroupSize), 1);
 }
 
 }  // namespace
