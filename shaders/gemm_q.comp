@@ -42,10 +42,16 @@ void main() {
       acc[r] = 0.0;
     }
     uint w_row = p.w_offset + col * p.w_row_bytes;
-    for (uint kk = lane; kk < p.k; kk += WORKGROUP_SIZE) {
-      float w = weight_at(w_row, kk);
+    // k is whole blocks, so whole runs: each invocation takes runs of
+    // WEIGHT_RUN elements, whose scales are read once.
+    for (uint first = lane * WEIGHT_RUN; first < p.k; first += WORKGROUP_SIZE * WEIGHT_RUN) {
+      float w[WEIGHT_RUN];
+      weight_run(w_row, first, w);
       for (uint r = 0; r < p.rows; ++r) {
-        acc[r] += TO_F32(a_data[p.a_offset + r * p.k + kk]) * w;
+        uint a_index = p.a_offset + r * p.k + first;
+        for (uint t = 0u; t < WEIGHT_RUN; ++t) {
+          acc[r] += TO_F32(a_data[a_index + t]) * w[t];
+        }
       }
     }
     // p.rows is uniform, so every invocation takes part in each reduction.

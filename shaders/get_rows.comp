@@ -3,7 +3,8 @@
 // Row gather: out[r, :] = table[ids[r], :] converted to out's dtype (a block
 // table dequantized by common/weights.glsl), or with has_ids = 0 row r itself:
 // the whole table dequantized, which the prefill GEMM on block weights uses.
-// One invocation per output element, looping over any count.
+// One invocation per run of WEIGHT_RUN output elements (common/weights.glsl;
+// 8 for block tables, 1 otherwise), looping over any count.
 #include "common/extensions.glsl"
 #include "common/dtype.glsl"
 #include "common/weights.glsl"
@@ -24,11 +25,17 @@ layout(push_constant) uniform Params {
 } p;
 
 void main() {
-  uint total = p.count * p.cols;
+  uint runs_per_row = p.cols / WEIGHT_RUN;
+  uint total = p.count * runs_per_row;
   uint stride = gl_NumWorkGroups.x * 256u;
   for (uint index = gl_GlobalInvocationID.x; index < total; index += stride) {
-    uint r = index / p.cols, c = index - r * p.cols;
+    uint r = index / runs_per_row, first = (index - r * runs_per_row) * WEIGHT_RUN;
     uint row = p.has_ids != 0u ? uint(ids[p.ids_offset + r]) : r;
-    out_data[p.out_offset + index] = FROM_F32(weight_at(p.table_offset + row * p.table_row_bytes, c));
+    float w[WEIGHT_RUN];
+    weight_run(p.table_offset + row * p.table_row_bytes, first, w);
+    uint out_index = p.out_offset + r * p.cols + first;
+    for (uint t = 0u; t < WEIGHT_RUN; ++t) {
+      out_data[out_index + t] = FROM_F32(w[t]);
+    }
   }
 }

@@ -271,9 +271,12 @@ DeviceCaps query_caps(VkPhysicalDevice physical) {
     VkPhysicalDeviceMaintenance3Properties maintenance3{};
     maintenance3.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_3_PROPERTIES;
     maintenance3.pNext = &subgroup;
+    VkPhysicalDeviceFloatControlsProperties float_controls{};
+    float_controls.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FLOAT_CONTROLS_PROPERTIES;
+    float_controls.pNext = &maintenance3;
     VkPhysicalDeviceDriverProperties driver_props{};
     driver_props.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES;
-    driver_props.pNext = &maintenance3;
+    driver_props.pNext = &float_controls;
     VkPhysicalDeviceProperties2 props2{};
     props2.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2;
     props2.pNext = &driver_props;
@@ -284,6 +287,13 @@ DeviceCaps query_caps(VkPhysicalDevice physical) {
     caps.subgroup_arithmetic = (subgroup.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) != 0 &&
                                (subgroup.supportedOperations & needed) == needed;
     driver = std::string(driver_props.driverName) + " " + driver_props.driverInfo;
+    /* The shaders set a mode for 16-bit floats only, which Vulkan allows
+       where each width's mode is independent of the others (ALL). */
+    caps.f16_round_to_nearest_even =
+        float_controls.shaderRoundingModeRTEFloat16 == VK_TRUE &&
+        float_controls.roundingModeIndependence == VK_SHADER_FLOAT_CONTROLS_INDEPENDENCE_ALL;
+    caps.f16_denorm_preserve = float_controls.shaderDenormPreserveFloat16 == VK_TRUE &&
+                               float_controls.denormBehaviorIndependence == VK_SHADER_FLOAT_CONTROLS_INDEPENDENCE_ALL;
 
     VkPhysicalDevice16BitStorageFeatures storage16{};
     storage16.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES;
@@ -316,10 +326,13 @@ DeviceCaps query_caps(VkPhysicalDevice physical) {
   char details[512];
   std::snprintf(details, sizeof details,
                 "%s, Vulkan %u.%u.%u, driver %s; 16-bit storage: %s; subgroup arithmetic: %s; "
-                "cooperative matrix: %s (not used by rill yet)%s",
+                "f16 rounding: %s; f16 denormals: %s; cooperative matrix: %s (not used by rill yet)%s",
                 device_type_name(props.deviceType), VK_API_VERSION_MAJOR(props.apiVersion),
                 VK_API_VERSION_MINOR(props.apiVersion), VK_API_VERSION_PATCH(props.apiVersion), driver.c_str(),
                 caps.storage_16bit ? "yes" : "no (f32 only)", caps.subgroup_arithmetic ? "yes" : "no",
+                caps.f16_round_to_nearest_even ? "nearest even (RoundingModeRTE)" : "the driver's (no RTE mode)",
+                caps.f16_round_to_nearest_even && caps.f16_denorm_preserve ? "preserved (DenormPreserve)"
+                                                                           : "the driver's (no DenormPreserve mode)",
                 caps.cooperative_matrix ? "yes" : "no",
                 props.apiVersion >= VK_API_VERSION_1_2 ? "" : "; unusable: rill needs Vulkan 1.2");
   caps.details = details;

@@ -65,6 +65,10 @@ struct DeviceCaps {
   bool storage_16bit = false;      /* storageBuffer16BitAccess */
   bool subgroup_arithmetic = false; /* subgroupAdd in compute shaders */
   uint32_t subgroup_size = 0;
+  /* Float controls usable for 16-bit floats alone: RoundingModeRTE and
+     DenormPreserve (the f16 shader variants' _rte and _rte_denorm twins). */
+  bool f16_round_to_nearest_even = false;
+  bool f16_denorm_preserve = false;
   bool cooperative_matrix = false; /* VK_KHR_cooperative_matrix reported (not used) */
   uint64_t device_local_bytes = 0;
   uint64_t max_allocation_bytes = 0; /* maxMemoryAllocationSize */
@@ -198,6 +202,9 @@ struct rill_backend_context {
   bool owns_device = true;
   rill_vk::DeviceCaps caps;
   bool use_subgroups = false;
+  /* Appended to a shader variant's name where that variant has a
+     float-controls twin: "_rte_denorm", "_rte" or "" (what the device supports). */
+  const char* float_controls_suffix = "";
   rill_vk::MemoryPool memory;
 
   VkCommandPool command_pool = VK_NULL_HANDLE;
@@ -339,6 +346,17 @@ rill_status check_gemm_n(uint64_t rows, uint64_t n);
 /* A gemm with at most this many rows streams the weights once (gemm_rows.comp,
    gemm_q.comp: their MAX_ROWS); more rows take the tiled gemm.comp. */
 constexpr int64_t kGemmRowsMax = 8;
+/* gemm's push constants: the Params block of gemm.comp and gemm_rows.comp,
+   and the start of gemm_q.comp's. */
+struct GemmParams {
+  uint32_t a_offset, w_offset, bias_offset, out_offset, rows, n, k, has_bias;
+  float alpha, beta;
+};
+/* Binds gemm's operands to bindings 0-3 (a, w, bias, out; w in its element
+   or block layout, all n rows), the placeholder to 4, and fills params. */
+rill_status bind_gemm_operands(rill_backend_context* ctx, const rill_backend_tensor* a, const rill_backend_tensor* w,
+                               const rill_backend_tensor* bias, float alpha, float beta, const rill_backend_tensor* out,
+                               BoundRange* ranges, GemmParams* params);
 /* gemm with w of a's element dtype (gemm_rows.comp or gemm.comp); the
    context and dtype already checked. */
 rill_status gemm_elements(rill_backend_context* ctx, const rill_backend_tensor* a, const rill_backend_tensor* w,
@@ -377,6 +395,9 @@ rill_status gemm_block_weights(rill_backend_context* ctx, const rill_backend_ten
                                const rill_backend_tensor* out);
 rill_status get_rows(rill_backend_context* ctx, const rill_backend_tensor* table, const int32_t* ids, uint64_t count,
                      const rill_backend_tensor* out);
+/* Binds the first rows of a weight table of any dtype for common/weights.glsl,
+   which reads 32-bit words and addresses bytes. */
+rill_status bind_weights(rill_backend_context* ctx, const rill_backend_tensor* t, uint64_t rows, BoundRange* out);
 
 /* ---- vk_pipeline_cache.cpp: [backend.vulkan] pipeline_cache --------- */
 

@@ -19,10 +19,6 @@ struct NormParams {
   uint32_t x_offset, out_offset, weight_offset, bias_offset, gain_offset, flags, rows, cols;
   float eps, residual_scale, update_scale;
 };
-struct GemmParams {
-  uint32_t a_offset, w_offset, bias_offset, out_offset, rows, n, k, has_bias;
-  float alpha, beta;
-};
 static_assert(sizeof(NormParams) <= kPushConstantBytes, "push constants exceed the pipeline layout");
 static_assert(sizeof(GemmParams) <= kPushConstantBytes, "push constants exceed the pipeline layout");
 
@@ -120,37 +116,48 @@ rill_status vk_gemm(rill_backend_context* ctx, const rill_backend_tensor* a, con
 
 }  // namespace
 
-rill_status gemm_elements(rill_backend_context* ctx, const rill_backend_tensor* a, const rill_backend_tensor* w,
-                          const rill_backend_tensor* bias, float alpha, float beta, const rill_backend_tensor* out) {
+rill_status bind_gemm_operands(rill_backend_context* ctx, const rill_backend_tensor* a, const rill_backend_tensor* w,
+                               const rill_backend_tensor* bias, float alpha, float beta, const rill_backend_tensor* out,
+                               BoundRange* ranges, GemmParams* params) {
   rill_status status = RILL_OK;
   const uint64_t k = last_dim(a);
-  uint64_t rows = tensor_numel(a) / k;
-  uint64_t n = static_cast<uint64_t>(w->shape[0]);
-  BoundRange ranges[kBindingCount];
+  const uint64_t rows = tensor_numel(a) / k;
+  const uint64_t n = static_cast<uint64_t>(w->shape[0]);
   ranges[4] = placeholder_range(ctx);
   if ((status = bind_tensor(ctx, a, false, &ranges[0])) != RILL_OK) return status;
-  if ((status = bind_tensor(ctx, w, false, &ranges[1])) != RILL_OK) return status;
+  status = rill_backend_dtype_is_block(w->dtype) ? bind_weights(ctx, w, n, &ranges[1])
+                                                 : bind_tensor(ctx, w, false, &ranges[1]);
+  if (status != RILL_OK) return status;
   if ((status = bind_tensor(ctx, bias, false, &ranges[2])) != RILL_OK) return status;
   if ((status = bind_tensor(ctx, out, true, &ranges[3])) != RILL_OK) return status;
-  GemmParams params{ranges[0].element_offset,
-                    ranges[1].element_offset,
-                    ranges[2].element_offset,
-                    ranges[3].element_offset,
-                    static_cast<uint32_t>(rows),
-                    static_cast<uint32_t>(n),
-                    static_cast<uint32_t>(k),
-                    bias != nullptr ? 1u : 0u,
-                    alpha,
-                    beta};
-  if (rows <= static_cast<uint64_t>(kGemmRowsMax)) {
+  *params = GemmParams{ranges[0].element_offset,
+                       ranges[1].element_offset,
+                       ranges[2].element_offset,
+                       ranges[3].element_offset,
+                       static_cast<uint32_t>(rows),
+                       static_cast<uint32_t>(n),
+                       static_cast<uint32_t>(k),
+                       bias != nullptr ? 1u : 0u,
+                       alpha,
+                       beta};
+  return RILL_OK;
+}
+
+rill_status gemm_elements(rill_backend_context* ctx, const rill_backend_tensor* a, const rill_backend_tensor* w,
+                          const rill_backend_tensor* bias, float alpha, float beta, const rill_backend_tensor* out) {
+  BoundRange ranges[kBindingCount];
+  GemmParams params{};
+  rill_status status = bind_gemm_operands(ctx, a, w, bias, alpha, beta, out, ranges, &params);
+  if (status != RILL_OK) return status;
+  if (params.rows <= static_cast<uint32_t>(kGemmRowsMax)) {
     /* Decode: stream each weight row once for all rows of a. */
     std::string shader = std::string("gemm_rows_") + dtype_suffix(a->dtype) + reduction_suffix(ctx);
-    return record_dispatch(ctx, shader, ranges, &params, sizeof params, groups_for(n, 1), 1);
+    return record_dispatch(ctx, shader, ranges, &params, sizeof params, groups_for(params.n, 1), 1);
   }
-  if ((status = check_gemm_n(rows, n)) != RILL_OK) return status;
-  const uint64_t column_tiles = (n + kGemmTile - 1) / kGemmTile;
+  if ((status = check_gemm_n(params.rows, params.n)) != RILL_OK) return status;
+  const uint64_t column_tiles = (uint64_t{params.n} + kGemmTile - 1) / kGemmTile;
   return record_dispatch(ctx, std::string("gemm_") + dtype_suffix(a->dtype), ranges, &params, sizeof params,
-                         static_cast<uint32_t>(column_tiles), groups_for(rows, kGemmTile));
+                         static_cast<uint32_t>(column_tiles), groups_for(params.rows, kGemmTile));
 }
 
 uint64_t tensor_numel(const rill_backend_tensor* t) {

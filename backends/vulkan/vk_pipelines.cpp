@@ -22,7 +22,9 @@ rill_status get_pipeline(rill_backend_context* ctx, const std::string& name, VkP
     *out_pipeline = found->second;
     return RILL_OK;
   }
-  const ShaderBinary* shader = find_shader(name);
+  /* The f16 variants have float-controls twins; the others run as they are. */
+  const ShaderBinary* shader = find_shader(name + ctx->float_controls_suffix);
+  if (shader == nullptr) shader = find_shader(name);
   if (shader == nullptr) return fail(RILL_ERROR_INTERNAL, "Vulkan: no embedded shader variant named " + name);
 
   VkShaderModuleCreateInfo module_info{};

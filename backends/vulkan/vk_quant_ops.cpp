@@ -15,32 +15,18 @@ struct GetRowsParams {
   uint32_t table_offset, out_offset, ids_offset, has_ids, count, cols, table_row_bytes;
 };
 struct BlockGemmParams {
-  uint32_t a_offset, w_offset, bias_offset, out_offset, rows, n, k, has_bias;
-  float alpha, beta;
+  GemmParams gemm;
   uint32_t w_row_bytes;
 };
 static_assert(sizeof(BlockGemmParams) <= kPushConstantBytes, "push constants exceed the pipeline layout");
 
 constexpr uint32_t kGetRowsGroupSize = 256; /* local_size_x of get_rows.comp */
+/* WEIGHT_RUN of common/weights.glsl: the elements one invocation of
+   get_rows.comp dequantizes together (block tables) or copies (others). */
+uint64_t weight_run(rill_dtype dtype) { return rill_backend_dtype_is_block(dtype) ? 8 : 1; }
 
 uint64_t row_bytes(rill_dtype dtype, uint64_t cols) {
   return cols / rill_backend_block_elements(dtype) * rill_backend_block_bytes(dtype);
-}
-
-/* Binds the first rows of a weight table for common/weights.glsl, which
-   reads 32-bit words and addresses bytes: the range starts and ends on a
-   4-byte boundary (device buffers are whole words long), and
-   element_offset is the table's first byte inside it. */
-rill_status bind_weights(rill_backend_context* ctx, const rill_backend_tensor* t, uint64_t rows, BoundRange* out) {
-  const uint64_t begin = t->offset / 4 * 4;
-  const uint64_t end = (t->offset + rows * row_bytes(t->dtype, static_cast<uint64_t>(t->shape[1])) + 3) / 4 * 4;
-  const rill_status status = bind_range(ctx, t->buffer, begin, end - begin, 1, false, out);
-  if (status != RILL_OK) return status;
-  const uint64_t below_word = out->bind_offset % 4; /* only where the offset alignment is under 4 */
-  out->bind_offset -= below_word;
-  out->bind_range += below_word;
-  out->element_offset += static_cast<uint32_t>(t->offset - begin + below_word);
-  return RILL_OK;
 }
 
 /* Records get_rows.comp: rows ids[0..count) of table (every row when ids is
@@ -65,11 +51,25 @@ rill_status record_get_rows(rill_backend_context* ctx, const rill_backend_tensor
                        static_cast<uint32_t>(row_bytes(table->dtype, cols))};
   const std::string shader =
       std::string("get_rows_") + rill_backend_dtype_name(table->dtype) + "_" + dtype_suffix(out->dtype);
-  return record_dispatch(ctx, shader, ranges, &params, sizeof params, groups_for(count * cols, kGetRowsGroupSize),
-                         1);
+  return record_dispatch(ctx, shader, ranges, &params, sizeof params,
+                         groups_for(count * cols / weight_run(table->dtype), kGetRowsGroupSize), 1);
 }
 
 }  // namespace
+
+/* The range starts and ends on a 4-byte boundary (device buffers are whole
+   words long), and element_offset is the table's first byte inside it. */
+rill_status bind_weights(rill_backend_context* ctx, const rill_backend_tensor* t, uint64_t rows, BoundRange* out) {
+  const uint64_t begin = t->offset / 4 * 4;
+  const uint64_t end = (t->offset + rows * row_bytes(t->dtype, static_cast<uint64_t>(t->shape[1])) + 3) / 4 * 4;
+  const rill_status status = bind_range(ctx, t->buffer, begin, end - begin, 1, false, out);
+  if (status != RILL_OK) return status;
+  const uint64_t below_word = out->bind_offset % 4; /* only where the offset alignment is under 4 */
+  out->bind_offset -= below_word;
+  out->bind_range += below_word;
+  out->element_offset += static_cast<uint32_t>(t->offset - begin + below_word);
+  return RILL_OK;
+}
 
 rill_status gemm_block_weights(rill_backend_context* ctx, const rill_backend_tensor* a, const rill_backend_tensor* w,
                                const rill_backend_tensor* bias, float alpha, float beta,
@@ -94,22 +94,11 @@ rill_status gemm_block_weights(rill_backend_context* ctx, const rill_backend_ten
     return status;
   }
   BoundRange ranges[kBindingCount];
-  ranges[4] = placeholder_range(ctx);
-  if ((status = bind_tensor(ctx, a, false, &ranges[0])) != RILL_OK) return status;
-  if ((status = bind_weights(ctx, w, n, &ranges[1])) != RILL_OK) return status;
-  if ((status = bind_tensor(ctx, bias, false, &ranges[2])) != RILL_OK) return status;
-  if ((status = bind_tensor(ctx, out, true, &ranges[3])) != RILL_OK) return status;
-  BlockGemmParams params{ranges[0].element_offset,
-                         ranges[1].element_offset,
-                         ranges[2].element_offset,
-                         ranges[3].element_offset,
-                         static_cast<uint32_t>(rows),
-                         static_cast<uint32_t>(n),
-                         static_cast<uint32_t>(k),
-                         bias != nullptr ? 1u : 0u,
-                         alpha,
-                         beta,
-                         static_cast<uint32_t>(row_bytes(w->dtype, k))};
+  BlockGemmParams params{};
+  if ((status = bind_gemm_operands(ctx, a, w, bias, alpha, beta, out, ranges, &params.gemm)) != RILL_OK) {
+    return status;
+  }
+  params.w_row_bytes = static_cast<uint32_t>(row_bytes(w->dtype, k));
   const std::string shader = std::string("gemm_q_") + rill_backend_dtype_name(w->dtype) + "_" +
                              dtype_suffix(a->dtype) + reduction_suffix(ctx);
   return record_dispatch(ctx, shader, ranges, &params, sizeof params, groups_for(n, 1), 1);

@@ -6,6 +6,12 @@
 // stores. bf16 has no storage type of its own here, so it is kept as uint16_t
 // and converted with bit operations: widening is a shift, narrowing rounds to
 // nearest even like the CPU backend. Include common/extensions.glsl first.
+//
+// Without float controls, how an f32 -> f16 conversion rounds and whether f16
+// denormals survive is the driver's choice. The f16 variants are also built
+// with -DF16_ROUND_TO_NEAREST_EVEN (SPIR-V RoundingModeRTE for 16-bit floats)
+// and with it -DF16_DENORM_PRESERVE (DenormPreserve); the plugin runs those
+// where the device supports the modes (vk_device.cpp).
 #ifndef RILL_DTYPE_GLSL
 #define RILL_DTYPE_GLSL
 
@@ -17,6 +23,15 @@
 #define STORAGE_T float16_t
 #define TO_F32(v) float(v)
 #define FROM_F32(f) float16_t(f)
+// SPIR-V numbers (SPV_KHR_float_controls, core in SPIR-V 1.4): execution
+// modes RoundingModeRTE 4462 and DenormPreserve 4459 with their capabilities
+// 4467 and 4464; the operand is the float width they govern.
+#if defined(F16_ROUND_TO_NEAREST_EVEN)
+spirv_execution_mode(capabilities = [4467], 4462, 16);
+#endif
+#if defined(F16_DENORM_PRESERVE)
+spirv_execution_mode(capabilities = [4464], 4459, 16);
+#endif
 #elif defined(DTYPE_BF16)
 #define STORAGE_T uint16_t
 #define TO_F32(v) uintBitsToFloat(uint(v) << 16)

@@ -132,6 +132,41 @@ def test_residual_add(ctx, rng, dtype):
     close(residual.read_f32(), 0.5 * stored(r, dtype) + 2.0 * stored(g, dtype) * stored(u, dtype), dtype)
 
 
+def f16_rounding_promises(ctx):
+    """(rounds to nearest even, keeps denormals) for f16 results on ctx's
+    device. The CPU and CUDA backends do both; a Vulkan device only where it
+    has the float-controls modes, which its description in `rill info` names."""
+    if ctx.backend_name != "vulkan":
+        return True, True
+    report = rill.info_report()
+    device = report[report.index(ctx.device_name):].splitlines()
+    details = next(line for line in device if "details:" in line)
+    return "(RoundingModeRTE)" in details, "(DenormPreserve)" in details
+
+
+@pytest.mark.parametrize("denormal", [False, True], ids=["normal", "denormal"])
+def test_f16_sums_halfway_between_neighbours_round_to_even(ctx, denormal):
+    # residual + update / 2 is exact in f32 and lies exactly halfway between
+    # an f16 number and the next: the normal f16 numbers up to 65440 (or the
+    # denormals and zero) as the lower neighbour, both signs. Nearest even goes up from
+    # an odd lower neighbour and down from an even one; truncation and
+    # rounding half away from zero each miss half of them.
+    bits = np.arange(0x0000, 0x0400) if denormal else np.arange(0x0400, 0x7BFE)
+    lower = bits.astype(np.uint16).view(np.float16)
+    gap = (bits + 1).astype(np.uint16).view(np.float16) - lower  # one f16 ulp, itself an f16
+    residual, update = np.concatenate([lower, -lower]), np.concatenate([gap, -gap])
+    exact = residual.astype(np.float32) + np.float32(0.5) * update.astype(np.float32)
+    expected = exact.astype(np.float16)
+    assert np.count_nonzero(expected != residual) == residual.size // 2  # half round up: the cases discriminate
+
+    rounds_even, keeps_denormals = f16_rounding_promises(ctx)
+    if not rounds_even or (denormal and not keeps_denormals):
+        pytest.skip("{} leaves f16 rounding or denormals to the driver".format(ctx.device_name))
+    tensor = ctx.tensor(residual)
+    ctx.residual_add(tensor, ctx.tensor(update), update_scale=0.5)
+    np.testing.assert_array_equal(tensor.read().view(np.uint16), expected.view(np.uint16))
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_rms_norm(ctx, rng, dtype):
     x, w = rng.standard_normal((5, 96)), rng.uniform(0.5, 1.5, 96)
