@@ -24,6 +24,8 @@ namespace {
 using rill_test::expect_failure;
 
 const std::string kFortune = RILL_FORTUNE_MODEL;
+// A one-layer llama with its tokenizer, written by PyPI's gguf (a fuzz seed).
+const std::string kGgufLlama = RILL_GGUF_LLAMA;
 
 std::string fake_config(const char* backend) {
   return std::string("[runtime]\nbackend = \"") + backend + "\"\nplugin_dir = '" + RILL_FAKE_PLUGIN_DIR + "'\n";
@@ -336,10 +338,32 @@ TEST_CASE("device faults: a failed tensor write is a status; the tensor and cont
   rill_tensor_destroy(t);
 }
 
-// rill_lm_load and rill_tokenizer_load are not walked yet: toml++ reports an
-// allocation failing inside its parser as a syntax error (RILL_ERROR_CONFIG),
-// and a later allocation failure in the load still ends the process
-// (docs/RELIABILITY.md).
+TEST_CASE("host allocation failures: language model and tokenizer loads") {
+  rill_test::ScopedContext context;
+  for (const std::string& path : {kFortune, kGgufLlama}) {
+    rill_lm* lm = nullptr;
+    walk_host(("rill_lm_load (" + path.substr(path.rfind('/') + 1) + ")").c_str(),
+              [&] { return rill_lm_load(context.ctx, path.c_str(), nullptr, &lm); }, [&] { CHECK(lm == nullptr); },
+              [&] { rill_lm_destroy(lm), lm = nullptr; });
+    rill_lm_info info{};
+    info.struct_size = sizeof info;
+    REQUIRE(rill_lm_get_info(lm, &info) == RILL_OK);
+    CHECK(info.num_layers >= 1);
+    rill_lm_destroy(lm);
+  }
+  // tokenizer.json with tokenizer_config.json. Not yet a GGUF file's
+  // tokenizer: tok::gguf_vocab builds its tokenizer.json with nlohmann::json
+  // initializer lists, whose temporaries allocate in their noexcept
+  // destructors (docs/RELIABILITY.md).
+  rill_tokenizer* tokenizer = nullptr;
+  walk_host("rill_tokenizer_load (fortune)", [&] { return rill_tokenizer_load(kFortune.c_str(), &tokenizer); },
+            [&] { CHECK(tokenizer == nullptr); }, [&] { rill_tokenizer_destroy(tokenizer), tokenizer = nullptr; });
+  int32_t vocab = 0;
+  CHECK(rill_tokenizer_vocab_size(tokenizer, &vocab) == RILL_OK);
+  CHECK(vocab == 1024);
+  rill_tokenizer_destroy(tokenizer);
+}
+
 TEST_CASE("host allocation failures: sessions") {
   rill_test::ScopedContext context;
   rill_lm* lm = nullptr;
