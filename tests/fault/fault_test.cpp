@@ -7,6 +7,7 @@
 // Loads must be all-or-nothing: checked against what the model computed, or
 // which weight it missed, before the failing call.
 #include <dlfcn.h>
+#include <sys/stat.h>
 #include <doctest/doctest.h>
 
 #include <cstdio>
@@ -107,6 +108,19 @@ const std::vector<WeightFile>& tiny_weights() {
   return weights;
 }
 
+// A path for this test's files in TMPDIR (or /tmp).
+std::string scratch_path(const std::string& name) {
+  const char* dir = std::getenv("TMPDIR");
+  return std::string(dir != nullptr ? dir : "/tmp") + "/rill_fault_test_" + name;
+}
+
+void write_text_file(const std::string& path, const std::string& text) {
+  std::FILE* f = std::fopen(path.c_str(), "wb");
+  REQUIRE(f != nullptr);
+  REQUIRE(std::fwrite(text.data(), 1, text.size(), f) == text.size());
+  std::fclose(f);
+}
+
 // Writes a safetensors file of the tiny model's weights, F32, value i of
 // tensor t being seed + 0.01 * (t * 16 + i) (so two seeds give two models).
 std::string write_tiny_checkpoint(const char* file, float seed) {
@@ -122,8 +136,7 @@ std::string write_tiny_checkpoint(const char* file, float seed) {
               std::to_string(data.size() * 4) + "]}";
   }
   header += "}";
-  const char* dir = std::getenv("TMPDIR");
-  const std::string path = std::string(dir != nullptr ? dir : "/tmp") + "/rill_fault_test_" + file;
+  const std::string path = scratch_path(file);
   std::FILE* f = std::fopen(path.c_str(), "wb");
   REQUIRE(f != nullptr);
   const uint64_t length = header.size();
@@ -134,6 +147,34 @@ std::string write_tiny_checkpoint(const char* file, float seed) {
   REQUIRE(std::fwrite(data.data(), 4, data.size(), f) == data.size());
   std::fclose(f);
   return path;
+}
+
+// Writes a folder holding a byte-level BPE tokenizer.json of six tokens and a
+// tokenizer_config.json that adds two tokens and a BOS; returns its path.
+std::string write_tiny_tokenizer() {
+  const std::string folder = scratch_path("tokenizer");
+  mkdir(folder.c_str(), 0700);
+  write_text_file(folder + "/tokenizer.json", R"({
+  "version": "1.0", "truncation": null, "padding": null,
+  "added_tokens": [{"id": 0, "content": "<s>", "single_word": false, "lstrip": false, "rstrip": false,
+                    "normalized": false, "special": true}],
+  "normalizer": {"type": "NFC"},
+  "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": true, "use_regex": true},
+  "post_processor": null,
+  "decoder": {"type": "ByteLevel", "add_prefix_space": true, "trim_offsets": true, "use_regex": true},
+  "model": {"type": "BPE", "dropout": null, "unk_token": null, "fuse_unk": false, "byte_fallback": false,
+            "vocab": {"<s>": 0, "a": 1, "b": 2, "ab": 3, "\u0120": 4, "\u0120ab": 5},
+            "merges": ["a b", "\u0120 ab"]}
+})");
+  write_text_file(folder + "/tokenizer_config.json", R"({
+  "add_bos_token": true,
+  "added_tokens_decoder": {
+    "6": {"content": "</s>", "lstrip": false, "normalized": false, "rstrip": false, "single_word": false, "special": true},
+    "7": {"content": "<pad>", "lstrip": false, "normalized": false, "rstrip": false, "single_word": false, "special": true}
+  },
+  "bos_token": "<s>"
+})");
+  return folder;
 }
 
 // A tiny model on a context of config.
@@ -351,16 +392,18 @@ TEST_CASE("host allocation failures: language model and tokenizer loads") {
     CHECK(info.num_layers >= 1);
     rill_lm_destroy(lm);
   }
-  // tokenizer.json with tokenizer_config.json. Not yet a GGUF file's
+  // tokenizer.json with tokenizer_config.json (a small one: the walk loads it
+  // once per allocation it makes). Not yet a GGUF file's
   // tokenizer: tok::gguf_vocab builds its tokenizer.json with nlohmann::json
   // initializer lists, whose temporaries allocate in their noexcept
   // destructors (docs/RELIABILITY.md).
   rill_tokenizer* tokenizer = nullptr;
-  walk_host("rill_tokenizer_load (fortune)", [&] { return rill_tokenizer_load(kFortune.c_str(), &tokenizer); },
+  const std::string folder = write_tiny_tokenizer();
+  walk_host("rill_tokenizer_load (tokenizer.json)", [&] { return rill_tokenizer_load(folder.c_str(), &tokenizer); },
             [&] { CHECK(tokenizer == nullptr); }, [&] { rill_tokenizer_destroy(tokenizer), tokenizer = nullptr; });
   int32_t vocab = 0;
   CHECK(rill_tokenizer_vocab_size(tokenizer, &vocab) == RILL_OK);
-  CHECK(vocab == 1024);
+  CHECK(vocab == 8);  // the vocabulary's 6, and two added tokens of tokenizer_config.json
   rill_tokenizer_destroy(tokenizer);
 }
 
