@@ -55,7 +55,8 @@ WalkResult walk_host(const char* what, const std::function<rill_status()>& call,
     const bool hit = rill_fault::allocation_failed();
     rill_fault::fail_allocation(0);
     if (!hit) {
-      REQUIRE_MESSAGE(status == RILL_OK, what, ": ", rill_last_error());
+      const std::string error = std::string(what) + ": " + rill_last_error();
+      REQUIRE_MESSAGE(status == RILL_OK, error);
       result.succeeded_at = n;
       const std::string summary = std::string(what) + ": " + std::to_string(result.failed_calls) + " of " +
                                   std::to_string(n - 1) + " allocation failures failed the call";
@@ -435,6 +436,80 @@ TEST_CASE("host allocation failures: sessions") {
   REQUIRE_MESSAGE(rill_session_step(session, 1, nullptr, nullptr, &generated, nullptr) == RILL_OK, rill_last_error());
   CHECK(generated == 1);
   rill_session_destroy(session);
+  rill_tokenizer_destroy(tokenizer);
+  rill_lm_destroy(lm);
+}
+
+// The conversation's ids.
+std::vector<int32_t> session_ids(const rill_session* session) {
+  size_t count = 0;
+  rill_session_get_ids(session, nullptr, 0, &count);  // the count, also when it refuses the capacity 0
+  std::vector<int32_t> ids(count);
+  REQUIRE(rill_session_get_ids(session, ids.data(), ids.size(), &count) == RILL_OK);
+  return ids;
+}
+
+// Every session call with allocation N failing, N = 1, 2, ...: a failed call
+// leaves the conversation's ids as they were, and the session then generates
+// exactly what a session that never failed generates (so its cache, sampler
+// state and text are as they were too). The sampler draws at temperature 1,
+// so a random draw taken by a failed call would change the later tokens.
+TEST_CASE("host allocation failures: session calls leave the session as it was") {
+  rill_test::ScopedContext context;
+  rill_lm* lm = nullptr;
+  REQUIRE_MESSAGE(rill_lm_load(context.ctx, kFortune.c_str(), nullptr, &lm) == RILL_OK, rill_last_error());
+  rill_tokenizer* tokenizer = nullptr;
+  REQUIRE_MESSAGE(rill_tokenizer_load(kFortune.c_str(), &tokenizer) == RILL_OK, rill_last_error());
+  rill_session_options options;
+  rill_session_options_init(&options, lm);
+  options.capacity = 64;
+  options.sampler.temperature = 1.0f;
+  options.sampler.top_k = 0;
+  options.sampler.seed = 7;
+  const char* prompt = "The fortune says";
+  const char* stop = "zzz";
+  const int32_t eos[2] = {1, 2};
+  rill_sampler_params sampler;
+  rill_sampler_params_init(&sampler);
+  sampler.seed = 11;
+  // The calls, in order, on the walked session and on the reference.
+  struct Call {
+    const char* name;
+    std::function<rill_status(rill_session*)> run;
+  };
+  const std::vector<Call> calls = {
+      {"rill_session_set_tokenizer", [&](rill_session* s) { return rill_session_set_tokenizer(s, tokenizer); }},
+      {"rill_session_add_stop_string", [&](rill_session* s) { return rill_session_add_stop_string(s, stop, 3); }},
+      {"rill_session_set_eos_ids", [&](rill_session* s) { return rill_session_set_eos_ids(s, eos, 2); }},
+      {"rill_session_append_text",
+       [&](rill_session* s) { return rill_session_append_text(s, prompt, std::strlen(prompt), 1); }},
+      {"rill_session_step (prefill)", [](rill_session* s) { return rill_session_step(s, 1, nullptr, nullptr, nullptr, nullptr); }},
+      {"rill_session_step (decode)", [](rill_session* s) { return rill_session_step(s, 1, nullptr, nullptr, nullptr, nullptr); }},
+      {"rill_session_rewind", [](rill_session* s) { return rill_session_rewind(s, 3); }},
+      {"rill_session_set_sampler", [&](rill_session* s) { return rill_session_set_sampler(s, &sampler); }},
+      {"rill_session_set_text",
+       [&](rill_session* s) { return rill_session_set_text(s, prompt, std::strlen(prompt), 1); }},
+      {"rill_session_step (after set_text)", [](rill_session* s) { return rill_session_step(s, 1, nullptr, nullptr, nullptr, nullptr); }},
+      {"rill_session_clear_stop_strings", [](rill_session* s) { return rill_session_clear_stop_strings(s); }},
+  };
+  rill_session* reference = nullptr;
+  REQUIRE(rill_session_create(lm, &options, &reference) == RILL_OK);
+  rill_session* session = nullptr;
+  REQUIRE(rill_session_create(lm, &options, &session) == RILL_OK);
+  for (const Call& call : calls) {
+    REQUIRE_MESSAGE(call.run(reference) == RILL_OK, call.name, ": ", rill_last_error());
+    std::vector<int32_t> before;
+    walk_host(call.name, [&] { return call.run(session); }, [&] { CHECK(session_ids(session) == before); },
+              [&] { FAIL_CHECK(call.name, " succeeded while an allocation failed: the walk cannot undo it"); },
+              [&] { before = session_ids(session); });
+    CHECK(session_ids(session) == session_ids(reference));
+  }
+  for (rill_session* s : {reference, session}) {
+    REQUIRE_MESSAGE(rill_session_step(s, 4, nullptr, nullptr, nullptr, nullptr) == RILL_OK, rill_last_error());
+  }
+  CHECK(session_ids(session) == session_ids(reference));
+  rill_session_destroy(session);
+  rill_session_destroy(reference);
   rill_tokenizer_destroy(tokenizer);
   rill_lm_destroy(lm);
 }
