@@ -52,20 +52,24 @@ rill_status session_append(const char* function, rill_session& session, const in
 
 rill_status session_set(const char* function, rill_session& session, const int32_t* ids, size_t count) {
   RILL_CHECK(check_ids(function, session, ids, count, 0));
+  // What can fail comes first, so that a failure changes nothing.
+  session.tokens.reserve(count);
+  RILL_CHECK(session.text.restart());
   const size_t cached = static_cast<size_t>(session.cached);
   size_t shared = 0;
   while (shared < cached && shared < count && session.tokens[shared] == ids[shared]) ++shared;
   RILL_CHECK(shorten_cache(session, static_cast<int32_t>(shared)));
   session.tokens.assign(ids, ids + count);
   session.generated = 0;
-  return session.text.restart();
+  return RILL_OK;
 }
 
 rill_status session_rewind(rill_session& session, int32_t length) {
+  RILL_CHECK(session.text.restart());  // first: the only part that can fail
   RILL_CHECK(shorten_cache(session, length));
   session.tokens.resize(static_cast<size_t>(length));
   session.generated = 0;
-  return session.text.restart();
+  return RILL_OK;
 }
 
 rill_status session_step(rill_session& session, int32_t max_forwards, TokenSink& sink, int32_t& generated,
@@ -96,18 +100,26 @@ rill_status session_step(rill_session& session, int32_t max_forwards, TokenSink&
     if (!problem.empty()) return fail(RILL_ERROR_BACKEND, "rill_session_step: the model's " + problem);
     distribution(session.sampler, session.logits.data(), session.logits.size(), session.tokens.data(),
                  session.tokens.size(), probabilities);
+    session.tokens.reserve(session.tokens.size() + 1);  // before the draw: a failure then draws nothing
+    const Random before_draw = session.random;
     const int32_t token = draw(probabilities, session.random);
     session.tokens.push_back(token);
-    ++generated;
-    ++session.generated;
     if (std::find(session.eos_ids.begin(), session.eos_ids.end(), token) != session.eos_ids.end()) {
       reason = RILL_STOP_EOS;
-    } else if (session.max_new_tokens > 0 && session.generated >= session.max_new_tokens) {
+    } else if (session.max_new_tokens > 0 && session.generated + 1 >= session.max_new_tokens) {
       reason = RILL_STOP_MAX_NEW_TOKENS;
     }
     const bool full = static_cast<int32_t>(session.tokens.size()) >= session.capacity;
     rill_stop_reason asked = RILL_STOP_NONE;
-    RILL_CHECK(sink.token(token, reason != RILL_STOP_NONE || full, asked));
+    const rill_status sunk =
+        guarded("rill_session_step", [&] { return sink.token(token, reason != RILL_STOP_NONE || full, asked); });
+    if (sunk != RILL_OK) {  // the token is taken back, as if never drawn
+      session.tokens.pop_back();
+      session.random = before_draw;
+      return sunk;
+    }
+    ++generated;
+    ++session.generated;
     if (reason == RILL_STOP_NONE) reason = asked;
     if (reason != RILL_STOP_NONE) break;
   }

@@ -26,11 +26,13 @@ rill_status read_text(Write&& write, std::string& out) {
 }  // namespace
 
 rill_status SessionText::restart() {
-  stops.flush();
-  if (detokenizer == nullptr) return RILL_OK;
-  std::string dropped;
-  return read_text([&](char* b, size_t n, size_t* len) { return rill_detokenizer_flush(detokenizer, b, n, len); },
-                   dropped);
+  if (detokenizer != nullptr) {
+    std::string dropped;
+    RILL_CHECK(read_text(
+        [&](char* b, size_t n, size_t* len) { return rill_detokenizer_flush(detokenizer, b, n, len); }, dropped));
+  }
+  stops.flush();  // after what can fail
+  return RILL_OK;
 }
 
 rill_status SessionText::push(int32_t token, bool last, std::string& out, bool& matched) {

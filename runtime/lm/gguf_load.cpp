@@ -17,6 +17,7 @@
 #include "errors.h"
 #include "gguf_reader.h"
 #include "gguf_types.h"
+#include "io/json_release.h"
 #include "lm.h"
 #include "model.h"
 #include "quant.h"
@@ -148,10 +149,11 @@ int64_t token_id(const gguf::Contents& c, const char* key) {
   return id;
 }
 
-// The architecture's metadata as a config.json object.
-json config_json(const gguf::Contents& c, const std::string& arch, const Architecture& a) {
+// The architecture's metadata as the text of a config.json object.
+std::string config_json(const gguf::Contents& c, const std::string& arch, const Architecture& a) {
   ArchKeys k(c, arch);
   json config = json::object();
+  const io::JsonRelease release(config);  // also when a key is refused part-way
   config["model_type"] = a.model_type;
   const int64_t hidden = k.integer("embedding_length", -1);
   const int64_t heads = k.integer("attention.head_count", -1);
@@ -209,7 +211,7 @@ json config_json(const gguf::Contents& c, const std::string& arch, const Archite
     if (quant::is_block(dtype)) dtype = RILL_DTYPE_F32;
     config["torch_dtype"] = dtype == RILL_DTYPE_F16 ? "float16" : dtype == RILL_DTYPE_BF16 ? "bfloat16" : "float32";
   }
-  return config;
+  return config.dump();
 }
 
 // GGUF's tensor names (after "blk.{i}.", and global) and Hugging Face's.
@@ -345,7 +347,7 @@ rill_status load_gguf(const char* fn, rill_context& ctx, const std::string& path
     }
     HfConfig config;
     RILL_CHECK(hf_config_from_json(fn, path + " (its " + arch + " metadata as config.json)",
-                                   config_json(contents, arch, found->second).dump(), config));
+                                   config_json(contents, arch, found->second), config));
     if (options.override_dtype == 0 && !config.torch_dtype_problem.empty()) {
       return fail(RILL_ERROR_UNSUPPORTED, where + config.torch_dtype_problem);
     }

@@ -819,6 +819,9 @@ rill_status config_from_object(const std::string& f, const json& object, const s
   toml::table root;
   root.insert("model", std::move(m.model));
   std::ostringstream text;
+  // A stream swallows an exception its output throws and only sets badbit:
+  // running out of memory would leave truncated TOML, then refused as a syntax error.
+  text.exceptions(std::ios::badbit);
   text << root;
   const std::string described = source + " (as the [model] table)";
   const rill_status status = rill_model_desc_from_toml(text.str().c_str(), described.c_str(), &config.desc);

@@ -171,8 +171,11 @@ RILL_API rill_status rill_lm_logits(rill_lm* lm, rill_kv_cache* cache, int32_t b
                      std::to_string(batch));
     }
     const std::vector<int32_t> lengths = cache != nullptr ? cache->lengths : std::vector<int32_t>{};
-    const rill_status status =
-        rill::lm::logits(fn, *lm, cache, batch, tokens, ids, last_only != 0, logits, logits_count);
+    // Guarded here too, so that an exception after the forward (out of memory
+    // in the LM head) also comes back here, where the lengths it grew are restored.
+    const rill_status status = rill::guarded(fn, [&] {
+      return rill::lm::logits(fn, *lm, cache, batch, tokens, ids, last_only != 0, logits, logits_count);
+    });
     if (status != RILL_OK && cache != nullptr) cache->lengths = lengths;  // the forward may have succeeded
     return status;
   });

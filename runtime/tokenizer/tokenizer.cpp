@@ -6,6 +6,7 @@
 
 #include "errors.h"
 #include "gguf_reader.h"
+#include "io/json_release.h"
 #include "io/text_file.h"
 #include "platform.h"
 #include "tokenizer/gguf_vocab.h"
@@ -45,7 +46,8 @@ tok::AddedToken read_added_token(const Json& value, const JsonAt& at, int32_t id
 }  // namespace
 
 void Tokenizer::load_json(const std::string& file, const std::string& text) {
-  const Json root = parse_json(file, text);
+  Json root = parse_json(file, text);
+  const io::JsonRelease release(root);
   const JsonAt at{&file, ""};
   tok::expect_object(root, at);
   if (const Json* truncation = tok::optional(root, "truncation")) {
@@ -90,7 +92,8 @@ void Tokenizer::load_json(const std::string& file, const std::string& text) {
 // (added_tokens_decoder), and, where tokenizer.json has no post-processor,
 // add_bos_token / add_eos_token as transformers applies them.
 void Tokenizer::apply_tokenizer_config(const std::string& file, const std::string& text) {
-  const Json root = parse_json(file, text);
+  Json root = parse_json(file, text);
+  const io::JsonRelease release(root);
   const JsonAt at{&file, ""};
   tok::expect_object(root, at);
   if (const Json* decoder = tok::optional(root, "added_tokens_decoder")) {

@@ -7,6 +7,7 @@
 // Loads must be all-or-nothing: checked against what the model computed, or
 // which weight it missed, before the failing call.
 #include <dlfcn.h>
+#include <sys/stat.h>
 #include <doctest/doctest.h>
 
 #include <cstdio>
@@ -25,6 +26,8 @@ namespace {
 using rill_test::expect_failure;
 
 const std::string kFortune = RILL_FORTUNE_MODEL;
+// A one-layer llama with its tokenizer, written by PyPI's gguf (a fuzz seed).
+const std::string kGgufLlama = RILL_GGUF_LLAMA;
 
 std::string fake_config(const char* backend) {
   return std::string("[runtime]\nbackend = \"") + backend + "\"\nplugin_dir = '" + RILL_FAKE_PLUGIN_DIR + "'\n";
@@ -53,7 +56,8 @@ WalkResult walk_host(const char* what, const std::function<rill_status()>& call,
     const bool hit = rill_fault::allocation_failed();
     rill_fault::fail_allocation(0);
     if (!hit) {
-      REQUIRE_MESSAGE(status == RILL_OK, what, ": ", rill_last_error());
+      const std::string error = std::string(what) + ": " + rill_last_error();
+      REQUIRE_MESSAGE(status == RILL_OK, error);
       result.succeeded_at = n;
       const std::string summary = std::string(what) + ": " + std::to_string(result.failed_calls) + " of " +
                                   std::to_string(n - 1) + " allocation failures failed the call";
@@ -106,6 +110,19 @@ const std::vector<WeightFile>& tiny_weights() {
   return weights;
 }
 
+// A path for this test's files in TMPDIR (or /tmp).
+std::string scratch_path(const std::string& name) {
+  const char* dir = std::getenv("TMPDIR");
+  return std::string(dir != nullptr ? dir : "/tmp") + "/rill_fault_test_" + name;
+}
+
+void write_text_file(const std::string& path, const std::string& text) {
+  std::FILE* f = std::fopen(path.c_str(), "wb");
+  REQUIRE(f != nullptr);
+  REQUIRE(std::fwrite(text.data(), 1, text.size(), f) == text.size());
+  std::fclose(f);
+}
+
 // Writes a safetensors file of the tiny model's weights, F32, value i of
 // tensor t being seed + 0.01 * (t * 16 + i) (so two seeds give two models).
 std::string write_tiny_checkpoint(const char* file, float seed) {
@@ -117,13 +134,40 @@ std::string write_tiny_checkpoint(const char* file, float seed) {
     tensors.push_back({w.name, w.shape, values});
   }
   const std::string bytes = rill_test::f32_safetensors(tensors);
-  const char* dir = std::getenv("TMPDIR");
-  const std::string path = std::string(dir != nullptr ? dir : "/tmp") + "/rill_fault_test_" + file;
+  const std::string path = scratch_path(file);
   std::FILE* f = std::fopen(path.c_str(), "wb");
   REQUIRE(f != nullptr);
   REQUIRE(std::fwrite(bytes.data(), 1, bytes.size(), f) == bytes.size());
   std::fclose(f);
   return path;
+}
+
+// Writes a folder holding a byte-level BPE tokenizer.json of six tokens and a
+// tokenizer_config.json that adds two tokens and a BOS; returns its path.
+std::string write_tiny_tokenizer() {
+  const std::string folder = scratch_path("tokenizer");
+  mkdir(folder.c_str(), 0700);
+  write_text_file(folder + "/tokenizer.json", R"({
+  "version": "1.0", "truncation": null, "padding": null,
+  "added_tokens": [{"id": 0, "content": "<s>", "single_word": false, "lstrip": false, "rstrip": false,
+                    "normalized": false, "special": true}],
+  "normalizer": {"type": "NFC"},
+  "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": true, "use_regex": true},
+  "post_processor": null,
+  "decoder": {"type": "ByteLevel", "add_prefix_space": true, "trim_offsets": true, "use_regex": true},
+  "model": {"type": "BPE", "dropout": null, "unk_token": null, "fuse_unk": false, "byte_fallback": false,
+            "vocab": {"<s>": 0, "a": 1, "b": 2, "ab": 3, "\u0120": 4, "\u0120ab": 5},
+            "merges": ["a b", "\u0120 ab"]}
+})");
+  write_text_file(folder + "/tokenizer_config.json", R"({
+  "add_bos_token": true,
+  "added_tokens_decoder": {
+    "6": {"content": "</s>", "lstrip": false, "normalized": false, "rstrip": false, "single_word": false, "special": true},
+    "7": {"content": "<pad>", "lstrip": false, "normalized": false, "rstrip": false, "single_word": false, "special": true}
+  },
+  "bos_token": "<s>"
+})");
+  return folder;
 }
 
 // A tiny model on a context of config.
@@ -328,10 +372,34 @@ TEST_CASE("device faults: a failed tensor write is a status; the tensor and cont
   rill_tensor_destroy(t);
 }
 
-// rill_lm_load and rill_tokenizer_load are not walked yet: toml++ reports an
-// allocation failing inside its parser as a syntax error (RILL_ERROR_CONFIG),
-// and a later allocation failure in the load still ends the process
-// (docs/RELIABILITY.md).
+TEST_CASE("host allocation failures: language model and tokenizer loads") {
+  rill_test::ScopedContext context;
+  for (const std::string& path : {kFortune, kGgufLlama}) {
+    rill_lm* lm = nullptr;
+    walk_host(("rill_lm_load (" + path.substr(path.rfind('/') + 1) + ")").c_str(),
+              [&] { return rill_lm_load(context.ctx, path.c_str(), nullptr, &lm); }, [&] { CHECK(lm == nullptr); },
+              [&] { rill_lm_destroy(lm), lm = nullptr; });
+    rill_lm_info info{};
+    info.struct_size = sizeof info;
+    REQUIRE(rill_lm_get_info(lm, &info) == RILL_OK);
+    CHECK(info.num_layers >= 1);
+    rill_lm_destroy(lm);
+  }
+  // tokenizer.json with tokenizer_config.json (a small one: the walk loads it
+  // once per allocation it makes). Not yet a GGUF file's
+  // tokenizer: tok::gguf_vocab builds its tokenizer.json with nlohmann::json
+  // initializer lists, whose temporaries allocate in their noexcept
+  // destructors (docs/RELIABILITY.md).
+  rill_tokenizer* tokenizer = nullptr;
+  const std::string folder = write_tiny_tokenizer();
+  walk_host("rill_tokenizer_load (tokenizer.json)", [&] { return rill_tokenizer_load(folder.c_str(), &tokenizer); },
+            [&] { CHECK(tokenizer == nullptr); }, [&] { rill_tokenizer_destroy(tokenizer), tokenizer = nullptr; });
+  int32_t vocab = 0;
+  CHECK(rill_tokenizer_vocab_size(tokenizer, &vocab) == RILL_OK);
+  CHECK(vocab == 8);  // the vocabulary's 6, and two added tokens of tokenizer_config.json
+  rill_tokenizer_destroy(tokenizer);
+}
+
 TEST_CASE("host allocation failures: sessions") {
   rill_test::ScopedContext context;
   rill_lm* lm = nullptr;
@@ -360,6 +428,80 @@ TEST_CASE("host allocation failures: sessions") {
   REQUIRE_MESSAGE(rill_session_step(session, 1, nullptr, nullptr, &generated, nullptr) == RILL_OK, rill_last_error());
   CHECK(generated == 1);
   rill_session_destroy(session);
+  rill_tokenizer_destroy(tokenizer);
+  rill_lm_destroy(lm);
+}
+
+// The conversation's ids.
+std::vector<int32_t> session_ids(const rill_session* session) {
+  size_t count = 0;
+  rill_session_get_ids(session, nullptr, 0, &count);  // the count, also when it refuses the capacity 0
+  std::vector<int32_t> ids(count);
+  REQUIRE(rill_session_get_ids(session, ids.data(), ids.size(), &count) == RILL_OK);
+  return ids;
+}
+
+// Every session call with allocation N failing, N = 1, 2, ...: a failed call
+// leaves the conversation's ids as they were, and the session then generates
+// exactly what a session that never failed generates (so its cache, sampler
+// state and text are as they were too). The sampler draws at temperature 1,
+// so a random draw taken by a failed call would change the later tokens.
+TEST_CASE("host allocation failures: session calls leave the session as it was") {
+  rill_test::ScopedContext context;
+  rill_lm* lm = nullptr;
+  REQUIRE_MESSAGE(rill_lm_load(context.ctx, kFortune.c_str(), nullptr, &lm) == RILL_OK, rill_last_error());
+  rill_tokenizer* tokenizer = nullptr;
+  REQUIRE_MESSAGE(rill_tokenizer_load(kFortune.c_str(), &tokenizer) == RILL_OK, rill_last_error());
+  rill_session_options options;
+  rill_session_options_init(&options, lm);
+  options.capacity = 64;
+  options.sampler.temperature = 1.0f;
+  options.sampler.top_k = 0;
+  options.sampler.seed = 7;
+  const char* prompt = "The fortune says";
+  const char* stop = "zzz";
+  const int32_t eos[2] = {1, 2};
+  rill_sampler_params sampler;
+  rill_sampler_params_init(&sampler);
+  sampler.seed = 11;
+  // The calls, in order, on the walked session and on the reference.
+  struct Call {
+    const char* name;
+    std::function<rill_status(rill_session*)> run;
+  };
+  const std::vector<Call> calls = {
+      {"rill_session_set_tokenizer", [&](rill_session* s) { return rill_session_set_tokenizer(s, tokenizer); }},
+      {"rill_session_add_stop_string", [&](rill_session* s) { return rill_session_add_stop_string(s, stop, 3); }},
+      {"rill_session_set_eos_ids", [&](rill_session* s) { return rill_session_set_eos_ids(s, eos, 2); }},
+      {"rill_session_append_text",
+       [&](rill_session* s) { return rill_session_append_text(s, prompt, std::strlen(prompt), 1); }},
+      {"rill_session_step (prefill)", [](rill_session* s) { return rill_session_step(s, 1, nullptr, nullptr, nullptr, nullptr); }},
+      {"rill_session_step (decode)", [](rill_session* s) { return rill_session_step(s, 1, nullptr, nullptr, nullptr, nullptr); }},
+      {"rill_session_rewind", [](rill_session* s) { return rill_session_rewind(s, 3); }},
+      {"rill_session_set_sampler", [&](rill_session* s) { return rill_session_set_sampler(s, &sampler); }},
+      {"rill_session_set_text",
+       [&](rill_session* s) { return rill_session_set_text(s, prompt, std::strlen(prompt), 1); }},
+      {"rill_session_step (after set_text)", [](rill_session* s) { return rill_session_step(s, 1, nullptr, nullptr, nullptr, nullptr); }},
+      {"rill_session_clear_stop_strings", [](rill_session* s) { return rill_session_clear_stop_strings(s); }},
+  };
+  rill_session* reference = nullptr;
+  REQUIRE(rill_session_create(lm, &options, &reference) == RILL_OK);
+  rill_session* session = nullptr;
+  REQUIRE(rill_session_create(lm, &options, &session) == RILL_OK);
+  for (const Call& call : calls) {
+    REQUIRE_MESSAGE(call.run(reference) == RILL_OK, call.name, ": ", rill_last_error());
+    std::vector<int32_t> before;
+    walk_host(call.name, [&] { return call.run(session); }, [&] { CHECK(session_ids(session) == before); },
+              [&] { FAIL_CHECK(call.name, " succeeded while an allocation failed: the walk cannot undo it"); },
+              [&] { before = session_ids(session); });
+    CHECK(session_ids(session) == session_ids(reference));
+  }
+  for (rill_session* s : {reference, session}) {
+    REQUIRE_MESSAGE(rill_session_step(s, 4, nullptr, nullptr, nullptr, nullptr) == RILL_OK, rill_last_error());
+  }
+  CHECK(session_ids(session) == session_ids(reference));
+  rill_session_destroy(session);
+  rill_session_destroy(reference);
   rill_tokenizer_destroy(tokenizer);
   rill_lm_destroy(lm);
 }
