@@ -12,7 +12,7 @@ packages=(
   python3 python3-numpy python3-pytest python3-setuptools python3-pip python3-torch  # Python binding, references
   python3-venv python3-packaging                                       # the tests' transformers venv
   mono-mcs mono-runtime                                                # C# binding
-  clang-14 libfuzzer-14-dev                                            # fuzz targets, ThreadSanitizer build
+  clang-14 libfuzzer-14-dev libclang-rt-14-dev                         # fuzz targets, sanitizer builds
   g++-mingw-w64-x86-64 wine64 xvfb xauth                              # Windows cross-build, its tests under Wine
   ninja-build                                                          # the Python wheel's CMake build (scikit-build-core)
 )
