@@ -47,26 +47,18 @@ namespace {
 
 constexpr int kVocab = 8, kHidden = 4;
 
-void write_text(const std::string& path, const std::string& text) {
-  std::FILE* f = std::fopen(path.c_str(), "wb");
-  REQUIRE(f != nullptr);
-  REQUIRE(std::fwrite(text.data(), 1, text.size(), f) == text.size());
-  std::fclose(f);
-}
-
 // A one-layer Llama (hidden 4 unless given, one head, vocab 8) with weights
 // from a fixed pseudo-random sequence, as a Hugging Face folder.
 std::string write_folder(const char* name, int hidden = kHidden) {
-  const char* tmp = std::getenv("TMPDIR");
-  const std::string folder = std::string(tmp != nullptr ? tmp : "/tmp") + "/rill_lm_api_test_" + name;
+  const std::string folder = rill_test::scratch_path("rill_lm_api_test_", name);
   ::mkdir(folder.c_str(), 0755);
-  write_text(folder + "/config.json",
+  rill_test::write_text_file(folder + "/config.json",
              R"({"model_type": "llama", "architectures": ["LlamaForCausalLM"], "vocab_size": 8, "hidden_size": )" +
                  std::to_string(hidden) + R"(, "intermediate_size": )" + std::to_string(hidden) +
                  R"(, "num_hidden_layers": 1, "num_attention_heads": 1,
                  "max_position_embeddings": 32, "rms_norm_eps": 1e-5, "bos_token_id": 1, "eos_token_id": 3,
                  "tie_word_embeddings": false, "torch_dtype": "float32"})");
-  write_text(folder + "/generation_config.json",
+  rill_test::write_text_file(folder + "/generation_config.json",
              R"({"eos_token_id": [2, 5], "do_sample": true, "temperature": 0.7, "top_k": 20})");
   const std::vector<std::pair<std::string, std::vector<int64_t>>> tensors = {
       {"model.embed_tokens.weight", {kVocab, hidden}},
@@ -95,7 +87,7 @@ std::string write_folder(const char* name, int hidden = kHidden) {
     checkpoint.push_back({tensor, shape, values});
   }
   const std::string bytes = rill_test::f32_safetensors(checkpoint);
-  write_text(folder + "/model.safetensors", bytes);
+  rill_test::write_text_file(folder + "/model.safetensors", bytes);
   return folder;
 }
 

@@ -18,10 +18,7 @@ namespace {
 
 using rill_test::expect_failure;
 
-std::string temp_path(const char* name) {
-  const char* dir = std::getenv("TMPDIR");
-  return std::string(dir != nullptr ? dir : "/tmp") + "/rill_safetensors_test_" + name;
-}
+std::string temp_path(const char* name) { return rill_test::scratch_path("rill_safetensors_test_", name); }
 
 // Writes the header and the data as a safetensors file, less its last truncate bytes.
 std::string write_file(const char* name, const std::string& header, const std::vector<unsigned char>& data,
@@ -29,10 +26,7 @@ std::string write_file(const char* name, const std::string& header, const std::v
   std::string bytes = rill_test::safetensors_bytes(header, std::string(data.begin(), data.end()));
   bytes.resize(bytes.size() - truncate);
   const std::string path = temp_path(name);
-  std::FILE* f = std::fopen(path.c_str(), "wb");
-  REQUIRE(f != nullptr);
-  REQUIRE(std::fwrite(bytes.data(), 1, bytes.size(), f) == bytes.size());
-  std::fclose(f);
+  rill_test::write_text_file(path, bytes);
   return path;
 }
 

@@ -111,17 +111,7 @@ const std::vector<WeightFile>& tiny_weights() {
 }
 
 // A path for this test's files in TMPDIR (or /tmp).
-std::string scratch_path(const std::string& name) {
-  const char* dir = std::getenv("TMPDIR");
-  return std::string(dir != nullptr ? dir : "/tmp") + "/rill_fault_test_" + name;
-}
-
-void write_text_file(const std::string& path, const std::string& text) {
-  std::FILE* f = std::fopen(path.c_str(), "wb");
-  REQUIRE(f != nullptr);
-  REQUIRE(std::fwrite(text.data(), 1, text.size(), f) == text.size());
-  std::fclose(f);
-}
+std::string scratch_path(const std::string& name) { return rill_test::scratch_path("rill_fault_test_", name); }
 
 // Writes a safetensors file of the tiny model's weights, F32, value i of
 // tensor t being seed + 0.01 * (t * 16 + i) (so two seeds give two models).
@@ -135,10 +125,7 @@ std::string write_tiny_checkpoint(const char* file, float seed) {
   }
   const std::string bytes = rill_test::f32_safetensors(tensors);
   const std::string path = scratch_path(file);
-  std::FILE* f = std::fopen(path.c_str(), "wb");
-  REQUIRE(f != nullptr);
-  REQUIRE(std::fwrite(bytes.data(), 1, bytes.size(), f) == bytes.size());
-  std::fclose(f);
+  rill_test::write_text_file(path, bytes);
   return path;
 }
 
@@ -147,7 +134,7 @@ std::string write_tiny_checkpoint(const char* file, float seed) {
 std::string write_tiny_tokenizer() {
   const std::string folder = scratch_path("tokenizer");
   mkdir(folder.c_str(), 0700);
-  write_text_file(folder + "/tokenizer.json", R"({
+  rill_test::write_text_file(folder + "/tokenizer.json", R"({
   "version": "1.0", "truncation": null, "padding": null,
   "added_tokens": [{"id": 0, "content": "<s>", "single_word": false, "lstrip": false, "rstrip": false,
                     "normalized": false, "special": true}],
@@ -159,7 +146,7 @@ std::string write_tiny_tokenizer() {
             "vocab": {"<s>": 0, "a": 1, "b": 2, "ab": 3, "\u0120": 4, "\u0120ab": 5},
             "merges": ["a b", "\u0120 ab"]}
 })");
-  write_text_file(folder + "/tokenizer_config.json", R"({
+  rill_test::write_text_file(folder + "/tokenizer_config.json", R"({
   "add_bos_token": true,
   "added_tokens_decoder": {
     "6": {"content": "</s>", "lstrip": false, "normalized": false, "rstrip": false, "single_word": false, "special": true},

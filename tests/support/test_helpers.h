@@ -6,6 +6,7 @@
 #include <doctest/doctest.h>
 
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <initializer_list>
 #include <string>
@@ -85,6 +86,20 @@ inline void unset_env(const char* name) {
 #else
   REQUIRE(unsetenv(name) == 0);
 #endif
+}
+
+// A scratch file's path: TMPDIR (or /tmp), then the test's prefix and the name.
+inline std::string scratch_path(const std::string& prefix, const std::string& name) {
+  const char* dir = std::getenv("TMPDIR");
+  return std::string(dir != nullptr ? dir : "/tmp") + "/" + prefix + name;
+}
+
+// Writes text (or any bytes) as the whole content of the file at path.
+inline void write_text_file(const std::string& path, const std::string& text) {
+  std::FILE* f = std::fopen(path.c_str(), "wb");
+  REQUIRE(f != nullptr);
+  REQUIRE(std::fwrite(text.data(), 1, text.size(), f) == text.size());
+  std::fclose(f);
 }
 
 }  // namespace rill_test
