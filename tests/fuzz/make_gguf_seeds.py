@@ -2,9 +2,12 @@
 """Writes the seed corpora of the GGUF fuzz targets (tests/fuzz/corpus/gguf and
 corpus/gguf_header). The gguf seeds are real GGUF files written by PyPI's gguf
 package (GGUFWriter, as llama.cpp's converters use it), kept small: a one-layer
-llama of width 8 in f32 and in f16 with a gpt2-style tokenizer, a v2 file, a
-file with general.alignment 64, metadata of every value type and a Q8_0
-tensor, and a tokenizer-only file. The gguf_header seeds are
+llama of width 8 in f32 and in f16 with a gpt2-style tokenizer, the same
+llama with a SentencePiece vocabulary (tokenizer.ggml.model "llama": scores,
+byte, unknown, control and user-defined pieces), a llama of width 32 whose
+matrices and embedding are Q8_0 blocks, a v2 file, a file with
+general.alignment 64, metadata of every value type and a Q8_0 tensor, and a
+tokenizer-only file. The gguf_header seeds are
 inputs of the structure-aware target (gguf_header_fuzz.cpp): bytes of 1 choose
 the expected value at every choice, so one_tensor and llama make well-formed
 files (PyPI's gguf reads them; rill loads llama as a model) and
@@ -26,22 +29,22 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 WIDTH, FF, VOCAB, HEADS = 8, 16, 16, 2
 
 
-def llama_tensors(rng):
+def llama_tensors(rng, width=WIDTH, ff=FF):
     """One-layer llama, names and shapes as convert_hf_to_gguf.py writes them (numpy order)."""
-    shapes = {"token_embd.weight": (VOCAB, WIDTH), "output_norm.weight": (WIDTH,),
-              "output.weight": (VOCAB, WIDTH), "blk.0.attn_norm.weight": (WIDTH,),
-              "blk.0.attn_q.weight": (WIDTH, WIDTH), "blk.0.attn_k.weight": (WIDTH, WIDTH),
-              "blk.0.attn_v.weight": (WIDTH, WIDTH), "blk.0.attn_output.weight": (WIDTH, WIDTH),
-              "blk.0.ffn_norm.weight": (WIDTH,), "blk.0.ffn_gate.weight": (FF, WIDTH),
-              "blk.0.ffn_up.weight": (FF, WIDTH), "blk.0.ffn_down.weight": (WIDTH, FF)}
+    shapes = {"token_embd.weight": (VOCAB, width), "output_norm.weight": (width,),
+              "output.weight": (VOCAB, width), "blk.0.attn_norm.weight": (width,),
+              "blk.0.attn_q.weight": (width, width), "blk.0.attn_k.weight": (width, width),
+              "blk.0.attn_v.weight": (width, width), "blk.0.attn_output.weight": (width, width),
+              "blk.0.ffn_norm.weight": (width,), "blk.0.ffn_gate.weight": (ff, width),
+              "blk.0.ffn_up.weight": (ff, width), "blk.0.ffn_down.weight": (width, ff)}
     return {name: rng.standard_normal(shape).astype(np.float32) for name, shape in shapes.items()}
 
 
-def add_llama_metadata(w):
+def add_llama_metadata(w, width=WIDTH, ff=FF):
     w.add_block_count(1)
     w.add_context_length(32)
-    w.add_embedding_length(WIDTH)
-    w.add_feed_forward_length(FF)
+    w.add_embedding_length(width)
+    w.add_feed_forward_length(ff)
     w.add_head_count(HEADS)
     w.add_head_count_kv(HEADS)
     w.add_rope_freq_base(10000.0)
@@ -62,6 +65,24 @@ def add_tokenizer(w):
     w.add_add_bos_token(True)
 
 
+def add_sentencepiece_tokenizer(w):
+    """A SentencePiece vocabulary of VOCAB pieces as llama.cpp's converter writes
+    Llama 2's: unknown, control, byte and user-defined pieces, merges implied by
+    the scores."""
+    pieces = ["<unk>", "<s>", "</s>", "<0x0A>", "<0x20>", "\u2581", "a", "b", "c", "d", "\u2581a", "ab", "cd",
+              "\u2581ab", "abcd", "<mask>"]
+    t = gguf.TokenType
+    types = [t.UNKNOWN, t.CONTROL, t.CONTROL, t.BYTE, t.BYTE] + [t.NORMAL] * 10 + [t.USER_DEFINED]
+    scores = [0.0] * 5 + [-1.0 - i for i in range(10)] + [0.0]
+    w.add_tokenizer_model("llama")
+    w.add_token_list(pieces)
+    w.add_token_scores(scores)
+    w.add_token_types(types)
+    w.add_unk_token_id(0)
+    w.add_add_space_prefix(True)
+    w.add_add_bos_token(True)
+
+
 def write(path, arch="llama", version=None, alignment=None, fill=None):
     w = gguf.GGUFWriter(path, arch)
     if alignment is not None:
@@ -79,14 +100,22 @@ def write(path, arch="llama", version=None, alignment=None, fill=None):
             f.write(struct.pack("<I", version))
 
 
-def llama(storage, tokenizer=True):
+def llama(storage, tokenizer=add_tokenizer):
+    """storage: how the matrices are kept, "f32", "f16" or "q8_0" (then the
+    width is 32, one Q8_0 block per row); tokenizer: None or what adds it."""
+    width = 32 if storage == "q8_0" else WIDTH
+    ff = 32 if storage == "q8_0" else FF
+
     def fill(w):
-        add_llama_metadata(w)
-        if tokenizer:
-            add_tokenizer(w)
-        for name, data in llama_tensors(np.random.default_rng(0)).items():
+        add_llama_metadata(w, width, ff)
+        if tokenizer is not None:
+            tokenizer(w)
+        for name, data in llama_tensors(np.random.default_rng(0), width, ff).items():
             if storage == "f16" and data.ndim == 2:
                 w.add_tensor(name, data.astype(np.float16))
+            elif storage == "q8_0" and data.ndim == 2:
+                q8 = gguf.GGMLQuantizationType.Q8_0
+                w.add_tensor(name, gguf.quants.quantize(data, q8), raw_dtype=q8)
             else:
                 w.add_tensor(name, data)
     return fill
@@ -126,7 +155,9 @@ def main():
     os.makedirs(seeds, exist_ok=True)
     write(os.path.join(seeds, "llama_f32.gguf"), fill=llama("f32"))
     write(os.path.join(seeds, "llama_f16.gguf"), fill=llama("f16"))
-    write(os.path.join(seeds, "llama_v2_no_tokenizer.gguf"), version=2, fill=llama("f32", tokenizer=False))
+    write(os.path.join(seeds, "llama_v2_no_tokenizer.gguf"), version=2, fill=llama("f32", tokenizer=None))
+    write(os.path.join(seeds, "llama_sentencepiece.gguf"), fill=llama("f32", tokenizer=add_sentencepiece_tokenizer))
+    write(os.path.join(seeds, "llama_q8_0.gguf"), fill=llama("q8_0"))
     write(os.path.join(seeds, "values_align64.gguf"), arch="test", alignment=64, fill=every_value_type)
     write(os.path.join(seeds, "tokenizer_only.gguf"), fill=tokenizer_only)
 
