@@ -233,6 +233,31 @@ TEST_CASE("rill_lm_load: a backend without block formats refuses a block weight_
 }
 #endif
 
+#if defined(RILL_FAKE_PLUGIN_DIR) && defined(RILL_GGUF_SEEDS)
+TEST_CASE("rill_lm_load: a backend without block formats refuses a Q8_0 GGUF file by backend and dtype") {
+  // A one-layer llama of width 32 whose matrices and embedding are Q8_0
+  // blocks, written by PyPI's gguf (a fuzz seed, tests/fuzz/make_gguf_seeds.py).
+  const std::string q8_0 = std::string(RILL_GGUF_SEEDS) + "/llama_q8_0.gguf";
+  const std::string f32 = std::string(RILL_GGUF_SEEDS) + "/llama_f32.gguf";
+  for (const char* backend : {"fakecaps", "fakehost"}) {
+    rill_test::ScopedContext c(std::string("[runtime]\nbackend = \"") + backend + "\"\nplugin_dir = \"" +
+                               RILL_FAKE_PLUGIN_DIR + "\"\n");
+    rill_lm* lm = nullptr;
+    expect_failure(rill_lm_load(c.ctx, q8_0.c_str(), nullptr, &lm), RILL_ERROR_UNSUPPORTED,
+                   {"rill_lm_load", "llama_q8_0.gguf", backend, "q8_0", "block formats need version 4"});
+    CHECK(lm == nullptr);
+    // The failed load left the context as it was: a float GGUF file loads.
+    CHECK_MESSAGE(rill_lm_load(c.ctx, f32.c_str(), nullptr, &lm) == RILL_OK, rill_last_error());
+    rill_lm_destroy(lm);
+  }
+  // Negative control: the CPU backend runs block weights and loads the file.
+  rill_test::ScopedContext cpu;
+  rill_lm* lm = nullptr;
+  CHECK_MESSAGE(rill_lm_load(cpu.ctx, q8_0.c_str(), nullptr, &lm) == RILL_OK, rill_last_error());
+  rill_lm_destroy(lm);
+}
+#endif
+
 TEST_CASE("rill_lm_logits checks its arguments and leaves the cache unchanged on failure") {
   Loaded m(write_folder("logits_args"));
   const int32_t ids[3] = {1, 2, 3};

@@ -688,14 +688,14 @@ class Forward {
 
 }  // namespace
 
-rill_status check_block_weight_support(const char* fn, const rill_model& model) {
+rill_status check_block_weight_support(const char* fn, const rill_model& model, const std::string& where) {
   std::vector<rill_dtype> asked;
   for (const Weight& weight : model.weights) {
     if (weight.tensor == nullptr || !rill_backend_dtype_is_block(weight.tensor->dtype)) continue;
     const rill_dtype dtype = weight.tensor->dtype;
     if (std::find(asked.begin(), asked.end(), dtype) != asked.end()) continue;
     asked.push_back(dtype);
-    RILL_CHECK(check_gemm_weight_support(fn, *model.context, model.desc.dtype, *weight.tensor, weight.name));
+    RILL_CHECK(check_gemm_weight_support(fn, *model.context, model.desc.dtype, *weight.tensor, where + weight.name));
   }
   return RILL_OK;
 }

@@ -150,9 +150,9 @@ void release_scratch(rill_model& model);
 
 // RILL_ERROR_UNSUPPORTED, naming the weight, its dtype and the backend, when
 // the context's backend cannot run gemm with one of the model's block
-// weights (each block dtype asked once), or with w (named name) for
-// activations of that dtype.
-rill_status check_block_weight_support(const char* fn, const rill_model& model);
+// weights (each block dtype asked once; where, e.g. the file, before the
+// weight's name), or with w (named name) for activations of that dtype.
+rill_status check_block_weight_support(const char* fn, const rill_model& model, const std::string& where = "");
 rill_status check_gemm_weight_support(const char* fn, const rill_context& ctx, rill_dtype activations,
                                       const rill_tensor& w, const std::string& name);
 

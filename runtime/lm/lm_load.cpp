@@ -261,7 +261,7 @@ rill_dtype matrix_dtype(const rill_lm_load_options& options, rill_dtype compute)
 
 rill_status check_block_support(const char* fn, const rill_lm& lm, const std::string& where) {
   rill_context& ctx = *lm.context;
-  RILL_CHECK(layer::check_block_weight_support(fn, *lm.model));
+  RILL_CHECK(layer::check_block_weight_support(fn, *lm.model, where));
   RILL_CHECK(layer::check_gemm_weight_support(fn, ctx, lm.dtype, *lm.lm_head, where + "the LM head"));
   if (!quant::is_block(lm.embedding->dtype)) return RILL_OK;
   rill_backend_op_desc desc{};
