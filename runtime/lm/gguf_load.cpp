@@ -61,6 +61,11 @@ const std::map<std::string, Architecture>& architectures() {
         false,
         {{"attn_qkv.weight", "self_attn.qkv_proj.weight"}, {"ffn_up.weight", "mlp.gate_up_proj.weight"}}}},
       {"qwen2", {"qwen2", false, false, {}}},
+      {"qwen3",
+       {"qwen3",
+        false,
+        false,
+        {{"attn_q_norm.weight", "self_attn.q_norm.weight"}, {"attn_k_norm.weight", "self_attn.k_norm.weight"}}}},
   };
   return kArchitectures;
 }
@@ -180,7 +185,7 @@ std::string config_json(const gguf::Contents& c, const std::string& arch, const 
   if (embedding == nullptr) throw Refusal{RILL_ERROR_IO, "lacks tensor 'token_embd.weight' (the token embedding)"};
   config["vocab_size"] = k.integer("vocab_size", static_cast<int64_t>(embedding->dims.back()));
   config["tie_word_embeddings"] = c.find_tensor("output.weight") == nullptr;
-  if (arch == "qwen2") config["use_sliding_window"] = false;
+  if (arch == "qwen2" || arch == "qwen3") config["use_sliding_window"] = false;
   if (arch == "gemma2") {
     for (const char* key : {"attn_logit_softcapping", "final_logit_softcapping"}) {
       if (const double cap = k.number(key, -1.0); cap >= 0) config[key] = cap;

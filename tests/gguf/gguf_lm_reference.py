@@ -16,9 +16,13 @@ tests/python/tolerance.py's "lm" profile.
 holds a Llama 3 tokenizer (tests/tokenizer's, as GGUF metadata) must give the
 token ids transformers' generate gives from the prompt tokenizers encodes.
 
-Negative controls: a llama file written without the q/k permutation, and
-gemma and gemma2 files with their norms as w instead of 1 + w, must fail the
-comparison.
+Qwen3 (architecture qwen3; transformers 4.47.1 has none) is transformers'
+Qwen2 model without its attention biases and with Qwen3's per-head QK norm
+added behind q_proj and k_proj, after Qwen3's published modelling code.
+
+Negative controls: a llama file written without the q/k permutation, gemma
+and gemma2 files with their norms as w instead of 1 + w, and a qwen3 file
+with its q and k norms swapped, must fail the comparison.
 Refusals: an architecture rill does not map, a tensor of a block type rill
 does not run (Q4_1) and an architecture key rill does not implement are each
 refused by name.
@@ -56,6 +60,8 @@ CASES = {
     "llama": ("LlamaConfig", dict(rope_theta=500000.0, rms_norm_eps=1e-5), "llama"),
     "llama_tied": ("LlamaConfig", dict(tie_word_embeddings=True), "llama"),
     "qwen2": ("Qwen2Config", dict(rope_theta=1e6), "qwen2"),
+    # transformers 4.47.1 has no Qwen3: Qwen2's model with Qwen3's additions (see qwen3_from_qwen2).
+    "qwen3": ("Qwen2Config", dict(rope_theta=1e6), "qwen3"),
     "gemma": ("GemmaConfig", dict(head_dim=12, num_key_value_heads=1), "gemma"),
     "phi3": ("Phi3Config", dict(), "phi3"),
     # query_pre_attn_scalar = head_dim: GGUF does not carry it; rill (as llama.cpp) assumes it.
@@ -74,6 +80,9 @@ LAYER_NAMES = {
     "mlp.gate_proj.weight": "ffn_gate.weight", "mlp.up_proj.weight": "ffn_up.weight",
     "mlp.down_proj.weight": "ffn_down.weight",
     "self_attn.qkv_proj.weight": "attn_qkv.weight", "mlp.gate_up_proj.weight": "ffn_up.weight",  # Phi-3's fused
+    # Qwen3's per-head norms (HeadNormed wraps q_proj and k_proj).
+    "self_attn.q_proj.proj.weight": "attn_q.weight", "self_attn.q_proj.norm": "attn_q_norm.weight",
+    "self_attn.k_proj.proj.weight": "attn_k.weight", "self_attn.k_proj.norm": "attn_k_norm.weight",
 }
 # Gemma 2's sandwich norms: its names where they differ from LAYER_NAMES.
 GEMMA2_NAMES = {
@@ -83,6 +92,40 @@ GEMMA2_NAMES = {
 }
 GLOBAL_NAMES = {"model.embed_tokens.weight": "token_embd.weight", "model.norm.weight": "output_norm.weight",
                 "lm_head.weight": "output.weight"}
+
+
+class HeadNormed(torch.nn.Module):
+    """Qwen3's q_norm / k_norm behind a projection: its published modelling
+    code (Qwen3Attention, transformers 4.51) normalizes each head of q and of k,
+    RMSNorm over head_dim with rms_norm_eps and a weight of head_dim, before
+    RoPE."""
+
+    def __init__(self, proj, eps, head_dim, gen):
+        super().__init__()
+        self.proj, self.eps, self.head_dim = proj, eps, head_dim
+        self.norm = torch.nn.Parameter(1.0 + 0.2 * torch.randn(head_dim, generator=gen))
+
+    def forward(self, x):
+        y = self.proj(x)
+        h = y.view(*y.shape[:-1], -1, self.head_dim)
+        h = h.to(torch.float32)  # Qwen3RMSNorm computes in float32
+        h = (h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + self.eps)).to(y.dtype)
+        return (h * self.norm).reshape(y.shape)
+
+
+def qwen3_from_qwen2(model, gen):
+    """Qwen3 as Qwen2's model: no attention biases (Qwen3's attention_bias
+    default, the biases zeroed here and left out of the file) and the per-head
+    QK norm (HeadNormed)."""
+    c = model.config
+    head_dim = c.hidden_size // c.num_attention_heads
+    with torch.no_grad():
+        for layer in model.model.layers:
+            attn = layer.self_attn
+            for proj in (attn.q_proj, attn.k_proj, attn.v_proj):
+                proj.bias.zero_()
+            attn.q_proj = HeadNormed(attn.q_proj, c.rms_norm_eps, head_dim, gen)
+            attn.k_proj = HeadNormed(attn.k_proj, c.rms_norm_eps, head_dim, gen)
 
 
 def permute(w, heads):
@@ -100,9 +143,11 @@ def gguf_name(name, arch):
                                  else LAYER_NAMES[suffix])
 
 
-def write_gguf(gguf, path, model, arch, storage, permuted=True, offset_norms=True, extra=None, quantize=None):
+def write_gguf(gguf, path, model, arch, storage, permuted=True, offset_norms=True, extra=None, quantize=None,
+               swap_qk_norms=False):
     """model as convert_hf_to_gguf.py would write it; extra(writer) adds keys; quantize(gguf_name, data)
-    gives (blocks, GGMLQuantizationType) for a tensor to write quantized, or None to write it as storage."""
+    gives (blocks, GGMLQuantizationType) for a tensor to write quantized, or None to write it as storage;
+    swap_qk_norms (a control) writes Qwen3's q_norm as attn_k_norm and k_norm as attn_q_norm."""
     c = model.config
     w = gguf.GGUFWriter(path, arch)
     w.add_name("random")
@@ -122,9 +167,10 @@ def write_gguf(gguf, path, model, arch, storage, permuted=True, offset_norms=Tru
         w.add_rope_dimension_count(c.hidden_size // c.num_attention_heads)
         w.add_sliding_window(c.sliding_window or 0)
         w.add_rope_scaling_orig_ctx_len(c.original_max_position_embeddings)
-    if arch in ("gemma", "gemma2"):
-        w.add_key_length(c.head_dim)
-        w.add_value_length(c.head_dim)
+    if arch in ("gemma", "gemma2", "qwen3"):  # Qwen3's config.json names head_dim, which the converter writes
+        head_dim = c.hidden_size // c.num_attention_heads if arch == "qwen3" else c.head_dim
+        w.add_key_length(head_dim)
+        w.add_value_length(head_dim)
     if arch == "gemma2":
         w.add_attn_logit_softcapping(c.attn_logit_softcapping)
         w.add_final_logit_softcapping(c.final_logit_softcapping)
@@ -134,7 +180,7 @@ def write_gguf(gguf, path, model, arch, storage, permuted=True, offset_norms=Tru
     if extra:
         extra(w)
     for name, tensor in model.state_dict().items():
-        if name == "lm_head.weight" and c.tie_word_embeddings:
+        if name == "lm_head.weight" and c.tie_word_embeddings or arch == "qwen3" and name.endswith(".bias"):
             continue
         data = tensor.to(torch.float32).numpy()
         if arch == "llama" and permuted and name.endswith("q_proj.weight"):
@@ -144,6 +190,8 @@ def write_gguf(gguf, path, model, arch, storage, permuted=True, offset_norms=Tru
         if arch in ("gemma", "gemma2") and offset_norms and name.endswith("norm.weight"):
             data = data + 1  # the converter stores Gemma's 1 + w, for llama.cpp's plain RMSNorm
         gname = gguf_name(name, arch)
+        if swap_qk_norms and gname.endswith("_norm.weight") and ".attn_" in gname:
+            gname = gname.replace("attn_q_", "attn_x_").replace("attn_k_", "attn_q_").replace("attn_x_", "attn_k_")
         blocks = quantize(gname, data) if quantize else None
         if blocks is not None:
             w.add_tensor(gname, blocks[0], raw_dtype=blocks[1])
@@ -165,6 +213,8 @@ def make_model(transformers, name, seed, **overrides):
     torch.manual_seed(seed)
     model = transformers.AutoModelForCausalLM.from_config(config, attn_implementation="eager")
     randomize(model, gen)
+    if arch == "qwen3":
+        qwen3_from_qwen2(model, gen)
     if config.tie_word_embeddings:
         model.tie_weights()
     model.eval()
@@ -189,7 +239,8 @@ def check_case(gguf, transformers, rill, workdir, name, seed):
     # The negative controls: the file as the converter would not write it.
     control = {"llama": ("q/k not permuted in the file", dict(permuted=False)),
                "gemma": ("norms stored as w, not 1 + w", dict(offset_norms=False)),
-               "gemma2": ("norms stored as w, not 1 + w", dict(offset_norms=False))}.get(arch)
+               "gemma2": ("norms stored as w, not 1 + w", dict(offset_norms=False)),
+               "qwen3": ("q and k norms swapped", dict(swap_qk_norms=True))}.get(arch)
     if control:
         label, how = control
         path = os.path.join(workdir, f"{name}_control.gguf")
