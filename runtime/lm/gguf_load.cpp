@@ -54,6 +54,15 @@ const std::map<std::string, Architecture>& architectures() {
         {{"ffn_norm.weight", "pre_feedforward_layernorm.weight"},
          {"post_attention_norm.weight", "post_attention_layernorm.weight"},
          {"post_ffw_norm.weight", "post_feedforward_layernorm.weight"}}}},
+      {"gemma3",
+       {"gemma3_text",
+        false,
+        true,
+        {{"ffn_norm.weight", "pre_feedforward_layernorm.weight"},
+         {"post_attention_norm.weight", "post_attention_layernorm.weight"},
+         {"post_ffw_norm.weight", "post_feedforward_layernorm.weight"},
+         {"attn_q_norm.weight", "self_attn.q_norm.weight"},
+         {"attn_k_norm.weight", "self_attn.k_norm.weight"}}}},
       {"llama", {"llama", true, false, {}}},
       {"phi3",
        {"phi3",
@@ -186,17 +195,28 @@ std::string config_json(const gguf::Contents& c, const std::string& arch, const 
   config["vocab_size"] = k.integer("vocab_size", static_cast<int64_t>(embedding->dims.back()));
   config["tie_word_embeddings"] = c.find_tensor("output.weight") == nullptr;
   if (arch == "qwen2" || arch == "qwen3") config["use_sliding_window"] = false;
-  if (arch == "gemma2") {
+  if (arch == "gemma2" || arch == "gemma3") {
     for (const char* key : {"attn_logit_softcapping", "final_logit_softcapping"}) {
       if (const double cap = k.number(key, -1.0); cap >= 0) config[key] = cap;
     }
-    if (k.get("attention.sliding_window") != nullptr) {
-      config["sliding_window"] = k.integer("attention.sliding_window", 0, 0);
-    }
     // The file does not say how queries are scaled; llama.cpp scales by
-    // 1/sqrt(head_dim), and by 1/sqrt(hidden / heads) for the 46-layer 27B,
-    // as Gemma 2's published configs do.
-    config["query_pre_attn_scalar"] = config["num_hidden_layers"].get<int64_t>() == 46 ? hidden / heads : head_dim;
+    // 1/sqrt(head_dim), and by 1/sqrt(hidden / heads) for the 27B models
+    // (Gemma 2: 46 layers, Gemma 3: 62), as their published configs do.
+    const int64_t layers_27b = arch == "gemma2" ? 46 : 62;
+    config["query_pre_attn_scalar"] =
+        config["num_hidden_layers"].get<int64_t>() == layers_27b ? hidden / heads : head_dim;
+  }
+  if (arch == "gemma2" && k.get("attention.sliding_window") != nullptr) {
+    config["sliding_window"] = k.integer("attention.sliding_window", 0, 0);
+  }
+  if (arch == "gemma3") {
+    // The file says neither which layers slide nor how the sliding ones
+    // rotate: llama.cpp fixes both for gemma3 (every 6th layer global, local
+    // theta 10000), as Gemma 3's configs do, unless sliding_window_pattern
+    // is given.
+    config["sliding_window"] = k.integer("attention.sliding_window", -1);
+    config["sliding_window_pattern"] = k.integer("attention.sliding_window_pattern", 6);
+    config["rope_local_base_freq"] = 10000.0;
   }
   if (arch == "phi3") {
     // 0 (what the converter writes for none) is no window for the family reader too.

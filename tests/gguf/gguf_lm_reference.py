@@ -20,9 +20,14 @@ Qwen3 (architecture qwen3; transformers 4.47.1 has none) is transformers'
 Qwen2 model without its attention biases and with Qwen3's per-head QK norm
 added behind q_proj and k_proj, after Qwen3's published modelling code.
 
+Gemma 3 (architecture gemma3; not in transformers 4.47.1 either) is
+transformers' Gemma 2 model with Gemma 3's layer pattern, local RoPE theta,
+per-head QK norm and no soft-caps.
+
 Negative controls: a llama file written without the q/k permutation, gemma
-and gemma2 files with their norms as w instead of 1 + w, and a qwen3 file
-with its q and k norms swapped, must fail the comparison.
+and gemma2 files with their norms as w instead of 1 + w, qwen3 and gemma3
+files with their q and k norms swapped, and a gemma3 file saying every second
+layer is global, must fail the comparison.
 Refusals: an architecture rill does not map, a tensor of a block type rill
 does not run (Q4_1) and an architecture key rill does not implement are each
 refused by name.
@@ -67,6 +72,11 @@ CASES = {
     # query_pre_attn_scalar = head_dim: GGUF does not carry it; rill (as llama.cpp) assumes it.
     "gemma2": ("Gemma2Config", dict(head_dim=8, query_pre_attn_scalar=8, sliding_window=4,
                                     attn_logit_softcapping=2.0, final_logit_softcapping=3.0), "gemma2"),
+    # transformers 4.47.1 has no Gemma 3: Gemma 2's model with Gemma 3's changes (see gemma3_from_gemma2); six
+    # layers, so that the sixth is global, as llama.cpp fixes the pattern for gemma3 files.
+    "gemma3": ("Gemma2Config", dict(head_dim=8, query_pre_attn_scalar=8, sliding_window=4, num_hidden_layers=6,
+                                    rope_theta=1e6, attn_logit_softcapping=None, final_logit_softcapping=None),
+               "gemma3"),
 }
 
 # Hugging Face's names (after "model.layers.{i}.") and GGUF's.
@@ -80,12 +90,12 @@ LAYER_NAMES = {
     "mlp.gate_proj.weight": "ffn_gate.weight", "mlp.up_proj.weight": "ffn_up.weight",
     "mlp.down_proj.weight": "ffn_down.weight",
     "self_attn.qkv_proj.weight": "attn_qkv.weight", "mlp.gate_up_proj.weight": "ffn_up.weight",  # Phi-3's fused
-    # Qwen3's per-head norms (HeadNormed wraps q_proj and k_proj).
+    # Qwen3's and Gemma 3's per-head norms (HeadNormed wraps q_proj and k_proj).
     "self_attn.q_proj.proj.weight": "attn_q.weight", "self_attn.q_proj.norm": "attn_q_norm.weight",
     "self_attn.k_proj.proj.weight": "attn_k.weight", "self_attn.k_proj.norm": "attn_k_norm.weight",
 }
 # Gemma 2's sandwich norms: its names where they differ from LAYER_NAMES.
-GEMMA2_NAMES = {
+GEMMA2_NAMES = {  # also Gemma 3's
     "post_attention_layernorm.weight": "post_attention_norm.weight",
     "pre_feedforward_layernorm.weight": "ffn_norm.weight",
     "post_feedforward_layernorm.weight": "post_ffw_norm.weight",
@@ -95,22 +105,24 @@ GLOBAL_NAMES = {"model.embed_tokens.weight": "token_embd.weight", "model.norm.we
 
 
 class HeadNormed(torch.nn.Module):
-    """Qwen3's q_norm / k_norm behind a projection: its published modelling
-    code (Qwen3Attention, transformers 4.51) normalizes each head of q and of k,
-    RMSNorm over head_dim with rms_norm_eps and a weight of head_dim, before
+    """Qwen3's and Gemma 3's q_norm / k_norm behind a projection: their
+    published modelling code (Qwen3Attention, transformers 4.51; Gemma3Attention,
+    4.50) normalizes each head of q and of k, RMSNorm over head_dim with
+    rms_norm_eps and a weight w of head_dim (Gemma 3: scaling by 1 + w), before
     RoPE."""
 
-    def __init__(self, proj, eps, head_dim, gen):
+    def __init__(self, proj, eps, head_dim, gen, offset=0.0):
         super().__init__()
-        self.proj, self.eps, self.head_dim = proj, eps, head_dim
-        self.norm = torch.nn.Parameter(1.0 + 0.2 * torch.randn(head_dim, generator=gen))
+        self.proj, self.eps, self.head_dim, self.offset = proj, eps, head_dim, offset
+        # Gains (offset + w) near 1, as randomize draws the other norms' gains.
+        self.norm = torch.nn.Parameter(1.0 - offset + 0.2 * torch.randn(head_dim, generator=gen))
 
     def forward(self, x):
+        # In the model's dtype (float64 here), where both RMSNorms compute in float32.
         y = self.proj(x)
         h = y.view(*y.shape[:-1], -1, self.head_dim)
-        h = h.to(torch.float32)  # Qwen3RMSNorm computes in float32
-        h = (h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + self.eps)).to(y.dtype)
-        return (h * self.norm).reshape(y.shape)
+        h = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + self.eps)
+        return (h * (self.offset + self.norm)).reshape(y.shape)
 
 
 def qwen3_from_qwen2(model, gen):
@@ -128,6 +140,31 @@ def qwen3_from_qwen2(model, gen):
             attn.k_proj = HeadNormed(attn.k_proj, c.rms_norm_eps, head_dim, gen)
 
 
+def gemma3_from_gemma2(model, gen):
+    """Gemma 3 as Gemma 2's model, after Gemma 3's published modelling code:
+    layer i is global when (i + 1) % 6 == 0 and slides otherwise, the sliding
+    layers rotate with theta 10000 (rope_local_base_freq; the global ones with
+    rope_theta), q and k get the per-head QK norm with 1 + w weights, no
+    soft-caps (in the config). The norm weights w are drawn near 0 (gains near
+    1): with randomize's gains near 2, six sandwich layers amplify float32
+    rounding past the limits (NMSE 4e-12, f16 6e-5), a property of that
+    weight draw, not of rill (two such layers: 2e-13)."""
+    from transformers.models.gemma2.modeling_gemma2 import Gemma2RotaryEmbedding
+    c = model.config
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if name.endswith("norm.weight"):
+                p.sub_(1.0)
+    for i, layer in enumerate(model.model.layers):
+        attn = layer.self_attn
+        layer.is_sliding = (i + 1) % 6 != 0
+        if layer.is_sliding:
+            attn.rotary_emb = Gemma2RotaryEmbedding(c.head_dim, max_position_embeddings=c.max_position_embeddings,
+                                                    base=10000.0)
+        attn.q_proj = HeadNormed(attn.q_proj, c.rms_norm_eps, c.head_dim, gen, offset=1.0)
+        attn.k_proj = HeadNormed(attn.k_proj, c.rms_norm_eps, c.head_dim, gen, offset=1.0)
+
+
 def permute(w, heads):
     """convert_hf_to_gguf.py's LlamaModel.permute: each head's rows (2, half) stored as (half, 2)."""
     return w.reshape(heads, 2, w.shape[0] // heads // 2, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape)
@@ -139,7 +176,7 @@ def gguf_name(name, arch):
     parts = name.split(".")
     assert parts[:2] == ["model", "layers"], name
     suffix = ".".join(parts[3:])
-    return f"blk.{parts[2]}." + (GEMMA2_NAMES.get(suffix) if arch == "gemma2" and suffix in GEMMA2_NAMES
+    return f"blk.{parts[2]}." + (GEMMA2_NAMES.get(suffix) if arch in ("gemma2", "gemma3") and suffix in GEMMA2_NAMES
                                  else LAYER_NAMES[suffix])
 
 
@@ -167,10 +204,12 @@ def write_gguf(gguf, path, model, arch, storage, permuted=True, offset_norms=Tru
         w.add_rope_dimension_count(c.hidden_size // c.num_attention_heads)
         w.add_sliding_window(c.sliding_window or 0)
         w.add_rope_scaling_orig_ctx_len(c.original_max_position_embeddings)
-    if arch in ("gemma", "gemma2", "qwen3"):  # Qwen3's config.json names head_dim, which the converter writes
+    if arch in ("gemma", "gemma2", "gemma3", "qwen3"):  # Qwen3's config.json names head_dim, written too
         head_dim = c.hidden_size // c.num_attention_heads if arch == "qwen3" else c.head_dim
         w.add_key_length(head_dim)
         w.add_value_length(head_dim)
+    if arch == "gemma3":
+        w.add_sliding_window(c.sliding_window)
     if arch == "gemma2":
         w.add_attn_logit_softcapping(c.attn_logit_softcapping)
         w.add_final_logit_softcapping(c.final_logit_softcapping)
@@ -187,7 +226,7 @@ def write_gguf(gguf, path, model, arch, storage, permuted=True, offset_norms=Tru
             data = permute(data, c.num_attention_heads)
         if arch == "llama" and permuted and name.endswith("k_proj.weight"):
             data = permute(data, c.num_key_value_heads)
-        if arch in ("gemma", "gemma2") and offset_norms and name.endswith("norm.weight"):
+        if arch.startswith("gemma") and offset_norms and name.endswith(("norm.weight", "_proj.norm")):
             data = data + 1  # the converter stores Gemma's 1 + w, for llama.cpp's plain RMSNorm
         gname = gguf_name(name, arch)
         if swap_qk_norms and gname.endswith("_norm.weight") and ".attn_" in gname:
@@ -215,6 +254,8 @@ def make_model(transformers, name, seed, **overrides):
     randomize(model, gen)
     if arch == "qwen3":
         qwen3_from_qwen2(model, gen)
+    if arch == "gemma3":
+        gemma3_from_gemma2(model, gen)
     if config.tie_word_embeddings:
         model.tie_weights()
     model.eval()
@@ -237,12 +278,14 @@ def check_case(gguf, transformers, rill, workdir, name, seed):
                 continue
             check(failures, f"{name:12s} {storage:4s} {label:15s}", np.load(out), expected, storage, "lm")
     # The negative controls: the file as the converter would not write it.
-    control = {"llama": ("q/k not permuted in the file", dict(permuted=False)),
-               "gemma": ("norms stored as w, not 1 + w", dict(offset_norms=False)),
-               "gemma2": ("norms stored as w, not 1 + w", dict(offset_norms=False)),
-               "qwen3": ("q and k norms swapped", dict(swap_qk_norms=True))}.get(arch)
-    if control:
-        label, how = control
+    controls = {"llama": [("q/k not permuted in the file", dict(permuted=False))],
+                "gemma": [("norms stored as w, not 1 + w", dict(offset_norms=False))],
+                "gemma2": [("norms stored as w, not 1 + w", dict(offset_norms=False))],
+                "qwen3": [("q and k norms swapped", dict(swap_qk_norms=True))],
+                "gemma3": [("q and k norms swapped", dict(swap_qk_norms=True)),
+                           ("every 2nd layer global (sliding_window_pattern 2)",
+                            dict(extra=lambda w: w.add_sliding_window_pattern(2)))]}.get(arch, [])
+    for label, how in controls:
         path = os.path.join(workdir, f"{name}_control.gguf")
         write_gguf(gguf, path, model, arch, "f32", **how)
         out = os.path.join(workdir, f"{name}_control.npy")
