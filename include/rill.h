@@ -576,6 +576,11 @@ RILL_API rill_status rill_activation(rill_context* ctx, rill_act_fn fn, const ri
 /*   mlp.dense_h_to_4h, mlp.dense_4h_to_h, input_layernorm,                  */
 /*   post_attention_layernorm, ln_attn (input_layernorm), ln_mlp             */
 /*   (post_attention_layernorm), and "transformer.ln_f" (model.norm).        */
+/* and StableLM 2 12B's per-head QK norm tensors (head_weights only):        */
+/*   self_attn.q_layernorm.norms.{h}.weight [hd] (h < Hq) and                */
+/*   self_attn.k_layernorm.norms.{h}.weight [hd] (h < Hkv), stacked in head  */
+/*   order into q_norm.weight and k_norm.weight by the file loaders, which   */
+/*   take a norm's heads all at once (rill_lm_load across shards).           */
 /* With rope_interleave the q and k rows (q_proj, k_proj, their biases, the  */
 /* QK norm weights) are reordered within each head as they are set; see      */
 /* rope_interleave in rill_model_desc.                                       */
@@ -963,8 +968,9 @@ RILL_API void rill_model_destroy(rill_model* model);
    rill_dtype_block_bytes per block of the row).
    Errors: RILL_ERROR_NOT_FOUND for a name the model does not use (named; for
    a fused tensor the model cannot use, such as gate_up_proj without a gated
-   MLP, also why), RILL_ERROR_SHAPE for a shape that is not the weight's (both
-   shapes named),
+   MLP, also why; for one head's q_layernorm.norms.{h}.weight, the stacked
+   weight to set instead), RILL_ERROR_SHAPE for a shape that is not the
+   weight's (both shapes named),
    RILL_ERROR_OUT_OF_MEMORY; a device failure while storing is the backend's
    status (RILL_ERROR_BACKEND). Replaces a weight set before. All-or-nothing:
    on any failure every weight keeps its previous value (a fused tensor sets
@@ -979,14 +985,17 @@ RILL_API rill_status rill_model_set_weight(rill_model* model, const char* name, 
    memory-mapped; tensors the model does not use are skipped, so a
    checkpoint's shards can be loaded one after another. Fused tensors and
    GPT-NeoX and Falcon names (listed above) are split into the weights they
-   hold. Every tensor used is checked before any is stored. The header, every
-   offset and size, overlaps and the file's length are validated.
+   hold; per-head norm tensors (listed above) are stacked, so a file holding
+   some of a norm's heads must hold them all. Every tensor used is checked
+   before any is stored. The header, every offset and size, overlaps and the
+   file's length are validated.
    All-or-nothing: on any failure (a bad tensor, or memory or the device
    failing part-way) every weight keeps the value it had before the call.
    The new weights are stored beside the ones they replace and swapped in at
    the end, so replacing weights holds both copies until the call returns.
    Errors: RILL_ERROR_IO naming the file (and the tensor) for an unreadable,
-   truncated or corrupt file, or a tensor of another dtype; RILL_ERROR_SHAPE for
+   truncated or corrupt file, a tensor of another dtype, or a per-head norm
+   lacking a head (the first missing one named); RILL_ERROR_SHAPE for
    a tensor of the wrong shape (file, tensor and both shapes named);
    RILL_ERROR_INVALID_ARGUMENT for a file holding one weight twice (a fused
    tensor and its part, or two names of it: both named) or a fused tensor this

@@ -62,9 +62,8 @@ const auto entry = rill_test::safetensors_entry;
 struct Model {
   rill_context* ctx = nullptr;
   rill_model* model = nullptr;
-  Model() {
+  explicit Model(const rill_model_desc& d = tiny_desc(RILL_DTYPE_F32)) {
     REQUIRE(rill_context_create("[runtime]\nbackend = \"cpu\"\n", &ctx) == RILL_OK);
-    const rill_model_desc d = tiny_desc(RILL_DTYPE_F32);
     REQUIRE(rill_model_create(ctx, &d, &model) == RILL_OK);
   }
   ~Model() {
@@ -360,4 +359,56 @@ TEST_CASE("a failed load leaves the model exactly as it was") {
   CHECK(rill_model_load_safetensors(model.model, truncated.c_str()) == RILL_ERROR_IO);
   CHECK(model.run(x) == before);
   for (const std::string& path : {loaded, good, bad_shape, bad_dtype, truncated}) std::remove(path.c_str());
+}
+
+TEST_CASE("per-head QK norm tensors (StableLM 2 12B) stack into q_norm and k_norm, all heads or none") {
+  // tiny_desc with 2 query heads and 1 KV head of 2 dims and a weight per head.
+  rill_model_desc d = tiny_desc(RILL_DTYPE_F32);
+  d.num_heads = 2;
+  d.num_kv_heads = 1;
+  d.qk_norm = RILL_QK_NORM_HEAD_WEIGHTS;
+  const std::string a = "model.layers.0.self_attn.";
+  std::vector<Tensor> common;
+  for (size_t t = 0; t < 8; ++t) {
+    const bool norm = t >= 6, kv = t == 1 || t == 2;
+    common.push_back({kNames[t], norm ? "[4]" : kv ? "[2,4]" : "[4,4]", values(t, norm ? 4 : kv ? 8 : 16)});
+  }
+  const std::vector<float> q0 = {1.25f, 0.5f}, q1 = {0.75f, -1.0f}, k0 = {1.5f, 0.25f};
+  auto with = [&](std::vector<Tensor> extra) {
+    std::vector<Tensor> all = common;
+    all.insert(all.end(), extra.begin(), extra.end());
+    return all;
+  };
+  const std::string per_head = write_f32_file(
+      "per_head.safetensors", with({{a + "q_layernorm.norms.0.weight", "[2]", q0},
+                                    {a + "q_layernorm.norms.1.weight", "[2]", q1},
+                                    {a + "k_layernorm.norms.0.weight", "[2]", k0}}));
+  auto stacked_file = [&](const char* name, const std::vector<float>& first, const std::vector<float>& second) {
+    std::vector<float> q = first;
+    q.insert(q.end(), second.begin(), second.end());
+    return write_f32_file(name, with({{a + "q_norm.weight", "[2,2]", q}, {a + "k_norm.weight", "[1,2]", k0}}));
+  };
+  const std::string stacked = stacked_file("stacked.safetensors", q0, q1);
+  const std::string reversed = stacked_file("reversed.safetensors", q1, q0);
+  const std::string missing = write_f32_file(
+      "missing_head.safetensors",
+      with({{a + "q_layernorm.norms.1.weight", "[2]", q1}, {a + "k_layernorm.norms.0.weight", "[2]", k0}}));
+  auto run = [&](const std::string& path) {
+    Model m(d);
+    REQUIRE_MESSAGE(rill_model_load_safetensors(m.model, path.c_str()) == RILL_OK, rill_last_error());
+    return m.run({0.5f, -1.0f, 0.25f, 2.0f, 1.0f, 0.0f, -0.5f, 0.75f});
+  };
+  const std::vector<float> expected = run(stacked);
+  CHECK(run(per_head) == expected);
+  CHECK(run(reversed) != expected);  // the control: the heads' order matters
+
+  Model m(d);
+  expect_failure(rill_model_load_safetensors(m.model, missing.c_str()), RILL_ERROR_IO,
+                 {missing, a + "q_layernorm.norms.0.weight", "head 0 of 2", a + "q_norm.weight"});
+  expect_failure(rill_model_check_weights(m.model), RILL_ERROR_NOT_FOUND, {kNames[0]});  // nothing was stored
+  const int64_t head[1] = {2};
+  expect_failure(rill_model_set_weight(m.model, (a + "k_layernorm.norms.0.weight").c_str(), RILL_DTYPE_F32, 1, head,
+                                       k0.data(), 8),
+                 RILL_ERROR_NOT_FOUND, {a + "k_norm.weight", "[1, 2]", "every head stacked"});
+  for (const std::string& path : {per_head, stacked, reversed, missing}) std::remove(path.c_str());
 }

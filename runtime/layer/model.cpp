@@ -57,6 +57,17 @@ void add_fused(rill_model& model, const std::string& name, const std::vector<int
   model.fused.push_back(FusedWeight{name, std::move(shape), groups, parts, ""});
 }
 
+// Adds the per-head tensors prefix + "{h}.weight" (h < heads) as the rows of
+// the weight `weight`.
+void add_head_rows(rill_model& model, int32_t weight, const std::string& prefix, int32_t heads) {
+  HeadRows rows{weight, {}};
+  for (int32_t h = 0; h < heads; ++h) {
+    rows.heads.push_back(prefix + std::to_string(h) + ".weight");
+    model.head_rows_index.emplace(rows.heads.back(), static_cast<int32_t>(model.head_rows.size()));
+  }
+  model.head_rows.push_back(std::move(rows));
+}
+
 // Adds a fused tensor this model cannot use, with the reason.
 void refuse_fused(rill_model& model, const std::string& name, std::string why) {
   model.fused_index.emplace(name, static_cast<int32_t>(model.fused.size()));
@@ -296,26 +307,37 @@ rill_status load_tensors(const char* fn, rill_model& model, const std::string& p
   };
   std::vector<Source> sources;
   std::vector<const std::string*> given_by(model.weights.size(), nullptr);
-  auto take = [&](const io::SafetensorsTensor& t, const std::vector<int64_t>& expected,
-                  const std::vector<int32_t>& weights, Source source) -> rill_status {
+  // Checks t's dtype (into dtype) and shape.
+  auto check = [&](const io::SafetensorsTensor& t, const std::vector<int64_t>& expected,
+                   rill_dtype& dtype) -> rill_status {
     const std::string where = f + ": " + path + ": tensor '" + t.name + "': ";
     // A GGUF view may hold a block dtype, under rill's name for it.
-    if (!io::safetensors_dtype_to_rill(t.dtype, source.dtype) && !quant::dtype_from_name(t.dtype, source.dtype)) {
+    if (!io::safetensors_dtype_to_rill(t.dtype, dtype) && !quant::dtype_from_name(t.dtype, dtype)) {
       return fail(RILL_ERROR_IO, where + "dtype " + t.dtype + " is not supported; expected F32, F16 or BF16");
     }
     if (t.shape != expected) {
       return fail(RILL_ERROR_SHAPE, where + "expected shape " + dims_text(expected) + ", got " +
                                               dims_text(t.shape));
     }
+    return RILL_OK;
+  };
+  // Records that the tensor called name gives the weights.
+  auto claim = [&](const std::string& name, const std::vector<int32_t>& weights) -> rill_status {
     for (int32_t w : weights) {
       const std::string*& by = given_by[static_cast<size_t>(w)];
       if (by != nullptr) {
         return fail(RILL_ERROR_INVALID_ARGUMENT,
-                          f + ": " + path + ": tensors '" + *by + "' and '" + t.name + "' both hold weight '" +
+                          f + ": " + path + ": tensors '" + *by + "' and '" + name + "' both hold weight '" +
                               model.weights[static_cast<size_t>(w)].name + "'; a checkpoint holds one of them");
       }
-      by = &t.name;
+      by = &name;
     }
+    return RILL_OK;
+  };
+  auto take = [&](const io::SafetensorsTensor& t, const std::vector<int64_t>& expected,
+                  const std::vector<int32_t>& weights, Source source) -> rill_status {
+    RILL_CHECK(check(t, expected, source.dtype));
+    RILL_CHECK(claim(t.name, weights));
     sources.push_back(source);
     return RILL_OK;
   };
@@ -335,11 +357,45 @@ rill_status load_tensors(const char* fn, rill_model& model, const std::string& p
     }
     RILL_CHECK(take(*t, fused.shape, fused.parts, Source{t, RILL_DTYPE_F32, kAbsent, &fused}));
   }
+  // Per-head tensors, stacked in f32 (exact for f16 and bf16 sources).
+  std::vector<std::pair<int32_t, std::vector<float>>> stacked;
+  for (const HeadRows& rows : model.head_rows) {
+    const Weight& weight = model.weights[static_cast<size_t>(rows.weight)];
+    const auto head_dim = static_cast<size_t>(weight.shape[1]);
+    std::vector<float> values(rows.heads.size() * head_dim);
+    size_t found = 0;
+    for (size_t h = 0; h < rows.heads.size(); ++h) {
+      const io::SafetensorsTensor* t = find(rows.heads[h]);
+      if (t == nullptr) continue;
+      rill_dtype dtype = RILL_DTYPE_F32;
+      RILL_CHECK(check(*t, {weight.shape[1]}, dtype));
+      if (quant::is_block(dtype)) {
+        return fail(RILL_ERROR_DTYPE, f + ": " + path + ": tensor '" + t->name + "': a norm weight takes F32, F16 "
+                                          "or BF16, got " + t->dtype);
+      }
+      convert_to_f32(dtype, t->data, values.data() + h * head_dim, head_dim);
+      ++found;
+    }
+    if (found == 0) continue;
+    for (size_t h = 0; found < rows.heads.size() && h < rows.heads.size(); ++h) {
+      if (find(rows.heads[h]) == nullptr) {
+        return fail(RILL_ERROR_IO, f + ": " + path + ": lacks tensor '" + rows.heads[h] + "' (head " +
+                                       std::to_string(h) + " of " + std::to_string(rows.heads.size()) + " of '" +
+                                       weight.name + "'); the heads of a norm are loaded together");
+      }
+    }
+    RILL_CHECK(claim(rows.heads[0], {rows.weight}));
+    stacked.emplace_back(rows.weight, std::move(values));
+  }
   WeightStage stage(model);
   for (const Source& s : sources) {
     RILL_CHECK(s.fused != nullptr ? stage_fused(fn, stage, model, *s.fused, s.dtype, s.tensor->data)
                                   : stage.store(fn, model.weights[static_cast<size_t>(s.weight)], s.dtype,
                                                 s.tensor->data, element_count(s.tensor->shape)));
+  }
+  for (const auto& [index, values] : stacked) {
+    RILL_CHECK(stage.store(fn, model.weights[static_cast<size_t>(index)], RILL_DTYPE_F32, values.data(),
+                           values.size()));
   }
   stage.commit();
   return RILL_OK;
@@ -380,6 +436,10 @@ void build_weight_table(rill_model& model) {
       };
       w.q_norm_w = add_norm_weight(model, p + "self_attn.q_norm.weight", shape(d.num_heads));
       w.k_norm_w = add_norm_weight(model, p + "self_attn.k_norm.weight", shape(d.num_kv_heads));
+      if (d.qk_norm == RILL_QK_NORM_HEAD_WEIGHTS) {  // StableLM 2 12B keeps a tensor per head
+        add_head_rows(model, w.q_norm_w, p + "self_attn.q_layernorm.norms.", d.num_heads);
+        add_head_rows(model, w.k_norm_w, p + "self_attn.k_layernorm.norms.", d.num_kv_heads);
+      }
     } else {
       w.q_norm_w = w.k_norm_w = kAbsent;
     }
@@ -491,6 +551,13 @@ RILL_API rill_status rill_model_set_weight(rill_model* model, const char* name, 
     const std::string f(fn);
     if (model == nullptr) return rill::fail(RILL_ERROR_INVALID_ARGUMENT, f + ": model: expected a model, got NULL");
     if (name == nullptr) return rill::fail(RILL_ERROR_INVALID_ARGUMENT, f + ": name: expected a weight name, got NULL");
+    if (const auto head = model->head_rows_index.find(name); head != model->head_rows_index.end()) {
+      const rill::layer::Weight& stacked =
+          model->weights[static_cast<size_t>(model->head_rows[static_cast<size_t>(head->second)].weight)];
+      return rill::fail(RILL_ERROR_NOT_FOUND, f + ": name: '" + name + "' is one head's row of weight '" +
+                                                  stacked.name + "' (shape " + rill::layer::dims_text(stacked.shape) +
+                                                  "); set that weight with every head stacked, head 0 first");
+    }
     const auto found = model->weight_index.find(name);
     const auto found_fused = found == model->weight_index.end() ? model->fused_index.find(name)
                                                                 : model->fused_index.end();

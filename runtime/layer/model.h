@@ -87,6 +87,14 @@ struct FusedWeight {
   std::string refusal;         // nonempty: why this model cannot use the tensor
 };
 
+// A per-head weight [H, hd] that a checkpoint keeps as H tensors of [hd], one
+// per head (StableLM 2 12B's q_layernorm.norms.{h}.weight): stacked on load,
+// in head order, from every head at once.
+struct HeadRows {
+  int32_t weight;                  // the weight index
+  std::vector<std::string> heads;  // the per-head tensor names, head 0 first
+};
+
 }  // namespace rill::layer
 
 struct rill_model {
@@ -96,6 +104,8 @@ struct rill_model {
   std::unordered_map<std::string, int32_t> weight_index;
   std::vector<rill::layer::FusedWeight> fused;
   std::unordered_map<std::string, int32_t> fused_index;
+  std::vector<rill::layer::HeadRows> head_rows;
+  std::unordered_map<std::string, int32_t> head_rows_index;  // a per-head tensor's name -> its HeadRows
   std::vector<rill::layer::LayerWeights> layers;
   int32_t final_norm_w = rill::layer::kAbsent, final_norm_b = rill::layer::kAbsent;
   // Scratch for the forward pass, grown to the largest token count seen.
@@ -136,9 +146,17 @@ void add_alias(rill_model& model, const std::string& other, const std::string& n
 // failure leaves the model as it was. fn prefixes the messages. Tensors the
 // model does not use are skipped.
 rill_status load_safetensors(const char* fn, rill_model& model, const io::SafetensorsFile& file);
-// The same for tensor views from another source (a GGUF file), path naming it.
+// The same for tensor views from another source (a GGUF file, or the
+// per-head tensors of every shard of a folder), path naming it. The heads of a
+// HeadRows weight are stacked when the views hold them all; holding some but
+// not all is an error naming the first missing head.
 rill_status load_tensors(const char* fn, rill_model& model, const std::string& path,
                          const std::vector<io::SafetensorsTensor>& tensors);
+
+// Whether name is one head of a HeadRows weight of the model.
+inline bool is_head_row(const rill_model& model, const std::string& name) {
+  return model.head_rows_index.count(name) != 0;
+}
 
 // Free a model (its weights and scratch) or a cache (its tensors) and take it
 // off its context's list; NULL is a no-op.

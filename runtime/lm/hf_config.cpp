@@ -418,9 +418,10 @@ void stablelm(Keys& k, Mapping& m) {
   layer_norm(m);
   gated_activation(k, m, "silu");
   m.model.insert_or_assign("qkv_bias", k.boolean("use_qkv_bias", false));
-  refuse_true(k, "qk_layernorm",
-              "StableLM 2 12B's per-head LayerNorm on q and k keeps one tensor per head "
-              "(q_layernorm.norms.{h}.weight), which rill cannot stack into qk_norm \"head_weights\"'s weight");
+  // StableLM 2 12B: a LayerNorm without bias over each head of q and k, its
+  // weight kept as a tensor per head (q_layernorm.norms.{h}.weight), which the
+  // loader stacks.
+  if (k.boolean("qk_layernorm", false)) m.model.insert_or_assign("qk_norm", "head_weights");
   if (k.boolean("use_parallel_residual", false)) {
     m.model.insert_or_assign("parallel_residual", true);
     m.model.insert_or_assign("parallel_norms", int64_t{1});

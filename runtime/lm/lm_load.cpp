@@ -155,7 +155,8 @@ rill_status check_all_used(const std::string& f, const rill_model& model, const 
       const bool used = model.weight_index.count(t.name) != 0 || model.fused_index.count(t.name) != 0 ||
                         t.name == config.embedding_name || t.name == config.head_name ||
                         (!config.head_bias_name.empty() && t.name == config.head_bias_name) ||
-                        ends_with(t.name, kRotaryBuffer) || is_layer_buffer(t.name, config);
+                        layer::is_head_row(model, t.name) || ends_with(t.name, kRotaryBuffer) ||
+                        is_layer_buffer(t.name, config);
       if (!used) {
         return fail(RILL_ERROR_IO, f + ": " + shard->path() + ": tensor '" + t.name + "' is not a weight of this " +
                                        config.model_type + " model as config.json describes it (" +
@@ -165,6 +166,20 @@ rill_status check_all_used(const std::string& f, const rill_model& model, const 
     }
   }
   return RILL_OK;
+}
+
+// Loads the decoder's weights shard by shard, but the per-head tensors (one
+// norm's heads may lie in different shards) from every shard at once.
+rill_status load_shards(const char* fn, rill_model& model, const std::string& folder, const Shards& shards) {
+  std::vector<io::SafetensorsTensor> heads;
+  for (const auto& shard : shards) {
+    std::vector<io::SafetensorsTensor> rest;
+    for (const io::SafetensorsTensor& t : shard->tensors()) {
+      (layer::is_head_row(model, t.name) ? heads : rest).push_back(t);
+    }
+    RILL_CHECK(layer::load_tensors(fn, model, shard->path(), rest));
+  }
+  return layer::load_tensors(fn, model, folder, heads);
 }
 
 // A tensor above the decoder the checkpoint must hold: the embedding or the
@@ -350,7 +365,7 @@ rill_status load(const char* fn, rill_context& ctx, const std::string& folder, c
   lm->model->desc.weight_format = options.weight_format;
   add_family_names(*lm->model, config);
   RILL_CHECK(check_all_used(f, *lm->model, config, shards));
-  for (const auto& shard : shards) RILL_CHECK(layer::load_safetensors(fn, *lm->model, *shard));
+  RILL_CHECK(load_shards(fn, *lm->model, folder, shards));
   if (config.unit_norms || config.zero_norm_biases) RILL_CHECK(set_parameterless_norms(f, *lm->model, config));
   if (const layer::Weight* missing = layer::first_missing_weight(*lm->model)) {
     return fail(RILL_ERROR_IO, f + ": the checkpoint lacks tensor '" + missing->name + "' (shape " +

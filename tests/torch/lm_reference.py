@@ -20,9 +20,10 @@ Negative controls: the reference with the final norm dropped, with the wrong
 embedding tie (the embedding table as LM head for an untied model, a fresh
 head for a tied one), and per feature (FEATURE_CONTROLS) the QKV bias left
 out, the sliding window removed, the interleaved rotary of GPT-J and Cohere
-read as half-split, Cohere's logit_scale left out, LongRoPE replaced by plain
-RoPE, or the MLP of Qwen2-MoE's dense layers left out; each must fail the
-comparison.
+read as half-split, Cohere's logit_scale left out, the QK norm left out,
+StableLM 2 12B's per-head QK norm tensors stacked in reverse head order,
+LongRoPE replaced by plain RoPE, or the MLP of Qwen2-MoE's dense layers left
+out; each must fail the comparison.
 
 Phi-4-mini's partial-rotary LongRoPE is checked on 4.47.1's Phi3 given the
 partial-rotary code transformers publishes from 4.49 on
@@ -106,6 +107,53 @@ def partial_rotary_longrope(model, transformers):
         layer.self_attn.rotary_emb = phi3.Phi3LongRoPEScaledRotaryEmbedding(rotary_dim, config)
 
 
+class LayerNormWithoutBias(torch.nn.LayerNorm):
+    """torch 2.1's LayerNorm(bias=False) on torch 1.13, which lacks the argument:
+    no bias parameter (F.layer_norm takes None), so none is saved either."""
+
+    def __init__(self, dim, eps=1e-5, bias=True):
+        super().__init__(dim, eps=eps)
+        if not bias:
+            self.register_parameter("bias", None)
+
+
+def per_head_layernorm_on_old_torch(transformers):
+    """StableLM's per-head QK LayerNorm asks for LayerNorm(bias=False); on a
+    torch without that argument, give it LayerNormWithoutBias."""
+    import inspect
+    if "bias" in inspect.signature(torch.nn.LayerNorm.__init__).parameters:
+        return
+    stablelm = transformers.models.stablelm.modeling_stablelm
+
+    def init(self, dim, num_heads, eps=1e-5, bias=False):
+        torch.nn.Module.__init__(self)
+        self.dim, self.num_heads = dim, num_heads
+        self.norms = torch.nn.ModuleList([LayerNormWithoutBias(dim, eps=eps, bias=bias) for _ in range(num_heads)])
+
+    stablelm.StableLmLayerNormPerHead.__init__ = init
+
+
+def split_heads(folder):
+    """Moves the odd heads of every per-head norm (...norms.{h}.weight) into a
+    shard of their own: save_pretrained keeps the small tensors together."""
+    import json
+    from safetensors.torch import load_file, save_file
+    index_path = os.path.join(folder, "model.safetensors.index.json")
+    index = json.load(open(index_path))
+    moved = {}
+    for shard in sorted(set(index["weight_map"].values())):
+        path = os.path.join(folder, shard)
+        tensors = load_file(path)
+        odd = {n: t for n, t in tensors.items() if ".norms." in n and int(n.split(".norms.")[1].split(".")[0]) % 2}
+        if odd:
+            save_file({n: t for n, t in tensors.items() if n not in odd}, path, metadata={"format": "pt"})
+            moved.update(odd)
+    assert moved, "no per-head norm tensors to move"
+    save_file(moved, os.path.join(folder, "model-odd-heads.safetensors"), metadata={"format": "pt"})
+    index["weight_map"].update({n: "model-odd-heads.safetensors" for n in moved})
+    json.dump(index, open(index_path, "w"))
+
+
 # name: (config class, config keys beyond SIZES, how it is saved)
 #   shard: max_shard_size for save_pretrained (None: one file)
 #   storage: the dtype the checkpoint stores (its torch_dtype); rill runs it without --dtype
@@ -115,6 +163,7 @@ def partial_rotary_longrope(model, transformers):
 #   drop: SIZES keys the config class does not take
 #   add: f(config, layers) -> tensors written into model.safetensors beside the model's
 #   prepare: f(model, transformers) run on the model before it is saved
+#   after: f(folder) run on the saved folder
 CASES = {
     "llama": ("LlamaConfig", dict(rope_theta=500000.0, rms_norm_eps=1e-5), dict()),
     "llama_sharded": ("LlamaConfig", dict(attention_bias=True, mlp_bias=True), dict(shard="20KB")),
@@ -135,6 +184,11 @@ CASES = {
                                                            long_factor=[2.0, 3.0, 4.0, 6.0])), dict()),
     "stablelm": ("StableLmConfig", dict(use_qkv_bias=True, partial_rotary_factor=0.5), dict()),
     "stablelm_parallel": ("StableLmConfig", dict(use_parallel_residual=True), dict()),
+    # StableLM 2 12B: parallel residual and a LayerNorm over each head of q and k, its weight saved as a
+    # tensor per head (q_layernorm.norms.{h}.weight); split_heads puts the odd heads in a shard of their own.
+    "stablelm_qk_layernorm": ("StableLmConfig", dict(use_parallel_residual=True, qk_layernorm=True,
+                                                     partial_rotary_factor=0.5),
+                              dict(shard="20KB", after=split_heads)),
     "starcoder2": ("Starcoder2Config", dict(sliding_window=5), dict()),
     "gpt_neox": ("GPTNeoXConfig", dict(rotary_pct=0.5, rotary_emb_base=20000), dict(drop=["num_key_value_heads"])),
     "gpt_neox_sequential": ("GPTNeoXConfig", dict(use_parallel_residual=False, tie_word_embeddings=True),
@@ -181,7 +235,8 @@ FEATURE_CONTROLS = {
     "head_bias": "the LM head's bias left out",
     "interleave": "the interleaved rotary read as half-split (rope_interleave left out)",
     "logit_scale": "the logits not scaled by logit_scale",
-    "qk_norm": "the QK norm (use_qk_norm) left out",
+    "qk_norm": "the QK norm (use_qk_norm, qk_layernorm) left out",
+    "head_order": "the per-head QK norm tensors stacked in reverse head order",
     "longrope": "plain RoPE over the partial rotary dims (LongRoPE's factors and attention factor left out)",
     "dense_mlp": "the MLP of the dense layers (decoder_sparse_step, mlp_only_layers) left out",
 }
@@ -263,7 +318,12 @@ def reference_logits(model, ids, control=None):
             m.logit_scale = 1.0
         elif control == "qk_norm":
             for layer in base.layers:
-                layer.self_attn.use_qk_norm = False
+                setattr(layer.self_attn, "qk_layernorm" if hasattr(layer.self_attn, "qk_layernorm")
+                        else "use_qk_norm", False)
+        elif control == "head_order":
+            for layer in base.layers:
+                for norm in (layer.self_attn.q_layernorm, layer.self_attn.k_layernorm):
+                    norm.norms = torch.nn.ModuleList(reversed(norm.norms))
         elif control == "longrope":
             for layer in base.layers:
                 rotary = layer.self_attn.rotary_emb
@@ -293,8 +353,10 @@ def case_controls(name, config):
         controls["interleave"] = FEATURE_CONTROLS["interleave"]
     if kind == "cohere":
         controls["logit_scale"] = FEATURE_CONTROLS["logit_scale"]
-    if getattr(config, "use_qk_norm", False):
+    if getattr(config, "use_qk_norm", False) or getattr(config, "qk_layernorm", False):
         controls["qk_norm"] = FEATURE_CONTROLS["qk_norm"]
+    if getattr(config, "qk_layernorm", False):
+        controls["head_order"] = FEATURE_CONTROLS["head_order"]
     if kind == "phi3" and (config.rope_scaling or {}).get("type") == "longrope":
         controls["longrope"] = FEATURE_CONTROLS["longrope"]
     if kind == "qwen2_moe" and (config.decoder_sparse_step > 1 or config.mlp_only_layers):
@@ -338,6 +400,18 @@ def corrupt_folders(workdir, transformers):
         data["weight_map"][name] = shards[-1]
         json.dump(data, open(index_path, "w"))
 
+    def stablelm_without_head(name):
+        """A StableLM 2 12B style folder (qk_layernorm) with one head's norm tensor taken out."""
+        from safetensors.torch import load_file, save_file
+        folder = os.path.join(workdir, "errors_head")
+        transformers.AutoModelForCausalLM.from_config(
+            transformers.StableLmConfig(**SIZES, qk_layernorm=True)).save_pretrained(folder)
+        path = os.path.join(folder, "model.safetensors")
+        tensors = load_file(path)
+        del tensors[name]
+        save_file(tensors, path, metadata={"format": "pt"})
+        return folder
+
     def truncate_last_shard(folder):
         path = os.path.join(folder, shards[-1])
         os.truncate(path, os.path.getsize(path) - 8)
@@ -361,6 +435,9 @@ def corrupt_folders(workdir, transformers):
          ["RILL_ERROR_IO", "model.layers.1.", "not a weight"]),
         ("a layer the checkpoint lacks", variant("more", edit_config(num_hidden_layers=3)),
          ["RILL_ERROR_IO", "lacks tensor 'model.layers.2."]),
+        ("a per-head norm lacking a head",
+         stablelm_without_head("model.layers.1.self_attn.k_layernorm.norms.1.weight"),
+         ["RILL_ERROR_IO", "lacks tensor 'model.layers.1.self_attn.k_layernorm.norms.1.weight' (head 1 of 2"]),
     ]
 
 
@@ -488,6 +565,8 @@ def check_case(name, rill, backend, workdir, seed, transformers):
     sharded = os.path.exists(os.path.join(folder, "model.safetensors.index.json"))
     if ("shard" in save) != sharded:
         return [f"save_pretrained made {'shards' if sharded else 'one file'}, the case asks otherwise"]
+    if "after" in save:
+        save["after"](folder)
     ids = torch.randint(0, config.vocab_size, (TOKENS,), generator=gen).tolist()
     controls = case_controls(name, config)
     failures = []
@@ -534,6 +613,7 @@ def main():
         print(f"skipped: {missing}")
         return SKIP
     transformers.logging.set_verbosity_error()
+    per_head_layernorm_on_old_torch(transformers)
     torch.set_num_threads(2)
     names = args.case or list(CASES)
     failed = []
