@@ -57,7 +57,11 @@ fi
 stage() { echo "== quickstart test: $1 (${SECONDS} s since start)"; }
 
 stage "build and native suite"
-configure_and_build "$build"
+# The CUDA plugin for one architecture, not the shipped four: the kernels have
+# no per-architecture code, so sm_80 (the oldest shipped) still compiles every
+# one of them warning-free at a quarter of the device compile; the machine
+# running this has no GPU to run them on (scripts/gpu-check.sh builds for its own).
+configure_and_build "$build" -DCMAKE_CUDA_ARCHITECTURES=80
 (cd "$build" && ctest --output-on-failure -j "$jobs")
 
 # The Windows build: cross-built with MinGW-w64 beside the native build, its
