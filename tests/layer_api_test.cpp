@@ -144,16 +144,37 @@ void store_raw(Enum& field, int32_t raw) {
   std::memcpy(&field, &raw, sizeof raw);
 }
 
+// An edit of small_desc() that rill_model_create refuses, with the field its
+// message names and how it shows the value.
+struct BadDesc {
+  void (*edit)(rill_model_desc&);
+  const char* field;
+  const char* shown = "";  // how the message prints the value, where it matters
+};
+
+template <size_t N>
+void expect_refused(rill_context* ctx, const BadDesc (&cases)[N]) {
+  for (const BadDesc& bad : cases) {
+    CAPTURE(bad.field);
+    rill_model_desc d = small_desc();
+    bad.edit(d);
+    rill_model* model = nullptr;
+    expect_failure(rill_model_create(ctx, &d, &model), RILL_ERROR_INVALID_ARGUMENT, {bad.field, bad.shown});
+    CHECK(model == nullptr);
+  }
+}
+
+// A mixture of experts that passes the checks: 4 experts, 2 per token.
+void four_experts(rill_model_desc& d) {
+  d.num_experts = 4;
+  d.num_experts_per_tok = 2;
+}
+
 TEST_CASE("model descriptors: every field checked, with its name") {
   rill_test::ScopedContext context;
   rill_context* ctx = context.ctx;
   rill_model* model = nullptr;
-  struct Bad {
-    void (*edit)(rill_model_desc&);
-    const char* field;
-    const char* shown = "";  // how the message prints the value, where it matters
-  };
-  const Bad cases[] = {
+  const BadDesc cases[] = {
       {[](rill_model_desc& d) { d.num_kv_heads = 3; }, "num_kv_heads"},
       {[](rill_model_desc& d) {
          d.num_heads = 5;
@@ -227,13 +248,7 @@ TEST_CASE("model descriptors: every field checked, with its name") {
       {[](rill_model_desc& d) { d.rope_local_base_freq = 10000.0f; }, "rope_local_base_freq",
        "needs sliding_window > 0 and rope_theta > 0; expected 0, got 10000"},
   };
-  for (const Bad& bad : cases) {
-    CAPTURE(bad.field);
-    rill_model_desc d = small_desc();
-    bad.edit(d);
-    expect_failure(rill_model_create(ctx, &d, &model), RILL_ERROR_INVALID_ARGUMENT, {bad.field, bad.shown});
-    CHECK(model == nullptr);
-  }
+  expect_refused(ctx, cases);
   expect_failure(rill_model_create(ctx, nullptr, &model), RILL_ERROR_INVALID_ARGUMENT, {"desc"});
   rill_model_desc d = small_desc();
   expect_failure(rill_model_create(nullptr, &d, &model), RILL_ERROR_INVALID_ARGUMENT, {"ctx"});
@@ -375,13 +390,7 @@ TEST_CASE("weight_format: the [model] key and the descriptor field, with the C o
 TEST_CASE("rope scaling and NoPE: descriptor checks name the field, the value expected and the value given") {
   rill_context* ctx = nullptr;
   REQUIRE(rill_context_create("[runtime]\nbackend = \"cpu\"\n", &ctx) == RILL_OK);
-  rill_model* model = nullptr;
-  struct Bad {
-    void (*edit)(rill_model_desc&);
-    const char* field;
-    const char* shown;
-  };
-  const Bad cases[] = {
+  const BadDesc cases[] = {
       {[](rill_model_desc& d) { d.rope_type = static_cast<rill_rope_type>(6); }, "rope_type", "got unknown value 6"},
       {[](rill_model_desc& d) {
          d.rope_type = RILL_ROPE_LINEAR;
@@ -460,13 +469,7 @@ TEST_CASE("rope scaling and NoPE: descriptor checks name the field, the value ex
        },
        "rope_interleave", "needs rope_theta > 0; expected false without RoPE, got true"},
   };
-  for (const Bad& bad : cases) {
-    CAPTURE(bad.field);
-    rill_model_desc d = small_desc();
-    bad.edit(d);
-    expect_failure(rill_model_create(ctx, &d, &model), RILL_ERROR_INVALID_ARGUMENT, {bad.field, bad.shown});
-    CHECK(model == nullptr);
-  }
+  expect_refused(ctx, cases);
   rill_context_destroy(ctx);
 }
 
@@ -704,13 +707,7 @@ TEST_CASE("fused checkpoint tensors: split into their weights, shapes checked, r
 TEST_CASE("mixture of experts: descriptor checks, TOML keys, weight names, Mixtral's names, thread counts") {
   rill_context* ctx = nullptr;
   REQUIRE(rill_context_create("[runtime]\nbackend = \"cpu\"\n", &ctx) == RILL_OK);
-  rill_model* model = nullptr;
-  struct Bad {
-    void (*edit)(rill_model_desc&);
-    const char* field;
-    const char* shown;
-  };
-  const Bad cases[] = {
+  const BadDesc cases[] = {
       {[](rill_model_desc& d) { d.num_experts = -1; }, "num_experts", "expected 0 (dense MLP) to 4096, got -1"},
       {[](rill_model_desc& d) {
          d.num_experts = 4;
@@ -723,67 +720,53 @@ TEST_CASE("mixture of experts: descriptor checks, TOML keys, weight names, Mixtr
       {[](rill_model_desc& d) { d.shared_expert_intermediate_size = 8; }, "shared_expert_intermediate_size",
        "expected 0 for a dense MLP, got 8"},
       {[](rill_model_desc& d) {
-         d.num_experts = 4;
-         d.num_experts_per_tok = 2;
+         four_experts(d);
          d.moe_intermediate_size = -3;
        },
        "moe_intermediate_size", "got -3"},
       {[](rill_model_desc& d) {
-         d.num_experts = 4;
-         d.num_experts_per_tok = 2;
+         four_experts(d);
          d.activation = RILL_MLP_GELU;
        },
        "activation", "gated MLPs; expected silu_glu, gelu_glu or gelu_tanh_glu with num_experts > 0, got RILL_MLP_GELU"},
       {[](rill_model_desc& d) {
-         d.num_experts = 4;
-         d.num_experts_per_tok = 2;
+         four_experts(d);
          d.norm_placement = RILL_PLACEMENT_POST;
        },
        "norm_placement", "RILL_PLACEMENT_PRE and no parallel_residual, got RILL_PLACEMENT_POST"},
       {[](rill_model_desc& d) {
-         d.num_experts = 4;
-         d.num_experts_per_tok = 2;
+         four_experts(d);
          d.mlp_bias = 1;
        },
        "mlp_bias", "no bias; expected false with num_experts > 0, got true"},
       {[](rill_model_desc& d) { d.decoder_sparse_step = 2; }, "decoder_sparse_step",
        "applies only with num_experts > 0; expected 0 or 1 for a dense MLP, got 2"},
       {[](rill_model_desc& d) {
-         d.num_experts = 4;
-         d.num_experts_per_tok = 2;
+         four_experts(d);
          d.decoder_sparse_step = -1;
        },
        "decoder_sparse_step", "expected >= 0 (0 or 1: every layer sparse), got -1"},
       {[](rill_model_desc& d) { d.mlp_only_layer_count = 1; }, "mlp_only_layers",
        "applies only with num_experts > 0; expected no layers for a dense MLP, got 1 layers"},
       {[](rill_model_desc& d) {
-         d.num_experts = 4;
-         d.num_experts_per_tok = 2;
+         four_experts(d);
          d.mlp_only_layer_count = RILL_MAX_MLP_ONLY_LAYERS + 1;
        },
        "mlp_only_layer_count", "expected 0 to RILL_MAX_MLP_ONLY_LAYERS = 256, got 257"},
       {[](rill_model_desc& d) {
-         d.num_experts = 4;
-         d.num_experts_per_tok = 2;
+         four_experts(d);
          d.mlp_only_layer_count = 1;
          d.mlp_only_layers[0] = 2;
        },
        "mlp_only_layers[0]", "expected a layer index from 0 to num_layers - 1 = 1, got 2"},
       {[](rill_model_desc& d) {
-         d.num_experts = 4;
-         d.num_experts_per_tok = 2;
+         four_experts(d);
          d.mlp_only_layer_count = 2;
          d.mlp_only_layers[0] = d.mlp_only_layers[1] = 1;
        },
        "mlp_only_layers[1]", "expected each layer once, got layer 1 again"},
   };
-  for (const Bad& bad : cases) {
-    CAPTURE(bad.field);
-    rill_model_desc d = small_desc();
-    bad.edit(d);
-    expect_failure(rill_model_create(ctx, &d, &model), RILL_ERROR_INVALID_ARGUMENT, {bad.field, bad.shown});
-    CHECK(model == nullptr);
-  }
+  expect_refused(ctx, cases);
   rill_context_destroy(ctx);
 
   const std::string sizes = "[model]\nnum_layers = 2\nhidden_size = 16\nnum_heads = 4\nintermediate_size = 24\n";
