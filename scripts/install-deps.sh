@@ -8,7 +8,7 @@ packages=(
   g++ cmake make pkg-config git
   libtomlplusplus-dev doctest-dev nlohmann-json3-dev libopenblas-dev   # runtime, CPU backend, tests
   libpcre2-dev libutf8proc-dev                                        # tokenizer: Unicode regexes, normalization
-  libvulkan-dev glslang-tools mesa-vulkan-drivers vulkan-validationlayers vulkan-tools  # Vulkan backend
+  libvulkan-dev glslang-tools mesa-vulkan-drivers vulkan-validationlayers vulkan-tools spirv-tools  # Vulkan backend
   python3 python3-numpy python3-pytest python3-setuptools python3-pip python3-torch  # Python binding, references
   python3-venv python3-packaging                                       # the tests' transformers venv
   mono-mcs mono-runtime                                                # C# binding

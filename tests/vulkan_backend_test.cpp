@@ -22,6 +22,7 @@
 
 #include "cpu_convert.h"
 #include "direct_plugin.h"
+#include "quant.h"
 #include "reference.h"
 #include "rill_backend.h"
 #include "tolerance.h"
@@ -348,6 +349,65 @@ TEST_CASE("gemm matches the reference: decode and tiled paths, bias, alpha, beta
       }
     }
   });
+}
+
+TEST_CASE("block tables at any byte offset: get_rows bit for bit, gemm within the block limits") {
+  // The shaders read weights as 32-bit words. A table may start at any byte
+  // (rill_backend_tensor.offset), and rows of an odd number of Q8_0/Q4_0
+  // blocks (34 and 18 bytes) or of Q6_K super-blocks (210) start at 2 mod 4,
+  // so every block field lands at every position in a word. The reference
+  // is runtime/quant's decode of the same bytes (bit for bit gguf.quants',
+  // tests/torch/quant_reference.py).
+  Context c;
+  const int32_t ids[] = {4, 0, 3, 1};
+  const int64_t vocab = 5;
+  for (rill_dtype dtype : {RILL_DTYPE_Q8_0, RILL_DTYPE_Q4_0, RILL_DTYPE_Q4_K, RILL_DTYPE_Q5_K, RILL_DTYPE_Q6_K}) {
+    const int64_t k = rill_backend_block_elements(dtype) == 32 ? 96 : 256;
+    const size_t row_bytes = rill::quant::row_bytes(dtype, k);
+    std::vector<unsigned char> blocks(vocab * row_bytes);
+    std::vector<float> decoded(size_t(vocab * k));
+    for (int64_t r = 0; r < vocab; ++r) {
+      const std::vector<float> row = random_values(size_t(k), 40 + uint32_t(r));
+      rill::quant::quantize_row(dtype, row.data(), &blocks[size_t(r) * row_bytes], k);
+      rill::quant::dequantize_row(dtype, &blocks[size_t(r) * row_bytes], &decoded[size_t(r * k)], k);
+    }
+    for (uint64_t offset : {0, 1, 2, 3}) {
+      const std::string table_label = rill_backend_dtype_name(dtype) + std::string(" at byte ") + std::to_string(offset);
+      CAPTURE(table_label);
+      rill_backend_tensor table{};
+      table.buffer = c.alloc(offset + blocks.size() + 64);
+      table.offset = offset;
+      table.dtype = dtype;
+      table.ndim = 2;
+      table.shape[0] = vocab;
+      table.shape[1] = k;
+      table.shape[2] = table.shape[3] = 1;
+      REQUIRE_MESSAGE(g_backend->buffer_write(c.ctx, table.buffer, offset, blocks.data(), blocks.size()) == RILL_OK,
+                      g_last_error);
+      rill_backend_tensor out = c.tensor(std::vector<float>(size_t(4 * k)), RILL_DTYPE_F32, 4, k);
+      REQUIRE_MESSAGE(ops().get_rows(c.ctx, &table, ids, 4, &out) == RILL_OK, g_last_error);
+      const std::vector<float> got = c.read(out);
+      size_t mismatches = 0;
+      for (size_t i = 0; i < 4; ++i) {
+        mismatches += std::memcmp(&got[i * size_t(k)], &decoded[size_t(ids[i] * k)], size_t(k) * sizeof(float)) != 0;
+      }
+      CHECK_MESSAGE(mismatches == 0, mismatches, " of 4 rows differ from the decoded table");
+      // Decode (one row streams the blocks) and prefill (9 rows: the table
+      // decoded whole, then the element GEMM).
+      for (int64_t rows : {1, 9}) {
+        CAPTURE(rows);
+        const std::vector<float> a = random_values(size_t(rows * k), 50);
+        rill_backend_tensor ta = c.tensor(a, RILL_DTYPE_F32, rows, k);
+        rill_backend_tensor tout = c.tensor(std::vector<float>(size_t(rows * vocab)), RILL_DTYPE_F32, rows, vocab);
+        REQUIRE_MESSAGE(ops().gemm(c.ctx, &ta, &table, nullptr, 1.0f, 0.0f, &tout) == RILL_OK, g_last_error);
+        const std::vector<double> want =
+            rill_ref::gemm(a, decoded, {}, 1.0f, 0.0f, std::vector<float>(size_t(rows * vocab)), rows, vocab, k);
+        const rill_tol::Score score = rill_tol::score(c.read(tout), want);
+        const rill_tol::Limits limits = rill_tol::f32_activation_limits(dtype);
+        CHECK_MESSAGE(rill_tol::within(score, limits), rill_tol::describe(score, dtype, limits));
+      }
+    }
+  }
 }
 
 // A 4-dim tensor view with the given shape at offset_elements into a new buffer.

@@ -263,9 +263,8 @@ rill_status context_create(const rill_backend_context_options* options, rill_bac
      both paths can be tested on one device. */
   const char* no_subgroup = std::getenv("RILL_VULKAN_NO_SUBGROUP");
   ctx->use_subgroups = ctx->caps.subgroup_arithmetic && !(no_subgroup != nullptr && std::strcmp(no_subgroup, "1") == 0);
-  ctx->float_controls_suffix = !ctx->caps.f16_round_to_nearest_even ? ""
-                               : ctx->caps.f16_denorm_preserve     ? "_rte_denorm"
-                                                                   : "_rte";
+  ctx->f16_float_controls.round_to_nearest_even = ctx->caps.f16_round_to_nearest_even;
+  ctx->f16_float_controls.denorm_preserve = ctx->caps.f16_denorm_preserve;
   log_message(RILL_LOG_INFO, "using \"" + ctx->caps.name + "\" (" + ctx->caps.details + ")");
   *out_ctx = ctx;
   return RILL_OK;

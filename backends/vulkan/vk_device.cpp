@@ -331,8 +331,7 @@ DeviceCaps query_caps(VkPhysicalDevice physical) {
                 VK_API_VERSION_MINOR(props.apiVersion), VK_API_VERSION_PATCH(props.apiVersion), driver.c_str(),
                 caps.storage_16bit ? "yes" : "no (f32 only)", caps.subgroup_arithmetic ? "yes" : "no",
                 caps.f16_round_to_nearest_even ? "nearest even (RoundingModeRTE)" : "the driver's (no RTE mode)",
-                caps.f16_round_to_nearest_even && caps.f16_denorm_preserve ? "preserved (DenormPreserve)"
-                                                                           : "the driver's (no DenormPreserve mode)",
+                caps.f16_denorm_preserve ? "preserved (DenormPreserve)" : "the driver's (no DenormPreserve mode)",
                 caps.cooperative_matrix ? "yes" : "no",
                 props.apiVersion >= VK_API_VERSION_1_2 ? "" : "; unusable: rill needs Vulkan 1.2");
   caps.details = details;

@@ -25,6 +25,7 @@
 
 #include "rill_backend.h"
 #include "vk_device_list.h"
+#include "vk_float_controls.h"
 #include "vk_ranges.h"
 
 namespace rill_vk {
@@ -66,7 +67,7 @@ struct DeviceCaps {
   bool subgroup_arithmetic = false; /* subgroupAdd in compute shaders */
   uint32_t subgroup_size = 0;
   /* Float controls usable for 16-bit floats alone: RoundingModeRTE and
-     DenormPreserve (the f16 shader variants' _rte and _rte_denorm twins). */
+     DenormPreserve (added to the f16 shader variants, vk_float_controls.h). */
   bool f16_round_to_nearest_even = false;
   bool f16_denorm_preserve = false;
   bool cooperative_matrix = false; /* VK_KHR_cooperative_matrix reported (not used) */
@@ -202,9 +203,9 @@ struct rill_backend_context {
   bool owns_device = true;
   rill_vk::DeviceCaps caps;
   bool use_subgroups = false;
-  /* Appended to a shader variant's name where that variant has a
-     float-controls twin: "_rte_denorm", "_rte" or "" (what the device supports). */
-  const char* float_controls_suffix = "";
+  /* The float-controls modes the f16 shader variants run with (what the
+     device supports), inserted as each pipeline is made. */
+  rill_vk::F16FloatControls f16_float_controls;
   rill_vk::MemoryPool memory;
 
   VkCommandPool command_pool = VK_NULL_HANDLE;

@@ -1,6 +1,7 @@
 /* The embedded SPIR-V shader table, compute pipelines (created on first use
    per context), descriptor binding and dispatch recording. */
 #include <cstring>
+#include <vector>
 
 #include "vk_internal.h"
 #include "vk_shader_table.inc" /* generated: kShaders[] with every variant */
@@ -22,15 +23,26 @@ rill_status get_pipeline(rill_backend_context* ctx, const std::string& name, VkP
     *out_pipeline = found->second;
     return RILL_OK;
   }
-  /* The f16 variants have float-controls twins; the others run as they are. */
-  const ShaderBinary* shader = find_shader(name + ctx->float_controls_suffix);
-  if (shader == nullptr) shader = find_shader(name);
+  const ShaderBinary* shader = find_shader(name);
   if (shader == nullptr) return fail(RILL_ERROR_INTERNAL, "Vulkan: no embedded shader variant named " + name);
+  const uint32_t* code = shader->code;
+  size_t words = shader->bytes / 4;
+  /* The f16 variants get the float-controls modes the device supports. */
+  std::vector<uint32_t> with_modes;
+  const F16FloatControls modes = ctx->f16_float_controls;
+  if ((modes.round_to_nearest_even || modes.denorm_preserve) && declares_float16(code, words)) {
+    with_modes = with_f16_float_controls(code, words, modes);
+    if (with_modes.empty()) {
+      return fail(RILL_ERROR_INTERNAL, "Vulkan: shader " + name + " is not SPIR-V 1.4 laid out for float controls");
+    }
+    code = with_modes.data();
+    words = with_modes.size();
+  }
 
   VkShaderModuleCreateInfo module_info{};
   module_info.sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO;
-  module_info.codeSize = shader->bytes;
-  module_info.pCode = shader->code;
+  module_info.codeSize = words * 4;
+  module_info.pCode = code;
   VkShaderModule module = VK_NULL_HANDLE;
   VkResult result = vkCreateShaderModule(ctx->device, &module_info, nullptr, &module);
   if (result != VK_SUCCESS) return fail_context(ctx, result, ("vkCreateShaderModule for " + name).c_str());

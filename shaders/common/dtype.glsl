@@ -8,10 +8,9 @@
 // nearest even like the CPU backend. Include common/extensions.glsl first.
 //
 // Without float controls, how an f32 -> f16 conversion rounds and whether f16
-// denormals survive is the driver's choice. The f16 variants are also built
-// with -DF16_ROUND_TO_NEAREST_EVEN (SPIR-V RoundingModeRTE for 16-bit floats)
-// and with it -DF16_DENORM_PRESERVE (DenormPreserve); the plugin runs those
-// where the device supports the modes (vk_device.cpp).
+// denormals survive is the driver's choice. The plugin adds SPIR-V
+// RoundingModeRTE and DenormPreserve for 16-bit floats to the f16 variants
+// where the device supports them (backends/vulkan/vk_float_controls.h).
 #ifndef RILL_DTYPE_GLSL
 #define RILL_DTYPE_GLSL
 
@@ -23,15 +22,6 @@
 #define STORAGE_T float16_t
 #define TO_F32(v) float(v)
 #define FROM_F32(f) float16_t(f)
-// SPIR-V numbers (SPV_KHR_float_controls, core in SPIR-V 1.4): execution
-// modes RoundingModeRTE 4462 and DenormPreserve 4459 with their capabilities
-// 4467 and 4464; the operand is the float width they govern.
-#if defined(F16_ROUND_TO_NEAREST_EVEN)
-spirv_execution_mode(capabilities = [4467], 4462, 16);
-#endif
-#if defined(F16_DENORM_PRESERVE)
-spirv_execution_mode(capabilities = [4464], 4459, 16);
-#endif
 #elif defined(DTYPE_BF16)
 #define STORAGE_T uint16_t
 #define TO_F32(v) uintBitsToFloat(uint(v) << 16)

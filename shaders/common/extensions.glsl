@@ -7,6 +7,3 @@
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_arithmetic : require
 #endif
-#if defined(F16_ROUND_TO_NEAREST_EVEN) || defined(F16_DENORM_PRESERVE)
-#extension GL_EXT_spirv_intrinsics : require
-#endif

@@ -12,8 +12,16 @@
 layout(std430, set = 0, binding = 1) readonly buffer WeightBuffer { uint weight_words[]; };
 
 uint weight_byte(uint b) { return (weight_words[b >> 2] >> ((b & 3u) << 3)) & 0xFFu; }
-// A 16-bit field; every one sits at an even byte.
-uint weight_u16(uint b) { return (weight_words[b >> 2] >> ((b & 2u) << 3)) & 0xFFFFu; }
+// The 16-bit field at byte b, any alignment: a table may start at an odd
+// byte (rill_backend_tensor.offset), and then so do its blocks' fields. Only
+// a field at the last byte of a word reads the next word, which then holds
+// its high byte, so no word beyond the weights is read.
+uint weight_u16(uint b) {
+  uint word = b >> 2, shift = (b & 3u) << 3;
+  uint v = weight_words[word] >> shift;
+  if (shift == 24u) v |= weight_words[word + 1u] << 8;
+  return v & 0xFFFFu;
+}
 float weight_f16(uint b) { return unpackHalf2x16(weight_u16(b)).x; }
 int sign_extend8(uint byte_value) { return int(byte_value << 24) >> 24; }
 int weight_i8(uint b) { return sign_extend8(weight_byte(b)); }

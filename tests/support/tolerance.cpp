@@ -26,9 +26,9 @@ Limits limits(rill_dtype dtype) {
     // reference on the dequantized weights. The error is the activations'
     // rounding to 8 bits per 32 (the weights' own error is not counted), so
     // it depends on the format only through the weights' spread; the CPU
-    // backend's figures (quant_test, a = N(0,1), w from N(0,1)). Vulkan keeps
-    // f32 activations: 1.9e-13 at most in the conformance suite (lavapipe),
-    // where the CPU's reach 2.2e-5 (a = U(-1,1)):
+    // backend's figures (quant_test, a = N(0,1), w from N(0,1)), which reach
+    // 2.8e-5 in the conformance suite (a = U(-1,1)). Backends that keep f32
+    // activations have f32_activation_limits instead.
     case RILL_DTYPE_Q8_0:
       return {1e-4,   // 3.1e-5
               5e-2};  // 1.7e-2
@@ -48,6 +48,15 @@ Limits limits(rill_dtype dtype) {
       return {1e-10,  // 3.2e-11: Vulkan layer_norm of rows with mean 50 and spread 1 (CPU: 6.6e-12, GELU)
               5e-5};  // 1.3e-5: the same Vulkan layer_norm (CPU: 5.5e-6, GELU)
   }
+}
+
+Limits f32_activation_limits(rill_dtype) {
+  // The largest error per format in the conformance suite and
+  // vulkan_backend_test on Vulkan (lavapipe, deterministic), f32 activations:
+  //   NMSE  q8_0 1.51e-13, q4_0 1.18e-13, q4_k 1.51e-13, q5_k 1.70e-13, q6_k 1.95e-13
+  //   worst q8_0 2.04e-6,  q4_0 1.97e-6,  q4_k 2.65e-6,  q5_k 1.98e-6,  q6_k 2.43e-6
+  // Only the f32 sums round, so the format hardly matters: one limit for all.
+  return {5e-13, 6e-6};
 }
 
 Score score(const float* actual, const double* expected, size_t count) {
@@ -84,13 +93,13 @@ Score score(const std::vector<float>& actual, const std::vector<double>& expecte
   return score(actual.data(), expected.data(), actual.size());
 }
 
-bool within(const Score& s, rill_dtype dtype) {
-  const Limits l = limits(dtype);
-  return s.non_finite == 0 && s.nmse <= l.nmse && s.worst <= l.worst;
-}
+bool within(const Score& s, rill_dtype dtype) { return within(s, limits(dtype)); }
 
-std::string describe(const Score& s, rill_dtype dtype) {
-  const Limits l = limits(dtype);
+bool within(const Score& s, const Limits& l) { return s.non_finite == 0 && s.nmse <= l.nmse && s.worst <= l.worst; }
+
+std::string describe(const Score& s, rill_dtype dtype) { return describe(s, dtype, limits(dtype)); }
+
+std::string describe(const Score& s, rill_dtype dtype, const Limits& l) {
   std::ostringstream text;
   text << rill_backend_dtype_name(dtype) << ": NMSE " << s.nmse << " (limit " << l.nmse << "), worst element " << s.worst
        << " (limit " << l.worst << "), " << s.non_finite << " NaN/Inf";

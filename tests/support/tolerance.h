@@ -29,6 +29,12 @@ struct Limits {
 // dequantized weights).
 Limits limits(rill_dtype dtype);
 
+// For a block dtype on a backend that multiplies f32 activations with the
+// decoded weights (Vulkan): only the f32 sums round, far below limits(dtype),
+// where the CPU's 8-bit activations dominate. CUDA keeps limits(dtype) until
+// its figures are measured.
+Limits f32_activation_limits(rill_dtype dtype);
+
 struct Score {
   double nmse = 0.0;   // +Inf when actual holds a NaN or Inf, or b is all zeros and a is not
   double worst = 0.0;  // max|a-b| / rms(b); +Inf as for nmse
@@ -38,11 +44,15 @@ struct Score {
 Score score(const float* actual, const double* expected, size_t count);
 Score score(const std::vector<float>& actual, const std::vector<double>& expected);
 
-// True when score has no NaN/Inf and both measures are within limits(dtype).
+// True when score has no NaN/Inf and both measures are within limits(dtype)
+// (or the limits given).
 bool within(const Score& score, rill_dtype dtype);
+bool within(const Score& score, const Limits& limits);
 
-// "NMSE x (limit y), worst element x (limit y), n NaN/Inf" for failure messages.
+// "NMSE x (limit y), worst element x (limit y), n NaN/Inf" for failure
+// messages, with limits(dtype) or the limits given.
 std::string describe(const Score& score, rill_dtype dtype);
+std::string describe(const Score& score, rill_dtype dtype, const Limits& limits);
 
 // The error of one f32 result in units in the last place of the reference
 // rounded to f32: |actual - expected| / ulp(expected), where ulp(v) is the
