@@ -102,7 +102,7 @@ std::string token_at(const gguf::Value* tokens, uint64_t i) {
   return std::string(token);
 }
 
-void add_token(const Keys& k, GgufVocab& v, const std::string& token, uint64_t id, bool normalized, bool special) {
+void add_added_token(const Keys& k, GgufVocab& v, const std::string& token, uint64_t id, bool normalized, bool special) {
   if (token.empty()) k.fail(RILL_ERROR_CONFIG, "tokenizer.ggml.tokens", "token " + std::to_string(id) + " is empty");
   AddedToken added;
   added.content = token;
@@ -156,7 +156,7 @@ void byte_level_model(const Keys& k, const gguf::Value* tokens, const gguf::Valu
     const std::string token = token_at(tokens, i);
     const int64_t type = token_type(k, types, i);
     if (type == kTypeControl || type == kTypeUserDefined) {
-      add_token(k, v, token, i, type == kTypeUserDefined, type == kTypeControl);
+      add_added_token(k, v, token, i, type == kTypeUserDefined, type == kTypeControl);
     } else {
       add_to_vocab(k, *v.model, token, i);
     }
@@ -257,11 +257,11 @@ void sentencepiece_model(const Keys& k, const gguf::Value* tokens, const gguf::V
     if (!score_values->element_f64(i, scores[i])) k.fail(RILL_ERROR_CONFIG, "tokenizer.ggml.scores", "expected numbers");
     const int64_t type = token_type(k, types, i);
     if (type == kTypeUnknown || type == kTypeControl) {
-      add_token(k, v, token, i, false, true);
+      add_added_token(k, v, token, i, false, true);
       if (type == kTypeUnknown && options.unk_id < 0) options.unk_id = static_cast<int32_t>(i);
     } else if (type == kTypeUserDefined) {
       const bool turn_marker = gemma && (token == "<start_of_turn>" || token == "<end_of_turn>");
-      add_token(k, v, token, i, false, turn_marker);
+      add_added_token(k, v, token, i, false, turn_marker);
     }
     pieces[i] = gemma && token == "<0x09>" ? "\t" : token;
     add_to_vocab(k, *v.model, pieces[i], i);

@@ -582,6 +582,112 @@ TEST_CASE("host allocation failures: a failed step leaves the streamed text as i
   rill_lm_destroy(lm);
 }
 
+// The other entry points that allocate: each failed call leaves its outputs
+// and the objects it was given as they were, so that the same call then gives
+// what a call that never failed gives.
+TEST_CASE("host allocation failures: tokenizer, detokenizer, sampler, logits and reports") {
+  const auto nothing = [] {};
+  rill_tokenizer* tokenizer = nullptr;
+  REQUIRE_MESSAGE(rill_tokenizer_load(kGgufSentencePiece.c_str(), &tokenizer) == RILL_OK, rill_last_error());
+  const char* text = "ab a\n\u00e9<tool>";
+  const std::vector<int32_t> ids = encode(tokenizer, text);
+  std::vector<int32_t> out(64, -1);
+  size_t count = 0;
+  walk_host("rill_tokenizer_encode",
+            [&] { return rill_tokenizer_encode(tokenizer, text, std::strlen(text), 1, out.data(), out.size(), &count); },
+            nothing, nothing);
+  CHECK(std::vector<int32_t>(out.begin(), out.begin() + static_cast<std::ptrdiff_t>(count)) == ids);
+  char buf[64] = {};
+  walk_host("rill_tokenizer_decode",
+            [&] { return rill_tokenizer_decode(tokenizer, ids.data(), ids.size(), 1, buf, sizeof buf, &count); },
+            nothing, nothing);
+  CHECK(std::string(buf) == "ab a\n\u00e9<tool>");
+  int32_t id = -1;
+  walk_host("rill_tokenizer_token_to_id", [&] { return rill_tokenizer_token_to_id(tokenizer, "<tool>", &id); },
+            [&] { CHECK(id == -1); }, nothing);
+  CHECK(id == 12);
+
+  // A detokenizer that failed a push or a flush gives the text of one that never failed.
+  rill_detokenizer* detokenizer = nullptr;
+  walk_host("rill_detokenizer_create", [&] { return rill_detokenizer_create(tokenizer, 1, &detokenizer); },
+            [&] { CHECK(detokenizer == nullptr); }, [&] { rill_detokenizer_destroy(detokenizer), detokenizer = nullptr; });
+  std::string streamed;
+  for (const int32_t next : ids) {
+    walk_host("rill_detokenizer_push",
+              [&] { return rill_detokenizer_push(detokenizer, next, buf, sizeof buf, &count); }, nothing,
+              [&] { FAIL_CHECK("a push succeeded while an allocation failed: the walk cannot undo it"); });
+    streamed.append(buf, count);
+  }
+  walk_host("rill_detokenizer_flush", [&] { return rill_detokenizer_flush(detokenizer, buf, sizeof buf, &count); },
+            nothing, [&] { FAIL_CHECK("a flush succeeded while an allocation failed: the walk cannot undo it"); });
+  streamed.append(buf, count);
+  CHECK(streamed == "ab a\n\u00e9<tool>");
+  rill_detokenizer_destroy(detokenizer);
+  rill_tokenizer_destroy(tokenizer);
+
+  // A sampler that failed a draw draws what one that never failed draws.
+  rill_sampler_params params;
+  rill_sampler_params_init(&params);
+  params.top_p = 0.9f;
+  params.repetition_penalty = 1.3f;
+  const std::vector<float> logits = {0.5f, 1.5f, -1.0f, 2.0f, 0.25f, 1.0f};
+  const int32_t history[2] = {3, 1};
+  std::vector<float> probabilities(logits.size(), -1.0f);
+  walk_host("rill_sampler_probabilities",
+            [&] {
+              return rill_sampler_probabilities(&params, logits.data(), logits.size(), history, 2,
+                                                probabilities.data(), probabilities.size());
+            },
+            nothing, nothing);
+  CHECK(probabilities[0] > 0.0f);
+  rill_sampler* sampler = nullptr;
+  rill_sampler* reference = nullptr;
+  REQUIRE(rill_sampler_create(&params, &reference) == RILL_OK);
+  walk_host("rill_sampler_create", [&] { return rill_sampler_create(&params, &sampler); },
+            [&] { CHECK(sampler == nullptr); }, [&] { rill_sampler_destroy(sampler), sampler = nullptr; });
+  for (int draw = 0; draw < 3; ++draw) {
+    int32_t expected = -1, token = -1;
+    REQUIRE(rill_sampler_sample(reference, logits.data(), logits.size(), history, 2, &expected) == RILL_OK);
+    walk_host("rill_sampler_sample",
+              [&] { return rill_sampler_sample(sampler, logits.data(), logits.size(), history, 2, &token); },
+              [&] { CHECK(token == -1); },
+              [&] { FAIL_CHECK("a draw succeeded while an allocation failed: the walk cannot undo it"); });
+    CHECK(token == expected);
+  }
+  rill_sampler_destroy(sampler);
+  rill_sampler_destroy(reference);
+
+  // Logits into a cache: a failed call leaves the cache's length as it was.
+  rill_test::ScopedContext context;
+  rill_lm* lm = nullptr;
+  REQUIRE_MESSAGE(rill_lm_load(context.ctx, kGgufLlama.c_str(), nullptr, &lm) == RILL_OK, rill_last_error());
+  rill_kv_cache* cache = nullptr;
+  REQUIRE(rill_kv_cache_create(rill_lm_model(lm), 1, 16, &cache) == RILL_OK);
+  const int32_t prompt[3] = {1, 7, 9};
+  std::vector<float> lm_logits(16);
+  int32_t length = -1;
+  walk_host("rill_lm_logits",
+            [&] { return rill_lm_logits(lm, cache, 1, 3, prompt, 1, lm_logits.data(), lm_logits.size()); },
+            [&] {
+              CHECK(rill_kv_cache_get_length(cache, 0, &length) == RILL_OK);
+              CHECK(length == 0);
+            },
+            [&] { REQUIRE(rill_kv_cache_set_length(cache, 0, 0) == RILL_OK); });
+  rill_kv_cache_destroy(cache);
+  rill_lm_destroy(lm);
+
+  rill_model_desc desc;
+  const char* toml = "[model]\nnum_layers = 2\nhidden_size = 8\nnum_heads = 2\nnum_kv_heads = 1\n"
+                     "intermediate_size = 16\nactivation = \"silu_glu\"\n";
+  walk_host("rill_model_desc_from_toml", [&] { return rill_model_desc_from_toml(toml, "m.toml", &desc); }, nothing,
+            nothing);
+  CHECK(desc.num_layers == 2);
+  char report[4096];
+  walk_host("rill_info_report",
+            [&] { return rill_info_report(rill_test::kCpuConfig, report, sizeof report, &count); }, nothing, nothing);
+  CHECK(count > 0);
+}
+
 TEST_CASE("host allocation failures on error paths: a status, never an exception") {
   // Building the message can itself run out of memory: then the status is
   // RILL_ERROR_OUT_OF_MEMORY, and the message a fixed text.
