@@ -54,7 +54,7 @@ class TextSink : public rill::generate::TokenSink {
   rill_status token(int32_t token, bool last, rill_stop_reason& asked) override {
     std::string out;
     bool matched = false;
-    RILL_CHECK(text_.push(token, last, out, matched));
+    text_.push(token, last, out, matched);
     if (fn_ != nullptr && fn_(user_data_, token, out.c_str(), out.size()) != 0) asked = RILL_STOP_CALLBACK;
     if (matched) asked = RILL_STOP_STRING;
     return RILL_OK;

@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "errors.h"
+#include "tokenizer/handles.h"
 
 namespace rill::generate {
 namespace {
@@ -35,19 +36,19 @@ rill_status SessionText::restart() {
   return RILL_OK;
 }
 
-rill_status SessionText::push(int32_t token, bool last, std::string& out, bool& matched) {
+// Worked on copies, kept only when all of it succeeded: a step that fails
+// takes its token back, and the streamed text must not keep it either.
+void SessionText::push(int32_t token, bool last, std::string& out, bool& matched) {
+  rill::Tokenizer::StreamDecoder decoder = detokenizer->decoder;
+  StopText stops_after = stops;
   std::string piece;
-  if (token < vocab_size) {
-    RILL_CHECK(read_text(
-        [&](char* b, size_t n, size_t* len) { return rill_detokenizer_push(detokenizer, token, b, n, len); }, piece));
-  }
-  if (last) {
-    RILL_CHECK(read_text([&](char* b, size_t n, size_t* len) { return rill_detokenizer_flush(detokenizer, b, n, len); },
-                         piece));
-  }
-  out = stops.push(piece, matched);
-  if (last && !matched) out += stops.flush();
-  return RILL_OK;
+  if (token < vocab_size) piece = decoder.push(token);
+  if (last) piece += decoder.finish();
+  std::string text = stops_after.push(piece, matched);
+  if (last && !matched) text += stops_after.flush();
+  detokenizer->decoder = std::move(decoder);
+  stops = std::move(stops_after);
+  out = std::move(text);
 }
 
 }  // namespace rill::generate

@@ -22,8 +22,9 @@ struct SessionText {
 
   // The text that token completes (none for an id past the tokenizer's
   // vocabulary), with stop strings applied; last: the generation ends here,
-  // so everything held back comes out.
-  rill_status push(int32_t token, bool last, std::string& out, bool& matched);
+  // so everything held back comes out. Throws std::bad_alloc, leaving the
+  // text state as it was.
+  void push(int32_t token, bool last, std::string& out, bool& matched);
 };
 
 }  // namespace rill::generate

@@ -16,13 +16,7 @@ Bpe::Bpe(const Json& model, const JsonAt& at) {
   for (const auto& [token, id_value] : vocab.items()) {
     const JsonAt token_at = vocab_at / token;
     const auto id = static_cast<int32_t>(expect_int(id_value, token_at, 0, INT32_MAX - 1));
-    if (find_invalid_utf8(token) != token.size()) token_at.fail("the token is not valid UTF-8");
-    const auto [it, inserted] = id_to_token_.emplace(id, token);
-    if (!inserted) {
-      vocab_at.fail("id " + std::to_string(id) + " is given to both '" + it->second + "' and '" + token + "'");
-    }
-    vocab_.emplace(token, id);
-    if (id + 1 > size_) size_ = id + 1;
+    if (const std::string error = add_token(token, id); !error.empty()) vocab_at.fail(error);
   }
 
   const JsonAt merges_at = at / "merges";
@@ -44,24 +38,50 @@ Bpe::Bpe(const Json& model, const JsonAt& at) {
     } else {
       merge_at.fail(std::string("expected \"left right\" or [left, right], got ") + merge.dump());
     }
-    const int32_t a = token_to_id(left), b = token_to_id(right), merged = token_to_id(left + right);
-    if (a < 0 || b < 0 || merged < 0) {
-      merge_at.fail("'" + (a < 0 ? left : b < 0 ? right : left + right) + "' is not in the vocabulary");
-    }
-    // A pair listed twice keeps its first (highest-priority) rank.
-    merges_.emplace(pair_key(a, b), Merge{static_cast<int32_t>(rank), merged});
+    if (const std::string error = add_merge(left, right); !error.empty()) merge_at.fail(error);
   }
 
+  Options options;
   if (const Json* unk = optional(model, "unk_token")) {
     const std::string token = expect_string(*unk, at / "unk_token");
-    unk_id_ = token_to_id(token);
-    if (unk_id_ < 0) (at / "unk_token").fail("'" + token + "' is not in the vocabulary");
+    options.unk_id = token_to_id(token);
+    if (options.unk_id < 0) (at / "unk_token").fail("'" + token + "' is not in the vocabulary");
   }
   continuing_subword_prefix_ = string_or(model, at, "continuing_subword_prefix", "");
   end_of_word_suffix_ = string_or(model, at, "end_of_word_suffix", "");
-  fuse_unk_ = bool_or(model, at, "fuse_unk", false);
-  byte_fallback_ = bool_or(model, at, "byte_fallback", false);
-  ignore_merges_ = bool_or(model, at, "ignore_merges", false);
+  options.fuse_unk = bool_or(model, at, "fuse_unk", false);
+  options.byte_fallback = bool_or(model, at, "byte_fallback", false);
+  options.ignore_merges = bool_or(model, at, "ignore_merges", false);
+  finish(options);
+}
+
+std::string Bpe::add_token(const std::string& token, int32_t id) {
+  if (find_invalid_utf8(token) != token.size()) return "token " + std::to_string(id) + " is not valid UTF-8";
+  if (const auto it = id_to_token_.find(id); it != id_to_token_.end()) {
+    return "id " + std::to_string(id) + " is given to both '" + it->second + "' and '" + token + "'";
+  }
+  if (const auto it = vocab_.find(token); it != vocab_.end()) {
+    return "token " + std::to_string(id) + " ('" + token + "') is also token " + std::to_string(it->second);
+  }
+  id_to_token_.emplace(id, token);
+  vocab_.emplace(token, id);
+  if (id + 1 > size_) size_ = id + 1;
+  return {};
+}
+
+std::string Bpe::add_merge(std::string_view left, std::string_view right) {
+  const std::string joined = std::string(left).append(right);
+  const int32_t a = token_to_id(left), b = token_to_id(right), merged = token_to_id(joined);
+  if (a < 0 || b < 0 || merged < 0) {
+    return "'" + std::string(a < 0 ? left : b < 0 ? right : std::string_view(joined)) + "' is not in the vocabulary";
+  }
+  // A pair listed twice keeps its first (highest-priority) rank.
+  merges_.emplace(pair_key(a, b), Merge{merge_count_++, merged});
+  return {};
+}
+
+void Bpe::finish(const Options& options) {
+  options_ = options;
   for (int b = 0; b < 256; ++b) {
     char name[8];
     std::snprintf(name, sizeof(name), "<0x%02X>", b);
@@ -86,7 +106,7 @@ const Bpe::Merge* Bpe::find_merge(int32_t a, int32_t b) const {
 
 void Bpe::encode(const std::string& piece, std::vector<int32_t>& ids) const {
   if (piece.empty()) return;
-  if (ignore_merges_) {
+  if (options_.ignore_merges) {
     const int32_t whole = token_to_id(piece);
     if (whole >= 0) {
       ids.push_back(whole);
@@ -111,7 +131,7 @@ void Bpe::encode(const std::string& piece, std::vector<int32_t>& ids) const {
       symbols.push_back(id);
       continue;
     }
-    if (byte_fallback_) {
+    if (options_.byte_fallback) {
       bool all_bytes = true;
       for (const char c : ch) all_bytes = all_bytes && byte_ids_[static_cast<uint8_t>(c)] >= 0;
       if (all_bytes) {
@@ -120,9 +140,9 @@ void Bpe::encode(const std::string& piece, std::vector<int32_t>& ids) const {
         continue;
       }
     }
-    if (unk_id_ >= 0) {
-      if (pending_unk >= 0 && !fuse_unk_) symbols.push_back(pending_unk);
-      pending_unk = unk_id_;
+    if (options_.unk_id >= 0) {
+      if (pending_unk >= 0 && !options_.fuse_unk) symbols.push_back(pending_unk);
+      pending_unk = options_.unk_id;
     }
   }
   if (pending_unk >= 0) symbols.push_back(pending_unk);

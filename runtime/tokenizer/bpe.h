@@ -18,6 +18,22 @@ class Bpe {
   // dropout other than null is refused (encoding would not be deterministic).
   Bpe(const Json& model, const JsonAt& at);
 
+  // Built piece by piece (a GGUF vocabulary): add_token and add_merge return
+  // what is wrong, or an empty string; finish sets the options.
+  Bpe() = default;
+  // token (valid UTF-8) with id in [0, INT32_MAX - 1]; neither may be taken.
+  std::string add_token(const std::string& token, int32_t id);
+  // The next merge, ranked after the ones before; left, right and left + right
+  // must be tokens.
+  std::string add_merge(std::string_view left, std::string_view right);
+  struct Options {
+    int32_t unk_id = -1;
+    bool fuse_unk = false;
+    bool byte_fallback = false;
+    bool ignore_merges = false;
+  };
+  void finish(const Options& options);
+
   // Appends the ids of piece (non-empty, valid UTF-8).
   void encode(const std::string& piece, std::vector<int32_t>& ids) const;
 
@@ -44,13 +60,11 @@ class Bpe {
   std::unordered_map<int32_t, std::string> id_to_token_;
   int32_t size_ = 0;
   std::unordered_map<uint64_t, Merge> merges_;
-  int32_t unk_id_ = -1;
+  int32_t merge_count_ = 0;
+  Options options_;
   std::string continuing_subword_prefix_;
   std::string end_of_word_suffix_;
-  bool fuse_unk_ = false;
-  bool byte_fallback_ = false;
-  bool ignore_merges_ = false;
-  int32_t byte_ids_[256];  // <0xNN> tokens, -1 where absent
+  int32_t byte_ids_[256] = {};  // <0xNN> tokens, -1 where absent (set by finish)
 };
 
 }  // namespace rill::tok

@@ -5,17 +5,9 @@
 
 #include "errors.h"
 #include "rill.h"
+#include "tokenizer/handles.h"
 #include "tokenizer/tokenizer.h"
 #include "tokenizer/utf8.h"
-
-struct rill_tokenizer {
-  std::unique_ptr<rill::Tokenizer> impl;
-};
-
-struct rill_detokenizer {
-  const rill_tokenizer* tokenizer;
-  rill::Tokenizer::StreamDecoder decoder;
-};
 
 namespace {
 

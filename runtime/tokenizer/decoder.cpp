@@ -165,6 +165,24 @@ class Strip final : public Decoder {
 
 }  // namespace
 
+std::unique_ptr<Decoder> make_byte_level_decoder() { return std::make_unique<ByteLevel>(); }
+
+std::unique_ptr<Decoder> make_replace_decoder(std::string pattern, std::string content) {
+  return std::make_unique<Replace>(std::move(pattern), std::move(content));
+}
+
+std::unique_ptr<Decoder> make_byte_fallback_decoder() { return std::make_unique<ByteFallback>(); }
+
+std::unique_ptr<Decoder> make_fuse_decoder() { return std::make_unique<Fuse>(); }
+
+std::unique_ptr<Decoder> make_strip_decoder(uint32_t content, size_t start, size_t stop) {
+  return std::make_unique<Strip>(content, start, stop);
+}
+
+std::unique_ptr<Decoder> make_decoder_sequence(std::vector<std::unique_ptr<Decoder>> steps) {
+  return std::make_unique<Sequence>(std::move(steps));
+}
+
 std::unique_ptr<Decoder> load_decoder(const Json& value, const JsonAt& at) {
   const std::string type = component_type(value, at);
   if (type == "Sequence") {
@@ -172,9 +190,9 @@ std::unique_ptr<Decoder> load_decoder(const Json& value, const JsonAt& at) {
     const Json& list = expect_array(required(value, at, "decoders"), list_at);
     std::vector<std::unique_ptr<Decoder>> steps;
     for (size_t i = 0; i < list.size(); ++i) steps.push_back(load_decoder(list[i], list_at[i]));
-    return std::make_unique<Sequence>(std::move(steps));
+    return make_decoder_sequence(std::move(steps));
   }
-  if (type == "ByteLevel") return std::make_unique<ByteLevel>();
+  if (type == "ByteLevel") return make_byte_level_decoder();
   if (type == "Metaspace") {
     const Json* replacement = optional(value, "replacement");
     bool drop_in_first = bool_or(value, at, "add_prefix_space", true);
@@ -193,13 +211,13 @@ std::unique_ptr<Decoder> load_decoder(const Json& value, const JsonAt& at) {
     const Json& pattern = expect_object(required(value, at, "pattern"), pattern_at);
     const Json* literal = optional(pattern, "String");
     if (literal == nullptr) pattern_at.fail("expected an object with a String member (a Regex is not supported here)");
-    return std::make_unique<Replace>(expect_string(*literal, pattern_at / "String"),
-                                     expect_string(required(value, at, "content"), at / "content"));
+    return make_replace_decoder(expect_string(*literal, pattern_at / "String"),
+                                expect_string(required(value, at, "content"), at / "content"));
   }
-  if (type == "ByteFallback") return std::make_unique<ByteFallback>();
-  if (type == "Fuse") return std::make_unique<Fuse>();
+  if (type == "ByteFallback") return make_byte_fallback_decoder();
+  if (type == "Fuse") return make_fuse_decoder();
   if (type == "Strip") {
-    return std::make_unique<Strip>(
+    return make_strip_decoder(
         expect_char(required(value, at, "content"), at / "content"),
         static_cast<size_t>(expect_int(required(value, at, "start"), at / "start", 0, INT32_MAX)),
         static_cast<size_t>(expect_int(required(value, at, "stop"), at / "stop", 0, INT32_MAX)));

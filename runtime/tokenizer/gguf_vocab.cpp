@@ -27,20 +27,6 @@ constexpr const char* kLlama3Pattern =
 constexpr const char* kQwen2Pattern =
     R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
 
-Json byte_level(bool use_regex) {
-  return Json{{"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", true}, {"use_regex", use_regex}};
-}
-
-Json split_then_bytes(const char* pattern) {
-  return Json{{"type", "Sequence"},
-              {"pretokenizers",
-               Json::array({Json{{"type", "Split"},
-                                 {"pattern", Json{{"Regex", pattern}}},
-                                 {"behavior", "Isolated"},
-                                 {"invert", false}},
-                            byte_level(false)})}};
-}
-
 class Keys {
  public:
   Keys(const gguf::Contents& contents, const std::string& file) : contents_(contents), file_(file) {}
@@ -48,6 +34,8 @@ class Keys {
   [[noreturn]] void fail(rill_status status, const std::string& key, const std::string& what) const {
     throw LoadError{status, file_ + ": metadata '" + key + "': " + what};
   }
+
+  const std::string& file() const { return file_; }
 
   const gguf::Value* get(const std::string& key) const { return contents_.find(key); }
 
@@ -100,13 +88,6 @@ class Keys {
   const std::string& file_;
 };
 
-// The tokenizer.json parts built from the metadata: root without
-// added_tokens, which are collected apart.
-struct VocabModel {
-  Json root = Json::object();
-  Json added = Json::array();
-};
-
 int64_t token_type(const Keys& k, const gguf::Value* types, uint64_t i) {
   int64_t type = kTypeNormal;
   if (types != nullptr && !types->element_i64(i, type)) {
@@ -115,67 +96,81 @@ int64_t token_type(const Keys& k, const gguf::Value* types, uint64_t i) {
   return type;
 }
 
-Json added_token(int64_t id, std::string_view content, bool normalized, bool special) {
-  return Json{{"id", id},         {"content", content}, {"single_word", false}, {"lstrip", false},
-              {"rstrip", false},  {"normalized", normalized}, {"special", special}};
+std::string token_at(const gguf::Value* tokens, uint64_t i) {
+  std::string_view token;
+  tokens->element_string(i, token);
+  return std::string(token);
 }
 
-void add_to_vocab(const Keys& k, Json& vocab, const std::string& text, uint64_t id) {
-  if (vocab.contains(text)) {
-    k.fail(RILL_ERROR_CONFIG, "tokenizer.ggml.tokens",
-           "token " + std::to_string(id) + " ('" + text + "') appears twice");
+void add_added_token(const Keys& k, GgufVocab& v, const std::string& token, uint64_t id, bool normalized, bool special) {
+  if (token.empty()) k.fail(RILL_ERROR_CONFIG, "tokenizer.ggml.tokens", "token " + std::to_string(id) + " is empty");
+  AddedToken added;
+  added.content = token;
+  added.id = static_cast<int32_t>(id);
+  added.normalized = normalized;
+  added.special = special;
+  v.added.push_back(std::move(added));
+}
+
+void add_to_vocab(const Keys& k, Bpe& model, const std::string& token, uint64_t id) {
+  if (const std::string error = model.add_token(token, static_cast<int32_t>(id)); !error.empty()) {
+    k.fail(RILL_ERROR_CONFIG, "tokenizer.ggml.tokens", error);
   }
-  vocab[text] = static_cast<int64_t>(id);
+}
+
+// GPT-2's byte-level pre-tokenizer after a Split at pattern's matches, as
+// Llama 3's and Qwen2's tokenizer.json files write it.
+std::unique_ptr<PreTokenizer> split_then_bytes(const char* pattern, const JsonAt& at) {
+  std::vector<std::unique_ptr<PreTokenizer>> steps;
+  steps.push_back(make_regex_split(pattern, SplitBehavior::kIsolated, false, at));
+  steps.push_back(make_byte_level_pre_tokenizer(false, false, at));
+  return make_pre_tokenizer_sequence(std::move(steps));
 }
 
 // Byte-level BPE (tokenizer.ggml.model "gpt2"): the merges are in the file;
 // tokenizer.ggml.pre names the pre-tokenizer.
-VocabModel byte_level_model(const Keys& k, const gguf::Value* tokens, const gguf::Value* types) {
+void byte_level_model(const Keys& k, const gguf::Value* tokens, const gguf::Value* types, GgufVocab& v) {
   // Files from before tokenizer.ggml.pre existed hold GPT-2's.
   const std::string pre = k.string("tokenizer.ggml.pre", "gpt-2");
-  VocabModel m;
-  Json& root = m.root;
-  root["normalizer"] = nullptr;
-  root["decoder"] = Json{{"type", "ByteLevel"}, {"add_prefix_space", true}, {"trim_offsets", true},
-                         {"use_regex", true}};
-  bool ignore_merges = false;
+  const JsonAt pre_at{&k.file(), "tokenizer.ggml.pre"};
+  Bpe::Options options;
   if (pre == "gpt-2") {
-    root["pre_tokenizer"] = byte_level(true);
+    v.pre_tokenizer = make_byte_level_pre_tokenizer(false, true, pre_at);
   } else if (pre == "llama-bpe") {
-    root["pre_tokenizer"] = split_then_bytes(kLlama3Pattern);
-    ignore_merges = true;
+    v.pre_tokenizer = split_then_bytes(kLlama3Pattern, pre_at);
+    options.ignore_merges = true;
   } else if (pre == "qwen2") {
-    root["normalizer"] = Json{{"type", "NFC"}};
-    root["pre_tokenizer"] = split_then_bytes(kQwen2Pattern);
+    v.normalizer = make_nfc_normalizer();
+    v.pre_tokenizer = split_then_bytes(kQwen2Pattern, pre_at);
   } else {
     k.fail(RILL_ERROR_UNSUPPORTED, "tokenizer.ggml.pre",
            "\"" + pre + "\" is not supported; supported: gpt-2, llama-bpe, qwen2 (llama.cpp's \"default\" split "
            "has no tokenizer.json counterpart)");
   }
+  v.decoder = make_byte_level_decoder();
   const gguf::Value* merges = k.array("tokenizer.ggml.merges", gguf::ValueType::STRING, true);
   // Control and user-defined tokens are added tokens, as in the tokenizer.json
   // the converter read them from; the others form the BPE vocabulary.
-  Json vocab = Json::object();
+  v.model = std::make_unique<Bpe>();
   for (uint64_t i = 0; i < tokens->size(); ++i) {
-    std::string_view token;
-    tokens->element_string(i, token);
+    const std::string token = token_at(tokens, i);
     const int64_t type = token_type(k, types, i);
     if (type == kTypeControl || type == kTypeUserDefined) {
-      m.added.push_back(added_token(static_cast<int64_t>(i), token, type == kTypeUserDefined, type == kTypeControl));
+      add_added_token(k, v, token, i, type == kTypeUserDefined, type == kTypeControl);
     } else {
-      add_to_vocab(k, vocab, std::string(token), i);
+      add_to_vocab(k, *v.model, token, i);
     }
   }
-  Json merge_list = Json::array();
   for (uint64_t i = 0; i < merges->size(); ++i) {
     std::string_view merge;
     merges->element_string(i, merge);
-    merge_list.push_back(merge);
+    const size_t space = merge.find(' ');
+    const std::string error = space == std::string_view::npos
+                                  ? "expected \"left right\", got '" + std::string(merge) + "'"
+                                  : v.model->add_merge(merge.substr(0, space), merge.substr(space + 1));
+    if (!error.empty()) k.fail(RILL_ERROR_CONFIG, "tokenizer.ggml.merges", "merge " + std::to_string(i) + ": " + error);
   }
-  root["model"] = Json{{"type", "BPE"},          {"dropout", nullptr}, {"unk_token", nullptr},
-                       {"fuse_unk", false},      {"byte_fallback", false}, {"ignore_merges", ignore_merges},
-                       {"vocab", std::move(vocab)}, {"merges", std::move(merge_list)}};
-  return m;
+  v.model->finish(options);
 }
 
 size_t code_points(std::string_view s) {
@@ -189,8 +184,8 @@ size_t code_points(std::string_view s) {
 // the vocabulary is a merge, ranked by the piece's score (highest first), then
 // by the left and right parts' lengths in code points (longest first); ties
 // keep the order of the pieces' ids and, within one piece, of the parts' ids.
-Json merges_from_scores(const std::vector<std::string>& pieces, const std::vector<double>& scores,
-                        const std::unordered_map<std::string_view, int64_t>& ids) {
+void merges_from_scores(const std::vector<std::string>& pieces, const std::vector<double>& scores,
+                        const std::unordered_map<std::string_view, int64_t>& ids, Bpe& model) {
   struct Merge {
     std::string_view left, right;
     double score;
@@ -223,9 +218,8 @@ Json merges_from_scores(const std::vector<std::string>& pieces, const std::vecto
     if (a.left_chars != b.left_chars) return a.left_chars > b.left_chars;
     return a.right_chars > b.right_chars;
   });
-  Json list = Json::array();
-  for (const Merge& m : merges) list.push_back(Json::array({m.left, m.right}));
-  return list;
+  // Both parts and the piece are in the vocabulary, so no merge is refused.
+  for (const Merge& m : merges) model.add_merge(m.left, m.right);
 }
 
 // SentencePiece BPE (tokenizer.ggml.model "llama": Llama 2, Mistral, Gemma) as
@@ -234,7 +228,7 @@ Json merges_from_scores(const std::vector<std::string>& pieces, const std::vecto
 // user-defined pieces plain added tokens; spaces become "▁", with one
 // prepended (and stripped again on decode) under add_space_prefix; byte
 // fallback to <0xNN> pieces.
-VocabModel sentencepiece_model(const Keys& k, const gguf::Value* tokens, const gguf::Value* types) {
+void sentencepiece_model(const Keys& k, const gguf::Value* tokens, const gguf::Value* types, GgufVocab& v) {
   const gguf::Value* score_values = k.array("tokenizer.ggml.scores", gguf::ValueType::F32, true);
   if (score_values->size() != tokens->size()) {
     k.fail(RILL_ERROR_CONFIG, "tokenizer.ggml.scores",
@@ -244,17 +238,14 @@ VocabModel sentencepiece_model(const Keys& k, const gguf::Value* tokens, const g
   const bool add_space_prefix = k.flag("tokenizer.ggml.add_space_prefix", true);
   // Gemma's converter calls the tab's byte piece "\t" and makes its turn markers special.
   const bool gemma = k.string("general.architecture", "").rfind("gemma", 0) == 0;
-  VocabModel m;
   std::vector<std::string> pieces(tokens->size());
   std::vector<double> scores(tokens->size());
-  Json vocab = Json::object();
-  std::string unk_token;
+  v.model = std::make_unique<Bpe>();
+  Bpe::Options options;
+  options.fuse_unk = true;
+  options.byte_fallback = true;
   for (uint64_t i = 0; i < tokens->size(); ++i) {
-    std::string_view token;
-    tokens->element_string(i, token);
-    if (find_invalid_utf8(token) != token.size()) {
-      k.fail(RILL_ERROR_CONFIG, "tokenizer.ggml.tokens", "token " + std::to_string(i) + " is not valid UTF-8");
-    }
+    const std::string token = token_at(tokens, i);
     // Generating merges looks up every split of every piece: quadratic in a
     // piece's length. SentencePiece's pieces are short (16 characters by
     // default); a longer bound keeps a hostile file from making it a hang.
@@ -265,44 +256,40 @@ VocabModel sentencepiece_model(const Keys& k, const gguf::Value* tokens, const g
     }
     if (!score_values->element_f64(i, scores[i])) k.fail(RILL_ERROR_CONFIG, "tokenizer.ggml.scores", "expected numbers");
     const int64_t type = token_type(k, types, i);
-    const auto id = static_cast<int64_t>(i);
     if (type == kTypeUnknown || type == kTypeControl) {
-      m.added.push_back(added_token(id, token, false, true));
-      if (type == kTypeUnknown && unk_token.empty()) unk_token = token;
+      add_added_token(k, v, token, i, false, true);
+      if (type == kTypeUnknown && options.unk_id < 0) options.unk_id = static_cast<int32_t>(i);
     } else if (type == kTypeUserDefined) {
       const bool turn_marker = gemma && (token == "<start_of_turn>" || token == "<end_of_turn>");
-      m.added.push_back(added_token(id, token, false, turn_marker));
+      add_added_token(k, v, token, i, false, turn_marker);
     }
-    pieces[i] = gemma && token == "<0x09>" ? "\t" : std::string(token);
-    add_to_vocab(k, vocab, pieces[i], i);
+    pieces[i] = gemma && token == "<0x09>" ? "\t" : token;
+    add_to_vocab(k, *v.model, pieces[i], i);
   }
   if (const int64_t unk = k.id("tokenizer.ggml.unknown_token_id", tokens->size()); unk >= 0) {
-    unk_token = pieces[static_cast<size_t>(unk)];
+    options.unk_id = static_cast<int32_t>(unk);
   }
   std::unordered_map<std::string_view, int64_t> ids;  // the pieces differ: add_to_vocab checked
   for (size_t i = 0; i < pieces.size(); ++i) ids.emplace(pieces[i], static_cast<int64_t>(i));
+  merges_from_scores(pieces, scores, ids, *v.model);
+  v.model->finish(options);
 
-  Json& root = m.root;
-  const Json to_metaspace = Json{{"type", "Replace"}, {"pattern", Json{{"String", " "}}}, {"content", "\u2581"}};
-  root["normalizer"] = add_space_prefix ? Json{{"type", "Sequence"},
-                                               {"normalizers", Json::array({Json{{"type", "Prepend"},
-                                                                                 {"prepend", "\u2581"}},
-                                                                            to_metaspace})}}
-                                        : to_metaspace;
-  root["pre_tokenizer"] = nullptr;
-  Json decoders = Json::array({Json{{"type", "Replace"}, {"pattern", Json{{"String", "\u2581"}}}, {"content", " "}},
-                               Json{{"type", "ByteFallback"}}, Json{{"type", "Fuse"}}});
-  if (add_space_prefix) decoders.push_back(Json{{"type", "Strip"}, {"content", " "}, {"start", 1}, {"stop", 0}});
-  root["decoder"] = Json{{"type", "Sequence"}, {"decoders", std::move(decoders)}};
-  root["model"] = Json{{"type", "BPE"},
-                       {"dropout", nullptr},
-                       {"unk_token", unk_token.empty() ? Json(nullptr) : Json(unk_token)},
-                       {"fuse_unk", true},
-                       {"byte_fallback", true},
-                       {"ignore_merges", false},
-                       {"vocab", std::move(vocab)},
-                       {"merges", merges_from_scores(pieces, scores, ids)}};
-  return m;
+  // Spaces become "\u2581", with one prepended under add_space_prefix.
+  std::unique_ptr<Normalizer> to_metaspace = make_replace_normalizer(" ", "\u2581");
+  if (add_space_prefix) {
+    std::vector<std::unique_ptr<Normalizer>> steps;
+    steps.push_back(make_prepend_normalizer("\u2581"));
+    steps.push_back(std::move(to_metaspace));
+    v.normalizer = make_normalizer_sequence(std::move(steps));
+  } else {
+    v.normalizer = std::move(to_metaspace);
+  }
+  std::vector<std::unique_ptr<Decoder>> decoders;
+  decoders.push_back(make_replace_decoder("\u2581", " "));
+  decoders.push_back(make_byte_fallback_decoder());
+  decoders.push_back(make_fuse_decoder());
+  if (add_space_prefix) decoders.push_back(make_strip_decoder(' ', 1, 0));
+  v.decoder = make_decoder_sequence(std::move(decoders));
 }
 
 }  // namespace
@@ -325,9 +312,20 @@ GgufVocab gguf_vocab(const gguf::Contents& contents, const std::string& file) {
     k.fail(RILL_ERROR_CONFIG, "tokenizer.ggml.token_type",
            "holds " + std::to_string(types->size()) + " types for " + std::to_string(tokens->size()) + " tokens");
   }
-  VocabModel model = sentencepiece ? sentencepiece_model(k, tokens, types) : byte_level_model(k, tokens, types);
-
+  // Every piece is checked here, so the components see only valid UTF-8.
+  for (uint64_t i = 0; i < tokens->size(); ++i) {
+    std::string_view token;
+    tokens->element_string(i, token);
+    if (find_invalid_utf8(token) != token.size()) {
+      k.fail(RILL_ERROR_CONFIG, "tokenizer.ggml.tokens", "token " + std::to_string(i) + " is not valid UTF-8");
+    }
+  }
   GgufVocab out;
+  if (sentencepiece) {
+    sentencepiece_model(k, tokens, types, out);
+  } else {
+    byte_level_model(k, tokens, types, out);
+  }
   // llama.cpp adds BOS by default to SentencePiece vocabularies (files from
   // before tokenizer.ggml.add_bos_token existed rely on it).
   if (k.flag("tokenizer.ggml.add_bos_token", sentencepiece)) {
@@ -339,12 +337,6 @@ GgufVocab gguf_vocab(const gguf::Contents& contents, const std::string& file) {
     const int64_t eos = k.id("tokenizer.ggml.eos_token_id", tokens->size());
     if (eos < 0) k.fail(RILL_ERROR_CONFIG, "tokenizer.ggml.add_eos_token", "is true but eos_token_id is not set");
     out.suffix.push_back(static_cast<int32_t>(eos));
-  }
-  model.root["added_tokens"] = std::move(model.added);
-  try {
-    out.json = model.root.dump();
-  } catch (const Json::type_error&) {
-    throw LoadError{RILL_ERROR_CONFIG, file + ": the tokenizer metadata holds a string that is not valid UTF-8"};
   }
   return out;
 }

@@ -151,6 +151,20 @@ class ReplaceRegex final : public Normalizer {
 
 }  // namespace
 
+std::unique_ptr<Normalizer> make_nfc_normalizer() { return std::make_unique<UnicodeForm>(UTF8PROC_COMPOSE); }
+
+std::unique_ptr<Normalizer> make_prepend_normalizer(std::string prefix) {
+  return std::make_unique<Prepend>(std::move(prefix));
+}
+
+std::unique_ptr<Normalizer> make_replace_normalizer(std::string pattern, std::string content) {
+  return std::make_unique<ReplaceString>(std::move(pattern), std::move(content));
+}
+
+std::unique_ptr<Normalizer> make_normalizer_sequence(std::vector<std::unique_ptr<Normalizer>> steps) {
+  return std::make_unique<Sequence>(std::move(steps));
+}
+
 std::unique_ptr<Normalizer> load_normalizer(const Json& value, const JsonAt& at) {
   const std::string type = component_type(value, at);
   if (type == "Sequence") {
@@ -158,9 +172,9 @@ std::unique_ptr<Normalizer> load_normalizer(const Json& value, const JsonAt& at)
     const Json& list = expect_array(required(value, at, "normalizers"), list_at);
     std::vector<std::unique_ptr<Normalizer>> steps;
     for (size_t i = 0; i < list.size(); ++i) steps.push_back(load_normalizer(list[i], list_at[i]));
-    return std::make_unique<Sequence>(std::move(steps));
+    return make_normalizer_sequence(std::move(steps));
   }
-  if (type == "NFC") return std::make_unique<UnicodeForm>(UTF8PROC_COMPOSE);
+  if (type == "NFC") return make_nfc_normalizer();
   if (type == "NFD") return std::make_unique<UnicodeForm>(UTF8PROC_DECOMPOSE);
   if (type == "NFKC")
     return std::make_unique<UnicodeForm>(static_cast<utf8proc_option_t>(UTF8PROC_COMPOSE | UTF8PROC_COMPAT));
@@ -171,13 +185,13 @@ std::unique_ptr<Normalizer> load_normalizer(const Json& value, const JsonAt& at)
     return std::make_unique<Strip>(bool_or(value, at, "strip_left", true), bool_or(value, at, "strip_right", true));
   }
   if (type == "Prepend")
-    return std::make_unique<Prepend>(expect_string(required(value, at, "prepend"), at / "prepend"));
+    return make_prepend_normalizer(expect_string(required(value, at, "prepend"), at / "prepend"));
   if (type == "Replace") {
     const JsonAt pattern_at = at / "pattern";
     const Json& pattern = expect_object(required(value, at, "pattern"), pattern_at);
     std::string content = expect_string(required(value, at, "content"), at / "content");
     if (const Json* s = optional(pattern, "String")) {
-      return std::make_unique<ReplaceString>(expect_string(*s, pattern_at / "String"), std::move(content));
+      return make_replace_normalizer(expect_string(*s, pattern_at / "String"), std::move(content));
     }
     if (const Json* r = optional(pattern, "Regex")) {
       return std::make_unique<ReplaceRegex>(expect_string(*r, pattern_at / "Regex"), pattern_at / "Regex",

@@ -77,19 +77,9 @@ class ByteLevel final : public PreTokenizer {
 
 class SplitPattern final : public PreTokenizer {
  public:
-  SplitPattern(const Json& value, const JsonAt& at)
-      : behavior_(parse_split_behavior(required(value, at, "behavior"), at / "behavior")),
-        invert_(bool_or(value, at, "invert", false)) {
-    const JsonAt pattern_at = at / "pattern";
-    const Json& pattern = expect_object(required(value, at, "pattern"), pattern_at);
-    if (const Json* s = optional(pattern, "String")) {
-      literal_ = expect_string(*s, pattern_at / "String");
-    } else if (const Json* r = optional(pattern, "Regex")) {
-      regex_ = std::make_unique<Regex>(expect_string(*r, pattern_at / "Regex"), pattern_at / "Regex");
-    } else {
-      pattern_at.fail("expected an object with a String or Regex member");
-    }
-  }
+  // Splits at regex's matches, or at literal's when regex is null.
+  SplitPattern(std::string literal, std::unique_ptr<Regex> regex, SplitBehavior behavior, bool invert)
+      : behavior_(behavior), invert_(invert), literal_(std::move(literal)), regex_(std::move(regex)) {}
 
  protected:
   void split(const Piece& piece, std::vector<Piece>& out) const override {
@@ -210,7 +200,34 @@ PrependScheme parse_prepend_scheme(const Json& value, const JsonAt& at) {
   return bool_or(value, at, "add_prefix_space", true) ? PrependScheme::kAlways : PrependScheme::kNever;
 }
 
+std::unique_ptr<PreTokenizer> load_split(const Json& value, const JsonAt& at) {
+  const SplitBehavior behavior = parse_split_behavior(required(value, at, "behavior"), at / "behavior");
+  const bool invert = bool_or(value, at, "invert", false);
+  const JsonAt pattern_at = at / "pattern";
+  const Json& pattern = expect_object(required(value, at, "pattern"), pattern_at);
+  if (const Json* s = optional(pattern, "String")) {
+    return std::make_unique<SplitPattern>(expect_string(*s, pattern_at / "String"), nullptr, behavior, invert);
+  }
+  if (const Json* r = optional(pattern, "Regex")) {
+    return make_regex_split(expect_string(*r, pattern_at / "Regex"), behavior, invert, pattern_at / "Regex");
+  }
+  pattern_at.fail("expected an object with a String or Regex member");
+}
+
 }  // namespace
+
+std::unique_ptr<PreTokenizer> make_byte_level_pre_tokenizer(bool add_prefix_space, bool use_regex, const JsonAt& at) {
+  return std::make_unique<ByteLevel>(add_prefix_space, use_regex, at);
+}
+
+std::unique_ptr<PreTokenizer> make_regex_split(const std::string& pattern, SplitBehavior behavior, bool invert,
+                                               const JsonAt& at) {
+  return std::make_unique<SplitPattern>("", std::make_unique<Regex>(pattern, at), behavior, invert);
+}
+
+std::unique_ptr<PreTokenizer> make_pre_tokenizer_sequence(std::vector<std::unique_ptr<PreTokenizer>> steps) {
+  return std::make_unique<PreTokenizerSequence>(std::move(steps));
+}
 
 std::unique_ptr<PreTokenizer> load_pre_tokenizer(const Json& value, const JsonAt& at) {
   const std::string type = component_type(value, at);
@@ -219,13 +236,13 @@ std::unique_ptr<PreTokenizer> load_pre_tokenizer(const Json& value, const JsonAt
     const Json& list = expect_array(required(value, at, "pretokenizers"), list_at);
     std::vector<std::unique_ptr<PreTokenizer>> steps;
     for (size_t i = 0; i < list.size(); ++i) steps.push_back(load_pre_tokenizer(list[i], list_at[i]));
-    return std::make_unique<PreTokenizerSequence>(std::move(steps));
+    return make_pre_tokenizer_sequence(std::move(steps));
   }
   if (type == "ByteLevel") {
-    return std::make_unique<ByteLevel>(bool_or(value, at, "add_prefix_space", true),
-                                       bool_or(value, at, "use_regex", true), at);
+    return make_byte_level_pre_tokenizer(bool_or(value, at, "add_prefix_space", true),
+                                         bool_or(value, at, "use_regex", true), at);
   }
-  if (type == "Split") return std::make_unique<SplitPattern>(value, at);
+  if (type == "Split") return load_split(value, at);
   if (type == "Metaspace") {
     const Json* replacement = optional(value, "replacement");
     return std::make_unique<Metaspace>(replacement ? expect_char(*replacement, at / "replacement") : 0x2581,

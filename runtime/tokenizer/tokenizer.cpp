@@ -79,13 +79,17 @@ void Tokenizer::load_json(const std::string& file, const std::string& text) {
       const JsonAt item_at = list_at[i];
       const auto id = static_cast<int32_t>(
           tok::expect_int(tok::required((*list)[i], item_at, "id"), item_at / "id", 0, INT32_MAX - 1));
-      // tokenizers gives an added token that the model's vocabulary already
-      // holds the vocabulary's id, whatever the file says.
-      const tok::AddedToken token = read_added_token((*list)[i], item_at, id);
-      const int32_t model_id = model_->token_to_id(token.content);
-      added_.add(model_id >= 0 ? read_added_token((*list)[i], item_at, model_id) : token, normalizer_.get());
+      add_added_token(read_added_token((*list)[i], item_at, id));
     }
   }
+}
+
+// tokenizers gives an added token that the model's vocabulary already holds
+// the vocabulary's id, whatever the file says.
+void Tokenizer::add_added_token(tok::AddedToken token) {
+  const int32_t model_id = model_->token_to_id(token.content);
+  if (model_id >= 0) token.id = model_id;
+  added_.add(token, normalizer_.get());
 }
 
 // tokenizer_config.json: added tokens tokenizer.json lacks
@@ -130,8 +134,12 @@ void Tokenizer::apply_tokenizer_config(const std::string& file, const std::strin
 
 void Tokenizer::load_gguf(const std::string& path, const gguf::Contents& contents) {
   const std::string file = path + " (its tokenizer metadata)";
-  const tok::GgufVocab vocab = tok::gguf_vocab(contents, file);
-  load_json(file, vocab.json);
+  tok::GgufVocab vocab = tok::gguf_vocab(contents, file);
+  normalizer_ = std::move(vocab.normalizer);
+  pre_tokenizer_ = std::move(vocab.pre_tokenizer);
+  model_ = std::move(vocab.model);
+  decoder_ = std::move(vocab.decoder);
+  for (tok::AddedToken& token : vocab.added) add_added_token(std::move(token));
   if (!vocab.prefix.empty() || !vocab.suffix.empty()) {
     post_processor_ = tok::make_wrapping_processor(vocab.prefix, vocab.suffix);
   }

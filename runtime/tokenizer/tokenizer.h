@@ -74,6 +74,7 @@ class Tokenizer {
   void load_json(const std::string& file, const std::string& text);
   void apply_tokenizer_config(const std::string& file, const std::string& text);
   void load_gguf(const std::string& path, const gguf::Contents& contents);
+  void add_added_token(tok::AddedToken token);
 
   std::unique_ptr<tok::Normalizer> normalizer_;
   std::unique_ptr<tok::PreTokenizer> pre_tokenizer_;

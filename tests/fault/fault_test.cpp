@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <cstring>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -26,8 +27,10 @@ namespace {
 using rill_test::expect_failure;
 
 const std::string kFortune = RILL_FORTUNE_MODEL;
-// A one-layer llama with its tokenizer, written by PyPI's gguf (a fuzz seed).
+// A one-layer llama with its byte-level BPE tokenizer, and a SentencePiece
+// vocabulary alone, written by PyPI's gguf (fuzz seeds).
 const std::string kGgufLlama = RILL_GGUF_LLAMA;
+const std::string kGgufSentencePiece = RILL_GGUF_SENTENCEPIECE;
 
 std::string fake_config(const char* backend) {
   return std::string("[runtime]\nbackend = \"") + backend + "\"\nplugin_dir = '" + RILL_FAKE_PLUGIN_DIR + "'\n";
@@ -359,6 +362,16 @@ TEST_CASE("device faults: a failed tensor write is a status; the tensor and cont
   rill_tensor_destroy(t);
 }
 
+// The ids of text, special tokens added.
+std::vector<int32_t> encode(const rill_tokenizer* tokenizer, const char* text) {
+  std::vector<int32_t> ids(64);
+  size_t count = 0;
+  REQUIRE_MESSAGE(rill_tokenizer_encode(tokenizer, text, std::strlen(text), 1, ids.data(), ids.size(), &count) == RILL_OK,
+                  rill_last_error());
+  ids.resize(count);
+  return ids;
+}
+
 TEST_CASE("host allocation failures: language model and tokenizer loads") {
   rill_test::ScopedContext context;
   for (const std::string& path : {kFortune, kGgufLlama}) {
@@ -373,18 +386,21 @@ TEST_CASE("host allocation failures: language model and tokenizer loads") {
     rill_lm_destroy(lm);
   }
   // tokenizer.json with tokenizer_config.json (a small one: the walk loads it
-  // once per allocation it makes). Not yet a GGUF file's
-  // tokenizer: tok::gguf_vocab builds its tokenizer.json with nlohmann::json
-  // initializer lists, whose temporaries allocate in their noexcept
-  // destructors (docs/RELIABILITY.md).
-  rill_tokenizer* tokenizer = nullptr;
+  // once per allocation it makes), and the two kinds of GGUF vocabulary. The
+  // loaded tokenizer encodes as one loaded without failures does.
   const std::string folder = write_tiny_tokenizer();
-  walk_host("rill_tokenizer_load (tokenizer.json)", [&] { return rill_tokenizer_load(folder.c_str(), &tokenizer); },
-            [&] { CHECK(tokenizer == nullptr); }, [&] { rill_tokenizer_destroy(tokenizer), tokenizer = nullptr; });
-  int32_t vocab = 0;
-  CHECK(rill_tokenizer_vocab_size(tokenizer, &vocab) == RILL_OK);
-  CHECK(vocab == 8);  // the vocabulary's 6, and two added tokens of tokenizer_config.json
-  rill_tokenizer_destroy(tokenizer);
+  const char* text = "ab a\n\u00e9<tool></s>";
+  for (const std::string& path : {folder, kGgufLlama, kGgufSentencePiece}) {
+    rill_tokenizer* expected = nullptr;
+    REQUIRE_MESSAGE(rill_tokenizer_load(path.c_str(), &expected) == RILL_OK, rill_last_error());
+    rill_tokenizer* tokenizer = nullptr;
+    walk_host(("rill_tokenizer_load (" + path.substr(path.rfind('/') + 1) + ")").c_str(),
+              [&] { return rill_tokenizer_load(path.c_str(), &tokenizer); }, [&] { CHECK(tokenizer == nullptr); },
+              [&] { rill_tokenizer_destroy(tokenizer), tokenizer = nullptr; });
+    CHECK(encode(tokenizer, text) == encode(expected, text));
+    rill_tokenizer_destroy(tokenizer);
+    rill_tokenizer_destroy(expected);
+  }
 }
 
 TEST_CASE("host allocation failures: sessions") {
@@ -428,10 +444,21 @@ std::vector<int32_t> session_ids(const rill_session* session) {
   return ids;
 }
 
+// A rill_token_fn that appends the token's text to the std::string user_data,
+// reserved to kStreamedBytes so that it allocates nothing while a walk is armed.
+constexpr size_t kStreamedBytes = 4096;
+int append_text(void* user_data, int32_t, const char* text, size_t text_len) {
+  // Past the reservation: ask the step to stop, which the comparison with
+  // the reference then shows (nothing may throw through rill).
+  if (static_cast<std::string*>(user_data)->size() + text_len > kStreamedBytes) return 1;
+  static_cast<std::string*>(user_data)->append(text, text_len);
+  return 0;
+}
+
 // Every session call with allocation N failing, N = 1, 2, ...: a failed call
 // leaves the conversation's ids as they were, and the session then generates
 // exactly what a session that never failed generates (so its cache, sampler
-// state and text are as they were too). The sampler draws at temperature 1,
+// state and text are as they were too), streaming the same text. The sampler draws at temperature 1,
 // so a random draw taken by a failed call would change the later tokens.
 TEST_CASE("host allocation failures: session calls leave the session as it was") {
   rill_test::ScopedContext context;
@@ -445,12 +472,20 @@ TEST_CASE("host allocation failures: session calls leave the session as it was")
   options.sampler.temperature = 1.0f;
   options.sampler.top_k = 0;
   options.sampler.seed = 7;
+  // Every second token ends a generation, so steps also flush the streamed text.
+  options.max_new_tokens = 2;
   const char* prompt = "The fortune says";
   const char* stop = "zzz";
   const int32_t eos[2] = {1, 2};
   rill_sampler_params sampler;
   rill_sampler_params_init(&sampler);
   sampler.seed = 11;
+  // The text each session streamed: a failed step must take its token back
+  // from the streamed text too, or the retried step would repeat it.
+  std::map<const rill_session*, std::string> streamed;
+  const auto step = [&](rill_session* s) {
+    return rill_session_step(s, 1, append_text, &streamed.at(s), nullptr, nullptr);
+  };
   // The calls, in order, on the walked session and on the reference.
   struct Call {
     const char* name;
@@ -462,19 +497,21 @@ TEST_CASE("host allocation failures: session calls leave the session as it was")
       {"rill_session_set_eos_ids", [&](rill_session* s) { return rill_session_set_eos_ids(s, eos, 2); }},
       {"rill_session_append_text",
        [&](rill_session* s) { return rill_session_append_text(s, prompt, std::strlen(prompt), 1); }},
-      {"rill_session_step (prefill)", [](rill_session* s) { return rill_session_step(s, 1, nullptr, nullptr, nullptr, nullptr); }},
-      {"rill_session_step (decode)", [](rill_session* s) { return rill_session_step(s, 1, nullptr, nullptr, nullptr, nullptr); }},
+      {"rill_session_step (prefill)", step},
+      {"rill_session_step (decode)", step},
+      {"rill_session_step (decode, again)", step},
       {"rill_session_rewind", [](rill_session* s) { return rill_session_rewind(s, 3); }},
       {"rill_session_set_sampler", [&](rill_session* s) { return rill_session_set_sampler(s, &sampler); }},
       {"rill_session_set_text",
        [&](rill_session* s) { return rill_session_set_text(s, prompt, std::strlen(prompt), 1); }},
-      {"rill_session_step (after set_text)", [](rill_session* s) { return rill_session_step(s, 1, nullptr, nullptr, nullptr, nullptr); }},
+      {"rill_session_step (after set_text)", step},
       {"rill_session_clear_stop_strings", [](rill_session* s) { return rill_session_clear_stop_strings(s); }},
   };
   rill_session* reference = nullptr;
   REQUIRE(rill_session_create(lm, &options, &reference) == RILL_OK);
   rill_session* session = nullptr;
   REQUIRE(rill_session_create(lm, &options, &session) == RILL_OK);
+  for (const rill_session* s : {reference, session}) streamed[s].reserve(kStreamedBytes);
   for (const Call& call : calls) {
     REQUIRE_MESSAGE(call.run(reference) == RILL_OK, call.name, ": ", rill_last_error());
     std::vector<int32_t> before;
@@ -482,15 +519,173 @@ TEST_CASE("host allocation failures: session calls leave the session as it was")
               [&] { FAIL_CHECK(call.name, " succeeded while an allocation failed: the walk cannot undo it"); },
               [&] { before = session_ids(session); });
     CHECK(session_ids(session) == session_ids(reference));
+    CHECK(streamed[session] == streamed[reference]);
   }
   for (rill_session* s : {reference, session}) {
-    REQUIRE_MESSAGE(rill_session_step(s, 4, nullptr, nullptr, nullptr, nullptr) == RILL_OK, rill_last_error());
+    REQUIRE_MESSAGE(rill_session_step(s, 4, append_text, &streamed.at(s), nullptr, nullptr) == RILL_OK, rill_last_error());
   }
   CHECK(session_ids(session) == session_ids(reference));
+  CHECK(!streamed[reference].empty());
+  CHECK(streamed[session] == streamed[reference]);
   rill_session_destroy(session);
   rill_session_destroy(reference);
   rill_tokenizer_destroy(tokenizer);
   rill_lm_destroy(lm);
+}
+
+// A step that fails takes its token back, from the streamed text too: with
+// every step ending a generation, the text is flushed after the token's
+// text was taken, and a byte-fallback token's text is held back until then,
+// so a token kept by a failed step would come out twice on the retry. The
+// GGUF llama (16 ids) speaks through the SentencePiece vocabulary (13 ids,
+// three of them bytes).
+TEST_CASE("host allocation failures: a failed step leaves the streamed text as it was") {
+  rill_test::ScopedContext context;
+  rill_lm* lm = nullptr;
+  REQUIRE_MESSAGE(rill_lm_load(context.ctx, kGgufLlama.c_str(), nullptr, &lm) == RILL_OK, rill_last_error());
+  rill_tokenizer* tokenizer = nullptr;
+  REQUIRE_MESSAGE(rill_tokenizer_load(kGgufSentencePiece.c_str(), &tokenizer) == RILL_OK, rill_last_error());
+  rill_session_options options;
+  rill_session_options_init(&options, lm);
+  options.capacity = 32;
+  options.max_new_tokens = 1;
+  options.sampler.seed = 3;
+  std::map<const rill_session*, std::string> streamed;
+  rill_session* reference = nullptr;
+  rill_session* session = nullptr;
+  const int32_t prompt[2] = {1, 7};
+  for (rill_session** s : {&reference, &session}) {
+    REQUIRE(rill_session_create(lm, &options, s) == RILL_OK);
+    REQUIRE(rill_session_set_tokenizer(*s, tokenizer) == RILL_OK);
+    REQUIRE(rill_session_append_ids(*s, prompt, 2) == RILL_OK);
+    streamed[*s].reserve(kStreamedBytes);
+  }
+  const auto step = [&](rill_session* s) {
+    return rill_session_step(s, 1, append_text, &streamed.at(s), nullptr, nullptr);
+  };
+  for (int i = 0; i < 12; ++i) {
+    REQUIRE_MESSAGE(step(reference) == RILL_OK, rill_last_error());
+    std::vector<int32_t> before;
+    walk_host("rill_session_step (ending the generation)", [&] { return step(session); },
+              [&] { CHECK(session_ids(session) == before); },
+              [&] { FAIL_CHECK("the step succeeded while an allocation failed: the walk cannot undo it"); },
+              [&] { before = session_ids(session); });
+    CHECK(session_ids(session) == session_ids(reference));
+    CHECK(streamed[session] == streamed[reference]);
+  }
+  // The draws included held-back byte tokens ("\xC3" then "\xA9" is "\u00e9";
+  // either alone is U+FFFD), else the test would not reach the case.
+  CHECK(streamed[reference].find("\xEF\xBF\xBD") != std::string::npos);
+  rill_session_destroy(session);
+  rill_session_destroy(reference);
+  rill_tokenizer_destroy(tokenizer);
+  rill_lm_destroy(lm);
+}
+
+// The other entry points that allocate: each failed call leaves its outputs
+// and the objects it was given as they were, so that the same call then gives
+// what a call that never failed gives.
+TEST_CASE("host allocation failures: tokenizer, detokenizer, sampler, logits and reports") {
+  const auto nothing = [] {};
+  rill_tokenizer* tokenizer = nullptr;
+  REQUIRE_MESSAGE(rill_tokenizer_load(kGgufSentencePiece.c_str(), &tokenizer) == RILL_OK, rill_last_error());
+  const char* text = "ab a\n\u00e9<tool>";
+  const std::vector<int32_t> ids = encode(tokenizer, text);
+  std::vector<int32_t> out(64, -1);
+  size_t count = 0;
+  walk_host("rill_tokenizer_encode",
+            [&] { return rill_tokenizer_encode(tokenizer, text, std::strlen(text), 1, out.data(), out.size(), &count); },
+            nothing, nothing);
+  CHECK(std::vector<int32_t>(out.begin(), out.begin() + static_cast<std::ptrdiff_t>(count)) == ids);
+  char buf[64] = {};
+  walk_host("rill_tokenizer_decode",
+            [&] { return rill_tokenizer_decode(tokenizer, ids.data(), ids.size(), 1, buf, sizeof buf, &count); },
+            nothing, nothing);
+  CHECK(std::string(buf) == "ab a\n\u00e9<tool>");
+  int32_t id = -1;
+  walk_host("rill_tokenizer_token_to_id", [&] { return rill_tokenizer_token_to_id(tokenizer, "<tool>", &id); },
+            [&] { CHECK(id == -1); }, nothing);
+  CHECK(id == 12);
+
+  // A detokenizer that failed a push or a flush gives the text of one that never failed.
+  rill_detokenizer* detokenizer = nullptr;
+  walk_host("rill_detokenizer_create", [&] { return rill_detokenizer_create(tokenizer, 1, &detokenizer); },
+            [&] { CHECK(detokenizer == nullptr); }, [&] { rill_detokenizer_destroy(detokenizer), detokenizer = nullptr; });
+  std::string streamed;
+  for (const int32_t next : ids) {
+    walk_host("rill_detokenizer_push",
+              [&] { return rill_detokenizer_push(detokenizer, next, buf, sizeof buf, &count); }, nothing,
+              [&] { FAIL_CHECK("a push succeeded while an allocation failed: the walk cannot undo it"); });
+    streamed.append(buf, count);
+  }
+  walk_host("rill_detokenizer_flush", [&] { return rill_detokenizer_flush(detokenizer, buf, sizeof buf, &count); },
+            nothing, [&] { FAIL_CHECK("a flush succeeded while an allocation failed: the walk cannot undo it"); });
+  streamed.append(buf, count);
+  CHECK(streamed == "ab a\n\u00e9<tool>");
+  rill_detokenizer_destroy(detokenizer);
+  rill_tokenizer_destroy(tokenizer);
+
+  // A sampler that failed a draw draws what one that never failed draws.
+  rill_sampler_params params;
+  rill_sampler_params_init(&params);
+  params.top_p = 0.9f;
+  params.repetition_penalty = 1.3f;
+  const std::vector<float> logits = {0.5f, 1.5f, -1.0f, 2.0f, 0.25f, 1.0f};
+  const int32_t history[2] = {3, 1};
+  std::vector<float> probabilities(logits.size(), -1.0f);
+  walk_host("rill_sampler_probabilities",
+            [&] {
+              return rill_sampler_probabilities(&params, logits.data(), logits.size(), history, 2,
+                                                probabilities.data(), probabilities.size());
+            },
+            nothing, nothing);
+  CHECK(probabilities[0] > 0.0f);
+  rill_sampler* sampler = nullptr;
+  rill_sampler* reference = nullptr;
+  REQUIRE(rill_sampler_create(&params, &reference) == RILL_OK);
+  walk_host("rill_sampler_create", [&] { return rill_sampler_create(&params, &sampler); },
+            [&] { CHECK(sampler == nullptr); }, [&] { rill_sampler_destroy(sampler), sampler = nullptr; });
+  for (int draw = 0; draw < 3; ++draw) {
+    int32_t expected = -1, token = -1;
+    REQUIRE(rill_sampler_sample(reference, logits.data(), logits.size(), history, 2, &expected) == RILL_OK);
+    walk_host("rill_sampler_sample",
+              [&] { return rill_sampler_sample(sampler, logits.data(), logits.size(), history, 2, &token); },
+              [&] { CHECK(token == -1); },
+              [&] { FAIL_CHECK("a draw succeeded while an allocation failed: the walk cannot undo it"); });
+    CHECK(token == expected);
+  }
+  rill_sampler_destroy(sampler);
+  rill_sampler_destroy(reference);
+
+  // Logits into a cache: a failed call leaves the cache's length as it was.
+  rill_test::ScopedContext context;
+  rill_lm* lm = nullptr;
+  REQUIRE_MESSAGE(rill_lm_load(context.ctx, kGgufLlama.c_str(), nullptr, &lm) == RILL_OK, rill_last_error());
+  rill_kv_cache* cache = nullptr;
+  REQUIRE(rill_kv_cache_create(rill_lm_model(lm), 1, 16, &cache) == RILL_OK);
+  const int32_t prompt[3] = {1, 7, 9};
+  std::vector<float> lm_logits(16);
+  int32_t length = -1;
+  walk_host("rill_lm_logits",
+            [&] { return rill_lm_logits(lm, cache, 1, 3, prompt, 1, lm_logits.data(), lm_logits.size()); },
+            [&] {
+              CHECK(rill_kv_cache_get_length(cache, 0, &length) == RILL_OK);
+              CHECK(length == 0);
+            },
+            [&] { REQUIRE(rill_kv_cache_set_length(cache, 0, 0) == RILL_OK); });
+  rill_kv_cache_destroy(cache);
+  rill_lm_destroy(lm);
+
+  rill_model_desc desc;
+  const char* toml = "[model]\nnum_layers = 2\nhidden_size = 8\nnum_heads = 2\nnum_kv_heads = 1\n"
+                     "intermediate_size = 16\nactivation = \"silu_glu\"\n";
+  walk_host("rill_model_desc_from_toml", [&] { return rill_model_desc_from_toml(toml, "m.toml", &desc); }, nothing,
+            nothing);
+  CHECK(desc.num_layers == 2);
+  char report[4096];
+  walk_host("rill_info_report",
+            [&] { return rill_info_report(rill_test::kCpuConfig, report, sizeof report, &count); }, nothing, nothing);
+  CHECK(count > 0);
 }
 
 TEST_CASE("host allocation failures on error paths: a status, never an exception") {

@@ -6,8 +6,8 @@ llama of width 8 in f32 and in f16 with a gpt2-style tokenizer, the same
 llama with a SentencePiece vocabulary (tokenizer.ggml.model "llama": scores,
 byte, unknown, control and user-defined pieces), a llama of width 32 whose
 matrices and embedding are Q8_0 blocks, a v2 file, a file with
-general.alignment 64, metadata of every value type and a Q8_0 tensor, and a
-tokenizer-only file. The gguf_header seeds are
+general.alignment 64, metadata of every value type and a Q8_0 tensor, and two
+tokenizer-only files (byte-level BPE and SentencePiece). The gguf_header seeds are
 inputs of the structure-aware target (gguf_header_fuzz.cpp): bytes of 1 choose
 the expected value at every choice, so one_tensor and llama make well-formed
 files (PyPI's gguf reads them; rill loads llama as a model) and
@@ -126,6 +126,28 @@ def tokenizer_only(w):
     w.add_bos_token_id(0)
 
 
+def sentencepiece_tokenizer_only(w):
+    """A SentencePiece vocabulary (tokenizer.ggml.model "llama", as Llama 2's):
+    scores instead of merges, unknown and control pieces, a user-defined piece
+    and byte-fallback pieces."""
+    T = gguf.TokenType
+    # The byte pieces sit at ids the seeds' llama draws often (the fault test
+    # streams its text through this vocabulary).
+    pieces = [("<unk>", 0.0, T.UNKNOWN), ("<s>", 0.0, T.CONTROL), ("</s>", 0.0, T.CONTROL),
+              ("\u2581", -1.0, T.NORMAL), ("a", -2.0, T.NORMAL), ("b", -3.0, T.NORMAL),
+              ("ab", -4.0, T.NORMAL), ("\u2581a", -5.0, T.NORMAL), ("<0xC3>", 0.0, T.BYTE),
+              ("<0x0A>", 0.0, T.BYTE), ("\u2581ab", -6.0, T.NORMAL), ("<0xA9>", 0.0, T.BYTE),
+              ("<tool>", 0.0, T.USER_DEFINED)]
+    w.add_tokenizer_model("llama")
+    w.add_token_list([p[0] for p in pieces])
+    w.add_token_scores([p[1] for p in pieces])
+    w.add_token_types([p[2] for p in pieces])
+    w.add_bos_token_id(1)
+    w.add_eos_token_id(2)
+    w.add_unk_token_id(0)
+    w.add_add_bos_token(True)
+
+
 def every_value_type(w):
     w.add_uint8("test.u8", 200)
     w.add_int8("test.i8", -100)
@@ -160,6 +182,7 @@ def main():
     write(os.path.join(seeds, "llama_q8_0.gguf"), fill=llama("q8_0"))
     write(os.path.join(seeds, "values_align64.gguf"), arch="test", alignment=64, fill=every_value_type)
     write(os.path.join(seeds, "tokenizer_only.gguf"), fill=tokenizer_only)
+    write(os.path.join(seeds, "sentencepiece_tokenizer_only.gguf"), fill=sentencepiece_tokenizer_only)
 
     header = os.path.join(HERE, "corpus", "gguf_header")
     os.makedirs(header, exist_ok=True)
