@@ -196,6 +196,12 @@ TEST_CASE("host allocation failures: contexts, tensors, models, caches") {
   walk_host("rill_context_create (cpu)", [&] { return rill_context_create(rill_test::kCpuConfig, &ctx); },
             [&] { CHECK(ctx == nullptr); }, [&] { rill_context_destroy(ctx), ctx = nullptr; });
   rill_context_destroy(ctx), ctx = nullptr;
+  const std::string config_file = scratch_path("config.toml");
+  rill_test::write_text_file(config_file, rill_test::kCpuConfig);
+  walk_host("rill_context_create_from_file", [&] { return rill_context_create_from_file(config_file.c_str(), &ctx); },
+            [&] { CHECK(ctx == nullptr); }, [&] { rill_context_destroy(ctx), ctx = nullptr; });
+  rill_context_destroy(ctx), ctx = nullptr;
+  std::remove(config_file.c_str());
   const std::string fake = fake_config("fakehost");
   walk_host("rill_context_create (plugin)", [&] { return rill_context_create(fake.c_str(), &ctx); },
             [&] { CHECK(ctx == nullptr); }, [&] { rill_context_destroy(ctx), ctx = nullptr; });
@@ -477,6 +483,7 @@ TEST_CASE("host allocation failures: session calls leave the session as it was")
   const char* prompt = "The fortune says";
   const char* stop = "zzz";
   const int32_t eos[2] = {1, 2};
+  const std::vector<int32_t> prompt_ids = encode(tokenizer, prompt);
   rill_sampler_params sampler;
   rill_sampler_params_init(&sampler);
   sampler.seed = 11;
@@ -501,6 +508,9 @@ TEST_CASE("host allocation failures: session calls leave the session as it was")
       {"rill_session_step (decode)", step},
       {"rill_session_step (decode, again)", step},
       {"rill_session_rewind", [](rill_session* s) { return rill_session_rewind(s, 3); }},
+      {"rill_session_set_ids",
+       [&](rill_session* s) { return rill_session_set_ids(s, prompt_ids.data(), prompt_ids.size()); }},
+      {"rill_session_step (after set_ids)", step},
       {"rill_session_set_sampler", [&](rill_session* s) { return rill_session_set_sampler(s, &sampler); }},
       {"rill_session_set_text",
        [&](rill_session* s) { return rill_session_set_text(s, prompt, std::strlen(prompt), 1); }},
@@ -686,6 +696,57 @@ TEST_CASE("host allocation failures: tokenizer, detokenizer, sampler, logits and
   walk_host("rill_info_report",
             [&] { return rill_info_report(rill_test::kCpuConfig, report, sizeof report, &count); }, nothing, nothing);
   CHECK(count > 0);
+}
+
+// The ops on the CPU backend, each walked with its inputs written afresh
+// before every call (rope and residual_add work in place): a failed call
+// returns the status, and the call that then succeeds computes what a call
+// with no failure computed.
+TEST_CASE("host allocation failures: ops") {
+  rill_test::ScopedContext context;
+  rill_tensor* x = context.tensor({1, 2, 1, 4});
+  rill_tensor* w = context.tensor({4, 4});
+  rill_tensor* gain = context.tensor({4});
+  rill_tensor* out = context.tensor({1, 2, 1, 4});
+  const std::vector<float> x_values = {0.5f, -1.0f, 0.25f, 2.0f, 1.5f, 0.75f, -0.5f, 1.0f};
+  std::vector<float> w_values(16);
+  for (size_t i = 0; i < w_values.size(); ++i) w_values[i] = 0.1f * static_cast<float>(i) - 0.7f;
+  const std::vector<float> gain_values = {1.0f, 0.5f, -0.25f, 2.0f};
+  const int32_t ids[2] = {3, 1};
+  const int32_t positions[2] = {4, 5};
+  const auto reset = [&] {
+    REQUIRE(rill_tensor_write_f32(x, x_values.data(), x_values.size()) == RILL_OK);
+    REQUIRE(rill_tensor_write_f32(w, w_values.data(), w_values.size()) == RILL_OK);
+    REQUIRE(rill_tensor_write_f32(gain, gain_values.data(), gain_values.size()) == RILL_OK);
+    const std::vector<float> zeros(8, 0.0f);
+    REQUIRE(rill_tensor_write_f32(out, zeros.data(), zeros.size()) == RILL_OK);
+  };
+  // Each op, and the tensor it writes.
+  struct Op {
+    const char* name;
+    std::function<rill_status()> run;
+    rill_tensor* result;
+  };
+  const std::vector<Op> ops = {
+      {"rill_gemm", [&] { return rill_gemm(context.ctx, x, w, nullptr, 1.0f, 0.0f, out); }, out},
+      {"rill_rms_norm", [&] { return rill_rms_norm(context.ctx, x, gain, 1e-6f, out); }, out},
+      {"rill_layer_norm", [&] { return rill_layer_norm(context.ctx, x, gain, gain, 1e-6f, out); }, out},
+      {"rill_residual_add", [&] { return rill_residual_add(context.ctx, x, out, gain, 1.0f, 0.5f); }, x},
+      {"rill_get_rows", [&] { return rill_get_rows(context.ctx, w, ids, 2, out); }, out},
+      {"rill_rope", [&] { return rill_rope(context.ctx, x, positions, 2, 10000.0f, 4); }, x},
+      {"rill_activation", [&] { return rill_activation(context.ctx, RILL_ACT_SILU, x, nullptr, out); }, out},
+      {"rill_attention", [&] { return rill_attention(context.ctx, x, x, x, nullptr, 0, 0.5f, out); }, out},
+  };
+  std::vector<float> expected(8), got(8);
+  for (const Op& op : ops) {
+    reset();
+    REQUIRE_MESSAGE(op.run() == RILL_OK, op.name, ": ", rill_last_error());
+    REQUIRE(rill_tensor_read_f32(op.result, expected.data(), expected.size()) == RILL_OK);
+    walk_host(op.name, op.run, [] {}, [] {}, reset);
+    REQUIRE(rill_tensor_read_f32(op.result, got.data(), got.size()) == RILL_OK);
+    CHECK_MESSAGE(got == expected, op.name);
+  }
+  for (rill_tensor* t : {x, w, gain, out}) rill_tensor_destroy(t);
 }
 
 TEST_CASE("host allocation failures on error paths: a status, never an exception") {
