@@ -692,10 +692,9 @@ TEST_CASE("host allocation failures: tokenizer, detokenizer, sampler, logits and
   walk_host("rill_model_desc_from_toml", [&] { return rill_model_desc_from_toml(toml, "m.toml", &desc); }, nothing,
             nothing);
   CHECK(desc.num_layers == 2);
-  char report[4096];
-  walk_host("rill_info_report",
-            [&] { return rill_info_report(rill_test::kCpuConfig, report, sizeof report, &count); }, nothing, nothing);
-  CHECK(count > 0);
+  // rill_info_report is not walked: it creates a Vulkan instance, and a
+  // failure thrown through the Vulkan loader's C code leaves the loader's
+  // lock held, so the next vkCreateInstance in the process never returns.
 }
 
 // The ops on the CPU backend, each walked with its inputs written afresh
