@@ -47,6 +47,12 @@ rill_status OpChecks::same_dtype(const rill_tensor* tensor, const char* name, co
                                        " (the dtype of " + reference_name + "), got " + rill_dtype_name(tensor->dtype));
 }
 
+rill_status OpChecks::same_dtype(std::initializer_list<Named> tensors, const rill_tensor& reference,
+                                 const char* reference_name) const {
+  for (const Named& operand : tensors) RILL_CHECK(same_dtype(operand.tensor, operand.name, reference, reference_name));
+  return RILL_OK;
+}
+
 rill_status OpChecks::same_shape(const rill_tensor& tensor, const char* name, const rill_tensor& reference,
                                  const char* reference_name) const {
   bool same = tensor.ndim == reference.ndim;

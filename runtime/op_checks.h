@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 
 #include "errors.h"
@@ -29,6 +30,15 @@ class OpChecks {
   rill_status weight_operand(const rill_tensor* tensor, const char* name) const;
   // tensor (NULL is fine) has the dtype of reference.
   rill_status same_dtype(const rill_tensor* tensor, const char* name, const rill_tensor& reference,
+                         const char* reference_name) const;
+  // An operand and its name, for the checks over several at once.
+  struct Named {
+    const rill_tensor* tensor;
+    const char* name;
+  };
+  // Each of tensors (NULL is fine) has the dtype of reference; the first that
+  // does not is the one reported.
+  rill_status same_dtype(std::initializer_list<Named> tensors, const rill_tensor& reference,
                          const char* reference_name) const;
   // tensor has exactly the shape of reference.
   rill_status same_shape(const rill_tensor& tensor, const char* name, const rill_tensor& reference,

@@ -32,9 +32,7 @@ rill_status check_attention(const OpChecks& check, const rill_tensor* q, const r
   RILL_CHECK(check.operand(k, "k"));
   RILL_CHECK(check.operand(v, "v"));
   RILL_CHECK(check.operand(out, "out"));
-  RILL_CHECK(check.same_dtype(k, "k", *q, "q"));
-  RILL_CHECK(check.same_dtype(v, "v", *q, "q"));
-  RILL_CHECK(check.same_dtype(out, "out", *q, "q"));
+  RILL_CHECK(check.same_dtype({{k, "k"}, {v, "v"}, {out, "out"}}, *q, "q"));
   if (q->ndim != 4) {
     return check.failure(RILL_ERROR_SHAPE, "q: expected [B, T, Hq, head_dim], got " + rill::shape_text(*q));
   }
@@ -96,10 +94,7 @@ rill_status check_fused(const OpChecks& check, const rill_tensor* x, const rill_
   RILL_CHECK(check.optional_operand(gain, "gain"));
   RILL_CHECK(check.optional_operand(weight, "weight"));
   RILL_CHECK(check.optional_operand(bias, "bias"));
-  RILL_CHECK(check.same_dtype(residual, "residual", *x, "x"));
-  RILL_CHECK(check.same_dtype(gain, "gain", *x, "x"));
-  RILL_CHECK(check.same_dtype(weight, "weight", *x, "x"));
-  RILL_CHECK(check.same_dtype(bias, "bias", *x, "x"));
+  RILL_CHECK(check.same_dtype({{residual, "residual"}, {gain, "gain"}, {weight, "weight"}, {bias, "bias"}}, *x, "x"));
   RILL_CHECK(check.same_shape(*residual, "residual", *x, "x"));
   const int64_t d = last_dim(*x);
   RILL_CHECK(check.vector(gain, "gain", d, "the last dim of x"));
@@ -127,9 +122,7 @@ rill_status check_norm(const OpChecks& check, const rill_tensor* x, const rill_t
   RILL_CHECK(check.optional_operand(weight, "weight"));
   RILL_CHECK(check.optional_operand(bias, "bias"));
   RILL_CHECK(check.operand(out, "out"));
-  RILL_CHECK(check.same_dtype(weight, "weight", *x, "x"));
-  RILL_CHECK(check.same_dtype(bias, "bias", *x, "x"));
-  RILL_CHECK(check.same_dtype(out, "out", *x, "x"));
+  RILL_CHECK(check.same_dtype({{weight, "weight"}, {bias, "bias"}, {out, "out"}}, *x, "x"));
   const int64_t d = last_dim(*x);
   RILL_CHECK(check.vector(weight, "weight", d, "the last dim of x"));
   RILL_CHECK(check.vector(bias, "bias", d, "the last dim of x"));
@@ -157,8 +150,7 @@ RILL_API rill_status rill_residual_add(rill_context* ctx, rill_tensor* residual,
     RILL_CHECK(check.operand(residual, "residual"));
     RILL_CHECK(check.operand(update, "update"));
     RILL_CHECK(check.optional_operand(gain, "gain"));
-    RILL_CHECK(check.same_dtype(update, "update", *residual, "residual"));
-    RILL_CHECK(check.same_dtype(gain, "gain", *residual, "residual"));
+    RILL_CHECK(check.same_dtype({{update, "update"}, {gain, "gain"}}, *residual, "residual"));
     RILL_CHECK(check.same_shape(*update, "update", *residual, "residual"));
     RILL_CHECK(check.vector(gain, "gain", rill::last_dim(*residual), "the last dim of residual"));
     RILL_CHECK(check.distinct(update, "update", residual, "residual"));
@@ -238,9 +230,8 @@ RILL_API rill_status rill_gemm(rill_context* ctx, const rill_tensor* a, const ri
     RILL_CHECK(check.optional_operand(bias, "bias"));
     RILL_CHECK(check.operand(out, "out"));
     const bool block_w = rill_dtype_size(w->dtype) == 0;
-    if (!block_w) RILL_CHECK(check.same_dtype(w, "w", *a, "a"));
-    RILL_CHECK(check.same_dtype(bias, "bias", *a, "a"));
-    RILL_CHECK(check.same_dtype(out, "out", *a, "a"));
+    // A block-dtype w holds weights in its own format, whatever a's dtype.
+    RILL_CHECK(check.same_dtype({{block_w ? nullptr : w, "w"}, {bias, "bias"}, {out, "out"}}, *a, "a"));
     const int64_t k = rill::last_dim(*a);
     if (w->ndim != 2 || w->shape[1] != k) {
       return check.failure(RILL_ERROR_SHAPE, "w: expected shape [N, " + std::to_string(k) +
@@ -470,8 +461,7 @@ RILL_API rill_status rill_activation(rill_context* ctx, rill_act_fn fn_kind, con
     RILL_CHECK(check.operand(x, "x"));
     RILL_CHECK(check.optional_operand(up, "up"));
     RILL_CHECK(check.operand(out, "out"));
-    RILL_CHECK(check.same_dtype(up, "up", *x, "x"));
-    RILL_CHECK(check.same_dtype(out, "out", *x, "x"));
+    RILL_CHECK(check.same_dtype({{up, "up"}, {out, "out"}}, *x, "x"));
     if (up != nullptr) RILL_CHECK(check.same_shape(*up, "up", *x, "x"));
     RILL_CHECK(check.same_shape(*out, "out", *x, "x"));
     rill_backend_tensor u{};
