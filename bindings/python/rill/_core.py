@@ -123,6 +123,11 @@ def int32_array(values, argument):
     return np.ascontiguousarray(arr.ravel(), dtype=np.int32)
 
 
+def _handle_query(function, convert):
+    """A read-only property: convert(lib().<function>(self.handle))."""
+    return property(lambda self: convert(getattr(lib(), function)(self.handle)))
+
+
 def _check_shape(shape, argument="shape"):
     try:
         items = tuple(shape)
@@ -304,17 +309,9 @@ class Context(Owned):
             return "<rill.Context closed>"
         return "<rill.Context backend={!r} device={!r}>".format(self.backend_name, self.device_name)
 
-    @property
-    def backend_name(self):
-        return text(lib().rill_context_backend_name(self.handle))
-
-    @property
-    def device_name(self):
-        return text(lib().rill_context_device_name(self.handle))
-
-    @property
-    def selection_report(self):
-        return text(lib().rill_context_selection_report(self.handle))
+    backend_name = _handle_query("rill_context_backend_name", text)
+    device_name = _handle_query("rill_context_device_name", text)
+    selection_report = _handle_query("rill_context_selection_report", text)
 
     def synchronize(self):
         check(lib().rill_context_synchronize(self.handle))
@@ -457,19 +454,26 @@ class Context(Owned):
                                     _finite(attention_factor, "attention_factor"), int(dim)))
         return x
 
-    def attention(self, q, k, v, kv_lengths=None, scale=None, out=None):
-        """Causal attention: q [B, T, Hq, hd], k and v [B, S, Hkv, hd];
-        kv_lengths: B ints or None; scale None = 1/sqrt(hd); out None: a new
-        tensor of q's shape."""
+    def _attention_operands(self, q, kv_lengths, scale, out):
+        """What attention and attention_ex pass alike: the scale (None:
+        1/sqrt(hd)), kv_lengths as a pointer to int32s (which keeps its array
+        alive) and a count, and out (None: a new tensor of q's shape)."""
         self._arg(q, "q")
         if scale is None:
             scale = 1.0 / float(q.shape[-1]) ** 0.5
-        lengths_ptr, count, lengths = None, 0, None
+        lengths_ptr, count = None, 0
         if kv_lengths is not None:
             lengths = int32_array(kv_lengths, "kv_lengths")
             lengths_ptr, count = lengths.ctypes.data_as(ctypes.POINTER(ctypes.c_int32)), lengths.size
         if out is None:
             out = self._like(q, "q")
+        return scale, lengths_ptr, count, out
+
+    def attention(self, q, k, v, kv_lengths=None, scale=None, out=None):
+        """Causal attention: q [B, T, Hq, hd], k and v [B, S, Hkv, hd];
+        kv_lengths: B ints or None; scale None = 1/sqrt(hd); out None: a new
+        tensor of q's shape."""
+        scale, lengths_ptr, count, out = self._attention_operands(q, kv_lengths, scale, out)
         check(lib().rill_attention(self.handle, self._arg(q, "q"), self._arg(k, "k"), self._arg(v, "v"), lengths_ptr,
                                    count, _finite(scale, "scale"), self._arg(out, "out")))
         return out
@@ -479,15 +483,7 @@ class Context(Owned):
         (0 = off), as rill_attention_ex; the other arguments as attention."""
         from ._library import AttentionParams
 
-        self._arg(q, "q")
-        if scale is None:
-            scale = 1.0 / float(q.shape[-1]) ** 0.5
-        lengths_ptr, count, lengths = None, 0, None
-        if kv_lengths is not None:
-            lengths = int32_array(kv_lengths, "kv_lengths")
-            lengths_ptr, count = lengths.ctypes.data_as(ctypes.POINTER(ctypes.c_int32)), lengths.size
-        if out is None:
-            out = self._like(q, "q")
+        scale, lengths_ptr, count, out = self._attention_operands(q, kv_lengths, scale, out)
         params = AttentionParams(_finite(scale, "scale"), int(window), _finite(softcap, "softcap"))
         check(lib().rill_attention_ex(self.handle, self._arg(q, "q"), self._arg(k, "k"), self._arg(v, "v"),
                                       lengths_ptr, count, ctypes.byref(params), self._arg(out, "out")))
@@ -565,13 +561,8 @@ class Tensor(Owned):
     def dtype(self):
         return self._dtype
 
-    @property
-    def numel(self):
-        return int(lib().rill_tensor_numel(self.handle))
-
-    @property
-    def nbytes(self):
-        return int(lib().rill_tensor_nbytes(self.handle))
+    numel = _handle_query("rill_tensor_numel", int)
+    nbytes = _handle_query("rill_tensor_nbytes", int)
 
     def _storage_shape(self):
         """The shape of the storage array: the tensor's, or [N, bytes per row] for a block dtype."""
