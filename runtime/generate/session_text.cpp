@@ -32,23 +32,21 @@ rill_status SessionText::restart() {
     RILL_CHECK(read_text(
         [&](char* b, size_t n, size_t* len) { return rill_detokenizer_flush(detokenizer, b, n, len); }, dropped));
   }
-  stops.flush();  // after what can fail
+  stops.drop();  // after what can fail
   return RILL_OK;
 }
 
-// Worked on copies, kept only when all of it succeeded: a step that fails
-// takes its token back, and the streamed text must not keep it either.
+// A step that fails takes its token back, and the streamed text must not keep
+// it either. The detokenizer's state (the ids whose text is still pending) is
+// worked on a copy, kept once the stop strings, the last call that can fail,
+// have taken the text; they change nothing when they fail.
 void SessionText::push(int32_t token, bool last, std::string& out, bool& matched) {
   rill::Tokenizer::StreamDecoder decoder = detokenizer->decoder;
-  StopText stops_after = stops;
   std::string piece;
   if (token < vocab_size) piece = decoder.push(token);
   if (last) piece += decoder.finish();
-  std::string text = stops_after.push(piece, matched);
-  if (last && !matched) text += stops_after.flush();
+  out = stops.push(piece, last, matched);
   detokenizer->decoder = std::move(decoder);
-  stops = std::move(stops_after);
-  out = std::move(text);
 }
 
 }  // namespace rill::generate

@@ -67,7 +67,7 @@ RILL_API rill_status rill_session_set_tokenizer(rill_session* session, const ril
     session->text.detokenizer = detokenizer;
     session->text.tokenizer = tokenizer;
     session->text.vocab_size = vocab;
-    session->text.stops.flush();
+    session->text.stops.drop();
     return RILL_OK;
   });
 }

@@ -16,11 +16,13 @@ class StopText {
 
   // Takes piece; returns the text that can go out now. matched: set when a
   // stop string completed: the text before it is returned, and the stop string
-  // and anything after it are dropped.
-  std::string push(const std::string& piece, bool& matched);
+  // and anything after it are dropped. last: the generation ends here, so
+  // what is still held back comes out too. Throws std::bad_alloc, leaving
+  // the held-back text as it was.
+  std::string push(const std::string& piece, bool last, bool& matched);
 
-  // Everything held back, at the end of a generation; empties the buffer.
-  std::string flush();
+  // Drops what is held back, for a new stream of text.
+  void drop() noexcept { held_.clear(); }
 
  private:
   std::vector<std::string> stops_;
