@@ -339,7 +339,9 @@ TEST_CASE("gguf: File::open maps regular files and refuses everything else") {
 }
 
 TEST_CASE("gguf names: every architecture's tensor names map both ways") {
-  for (const auto& [arch, a] : rill::gguf::architectures()) {
+  for (const auto& entry : rill::gguf::architectures()) {
+    const std::string& arch = entry.first;
+    const rill::gguf::Architecture& a = entry.second;
     CAPTURE(arch);
     for (const std::string& name :
          {std::string("token_embd.weight"), std::string("output.weight"), std::string("blk.11.attn_q.weight"),
