@@ -166,6 +166,26 @@ std::string config_json(const gguf::Contents& c, const std::string& arch, const 
     config["sliding_window"] = k.integer("attention.sliding_window", -1);
     config["sliding_window_pattern"] = k.integer("attention.sliding_window_pattern", 6);
     config["rope_local_base_freq"] = 10000.0;
+    // Gemma 3 4B and larger scale RoPE linearly; in Hugging Face's code the
+    // scaling applies to the global layers only, which the family reader
+    // keeps (the sliding ones rotate with rope_local_base_freq, unscaled).
+    if (const gguf::Value* type = k.get("rope.scaling.type")) {
+      std::string_view name;
+      if (!type->as_string(name)) {
+        k.refuse(RILL_ERROR_IO, arch + ".rope.scaling.type",
+                 std::string("expected a string, got a ") + gguf::value_type_name(type->type()));
+      }
+      if (name == "linear") {
+        const double factor = k.number("rope.scaling.factor", std::nan(""));
+        if (!(factor >= 1.0)) {
+          k.refuse(RILL_ERROR_IO, arch + ".rope.scaling.factor", "expected a factor >= 1, got " + std::to_string(factor));
+        }
+        config["rope_scaling"] = {{"rope_type", "linear"}, {"factor", factor}};
+      } else if (name != "none") {
+        k.refuse(RILL_ERROR_UNSUPPORTED, arch + ".rope.scaling.type",
+                 "\"" + std::string(name) + "\" is not supported for gemma3; rill reads \"linear\" and \"none\"");
+      }
+    }
   }
   if (arch == "phi3") {
     // 0 (what the converter writes for none) is no window for the family reader too.
