@@ -74,7 +74,8 @@ bool write_config(const json& c, const std::string& arch, rill::gguf::Writer& w,
   // Keys whose only value rill's GGUF loader can represent is the default.
   auto only = [&](const char* key, const json& expected, const std::string& why) {
     const auto v = c.find(key);
-    return v == c.end() || *v == expected || bad(key, "expected " + expected.dump() + " (" + why + "), got " + v->dump());
+    return v == c.end() || *v == expected ||
+           bad(key, "expected " + expected.dump() + " (" + why + "), got " + v->dump());
   };
   for (const auto& [key, value] : c.items()) {
     static const std::set<std::string> kMapped = {"hidden_size", "intermediate_size", "num_hidden_layers",
@@ -103,7 +104,9 @@ bool write_config(const json& c, const std::string& arch, rill::gguf::Writer& w,
     return false;
   }
   const auto tie = c.find("tie_word_embeddings");
-  if (tie != c.end() && !tie->is_boolean()) return bad("tie_word_embeddings", "expected true or false, got " + tie->dump());
+  if (tie != c.end() && !tie->is_boolean()) {
+    return bad("tie_word_embeddings", "expected true or false, got " + tie->dump());
+  }
   shape.tied = tie != c.end() && tie->get<bool>();
   const std::string p = arch + ".";
   w.set_string("general.architecture", arch);

@@ -23,7 +23,9 @@ struct Refusal {
   std::string message;
 };
 
-[[noreturn]] void refuse(const std::string& where, const std::string& text) { throw Refusal{"'" + where + "': " + text}; }
+[[noreturn]] void refuse(const std::string& where, const std::string& text) {
+  throw Refusal{"'" + where + "': " + text};
+}
 
 const json& member(const json& j, const char* key, const std::string& where) {
   const auto v = j.is_object() ? j.find(key) : j.end();
@@ -143,8 +145,10 @@ void write_tokenizer(const json& t, rill::gguf::Writer& w) {
   w.set_strings("tokenizer.ggml.tokens", tokens);
   w.set_i32s("tokenizer.ggml.token_type", types);
   w.set_strings("tokenizer.ggml.merges", merges);
-  for (const auto& [ids, id_key, add_key] : {std::tuple{&before, "tokenizer.ggml.bos_token_id", "tokenizer.ggml.add_bos_token"},
-                                              std::tuple{&after, "tokenizer.ggml.eos_token_id", "tokenizer.ggml.add_eos_token"}}) {
+  using Ends = std::tuple<const std::vector<int64_t>*, const char*, const char*>;
+  for (const auto& [ids, id_key, add_key] :
+       {Ends{&before, "tokenizer.ggml.bos_token_id", "tokenizer.ggml.add_bos_token"},
+        Ends{&after, "tokenizer.ggml.eos_token_id", "tokenizer.ggml.add_eos_token"}}) {
     w.set_bool(add_key, !ids->empty());
     if (!ids->empty()) w.set_u32(id_key, static_cast<uint32_t>(ids->front()));
   }

@@ -2,7 +2,8 @@
 // Hugging Face's config.json keys (so the family readers of hf_config.cpp
 // stay the one home of the descriptor mapping), GGUF tensor names mapped to
 // Hugging Face's, and llama.cpp's q/k row permutation undone for the llama
-// architecture (both from gguf_names.h, which `rill quantize` writes with). Every metadata key under the architecture's prefix must be
+// architecture (both from gguf_names.h, which `rill quantize` writes with).
+// Every metadata key under the architecture's prefix must be
 // one rill reads, and every tensor one the model uses: anything else is
 // refused by name, so a setting rill does not implement never changes the
 // model silently. All-or-nothing, as the folder loader.
@@ -178,7 +179,8 @@ std::string config_json(const gguf::Contents& c, const std::string& arch, const 
       if (name == "linear") {
         const double factor = k.number("rope.scaling.factor", std::nan(""));
         if (!(factor >= 1.0)) {
-          k.refuse(RILL_ERROR_IO, arch + ".rope.scaling.factor", "expected a factor >= 1, got " + std::to_string(factor));
+          k.refuse(RILL_ERROR_IO, arch + ".rope.scaling.factor",
+                   "expected a factor >= 1, got " + std::to_string(factor));
         }
         config["rope_scaling"] = {{"rope_type", "linear"}, {"factor", factor}};
       } else if (name != "none") {
