@@ -1,8 +1,8 @@
-// `rill quantize`: a GGUF file's weight matrices quantized to a block format,
-// written as a new GGUF file with the same metadata (tokenizer included) and
-// tensor names, which rill and llama.cpp read.
+// `rill quantize`: a GGUF file's or a Hugging Face folder's weight matrices
+// quantized to a block format, written as a GGUF file (metadata and tokenizer
+// included) which rill and llama.cpp read.
 #include <cstdio>
-#include <cstring>
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <vector>
@@ -10,10 +10,9 @@
 #include "cli_options.h"
 #include "commands.h"
 #include "dtype_convert.h"
-#include "gguf_reader.h"
 #include "gguf_types.h"
-#include "gguf_writer.h"
 #include "quant.h"
+#include "quantize_source.h"
 #include "rill.h"
 
 namespace rill_cli {
@@ -21,11 +20,14 @@ namespace {
 
 void print_help(std::FILE* to) {
   std::fprintf(to,
-               "usage: rill quantize --model IN.gguf --output OUT.gguf --type T\n\n"
-               "Writes IN.gguf (f32, f16 or bf16 weights) with its weight matrices quantized, keeping its\n"
-               "metadata, tokenizer and tensor names; norms, biases and other 1-dim tensors stay as they\n"
-               "are, and tensors IN already holds in a block format are copied unchanged. OUT is written\n"
-               "beside its path and renamed into place once complete; it may not be IN.\n"
+               "usage: rill quantize --model IN --output OUT.gguf --type T\n\n"
+               "Writes IN (f32, f16 or bf16 weights) with its weight matrices quantized. IN is a GGUF file,\n"
+               "whose metadata, tokenizer and tensor names are kept, or a Hugging Face folder of a llama or\n"
+               "qwen2 model (config.json, tokenizer.json with a byte-level BPE, model.safetensors or its\n"
+               "shards), written as llama.cpp's converter names and lays it out. Norms, biases and other\n"
+               "1-dim tensors stay as they are, and tensors IN already holds in a block format are copied\n"
+               "unchanged. OUT is written beside its path and renamed into place once complete; it may not\n"
+               "be IN.\n"
                "  --type T   q8_0, q4_0, q4_k, q5_k or q6_k: every matrix in that format;\n"
                "             q4_k_m or q5_k_m: llama.cpp's mixes, q4_k / q5_k with q6_k for output.weight\n"
                "             and for attn_v and ffn_down of the layers llama.cpp gives more bits\n"
@@ -75,18 +77,6 @@ rill_dtype format_of(const Type& type, const std::string& name, int64_t layers) 
   return v_or_down && more_bits_layer(layer, layers) ? RILL_DTYPE_Q6_K : type.base;
 }
 
-// The architecture's block_count, or 0 when absent.
-int64_t block_count(const rill::gguf::Contents& contents) {
-  std::string_view arch;
-  const rill::gguf::Value* a = contents.find("general.architecture");
-  int64_t count = 0;
-  if (a != nullptr && a->as_string(arch)) {
-    const rill::gguf::Value* b = contents.find(std::string(arch) + ".block_count");
-    if (b != nullptr) b->as_i64(count);
-  }
-  return count;
-}
-
 int fail(const std::string& message) {
   std::fprintf(stderr, "rill quantize: %s\n", message.c_str());
   return 1;
@@ -132,36 +122,32 @@ int quantize_main(int argc, char** argv) {
   }
   if (output_overwrites_input("quantize", output_path, {{"--model", model_path}})) return 2;
 
-  std::unique_ptr<rill::gguf::File> file;
-  std::string error;
-  if (rill::gguf::File::open(model_path, file, error) != RILL_OK) {
-    return fail(model_path + ": " + error +
-                (std::strstr(error.c_str(), "regular file") != nullptr
-                     ? " (rill quantize reads a GGUF file; a Hugging Face folder is converted to one first, e.g. "
-                       "with llama.cpp's convert_hf_to_gguf.py)"
-                     : ""));
-  }
-  const rill::gguf::Contents& contents = file->contents();
   rill::gguf::Writer writer;
-  for (const rill::gguf::KeyValue& kv : contents.metadata) writer.copy(kv.key, kv.value);
+  QuantizeSource source;
+  std::string error;
+  std::error_code ignored;
+  if (std::filesystem::is_directory(std::filesystem::u8path(model_path), ignored)) {
+    if (!read_hf_source(model_path, writer, source, error)) return fail(error);
+  } else if (!read_gguf_source(model_path, writer, source, error)) {
+    return fail(model_path + ": " + error);
+  }
   writer.set_u32("general.file_type", type->file_type);
   writer.set_u32("general.quantization_version", 2);  // the K formats' layout generation, as llama.cpp writes it
 
-  const int64_t layers = block_count(contents);
   std::vector<std::vector<unsigned char>> quantized;
-  quantized.reserve(contents.tensors.size());
+  quantized.reserve(source.tensors.size());
   std::vector<float> row;
   int64_t matrices = 0;
-  for (const rill::gguf::TensorInfo& t : contents.tensors) {
-    const std::string name(t.name);
-    rill_dtype source = RILL_DTYPE_F32;
-    const bool known = rill::gguf::tensor_type_to_rill(t.type_id, source);
-    if (!known || rill::quant::is_block(source) || t.dims.size() != 2) {
+  for (const SourceTensor& t : source.tensors) {
+    const std::string& name = t.name;
+    rill_dtype stored = RILL_DTYPE_F32;
+    const bool known = rill::gguf::tensor_type_to_rill(t.type_id, stored);
+    if (!known || rill::quant::is_block(stored) || t.dims.size() != 2) {
       // A block tensor or a vector: copied as it is (any type: rill quantize is no loader).
       writer.add_tensor(name, t.dims, t.type_id, t.data, t.bytes);
       continue;
     }
-    const rill_dtype format = format_of(*type, name, layers);
+    const rill_dtype format = format_of(*type, name, source.layers);
     const uint64_t cols = t.dims[0], rows = t.dims[1];
     if (cols % rill_dtype_block_elements(format) != 0) {
       return fail(model_path + ": tensor '" + name + "': rows of " + std::to_string(cols) + " elements are not whole " +
@@ -171,9 +157,9 @@ int quantize_main(int argc, char** argv) {
     const size_t row_bytes = rill::quant::row_bytes(format, static_cast<int64_t>(cols));
     quantized.emplace_back(static_cast<size_t>(rows) * row_bytes);
     row.resize(static_cast<size_t>(cols));
-    const size_t source_row_bytes = static_cast<size_t>(cols) * rill_dtype_size(source);
+    const size_t source_row_bytes = static_cast<size_t>(cols) * rill_dtype_size(stored);
     for (uint64_t r = 0; r < rows; ++r) {
-      rill::convert_to_f32(source, t.data + r * source_row_bytes, row.data(), row.size());
+      rill::convert_to_f32(stored, t.data + r * source_row_bytes, row.data(), row.size());
       if (const size_t i = rill::quant::first_unquantizable(row.data(), row.size()); i < row.size()) {
         return fail(model_path + ": tensor '" + name + "': row " + std::to_string(r) + ", element " +
                     std::to_string(i) + ": " + std::to_string(row[i]) +
@@ -185,9 +171,9 @@ int quantize_main(int argc, char** argv) {
     writer.add_tensor(name, t.dims, gguf_type_id(format), quantized.back().data(), quantized.back().size());
     ++matrices;
   }
-  if (writer.write(output_path, contents.alignment, error) != RILL_OK) return fail(error);
+  if (writer.write(output_path, source.alignment, error) != RILL_OK) return fail(error);
   std::fprintf(stderr, "rill quantize: %s: %lld matrices quantized (%s), %zu tensors written\n", output_path.c_str(),
-               static_cast<long long>(matrices), type->name, contents.tensors.size());
+               static_cast<long long>(matrices), type->name, source.tensors.size());
   return 0;
 }
 

@@ -66,6 +66,45 @@ void Writer::set_u32(std::string_view key, uint32_t value) {
   set(key, std::move(encoded));
 }
 
+void Writer::set_f32(std::string_view key, float value) {
+  std::string encoded;
+  append<uint32_t>(encoded, static_cast<uint32_t>(ValueType::F32));
+  append<float>(encoded, value);
+  set(key, std::move(encoded));
+}
+
+void Writer::set_bool(std::string_view key, bool value) {
+  std::string encoded;
+  append<uint32_t>(encoded, static_cast<uint32_t>(ValueType::BOOL));
+  append<uint8_t>(encoded, value ? 1 : 0);
+  set(key, std::move(encoded));
+}
+
+void Writer::set_string(std::string_view key, std::string_view value) {
+  std::string encoded;
+  append<uint32_t>(encoded, static_cast<uint32_t>(ValueType::STRING));
+  append_string(encoded, value);
+  set(key, std::move(encoded));
+}
+
+void Writer::set_strings(std::string_view key, const std::vector<std::string>& values) {
+  std::string encoded;
+  append<uint32_t>(encoded, static_cast<uint32_t>(ValueType::ARRAY));
+  append<uint32_t>(encoded, static_cast<uint32_t>(ValueType::STRING));
+  append<uint64_t>(encoded, values.size());
+  for (const std::string& v : values) append_string(encoded, v);
+  set(key, std::move(encoded));
+}
+
+void Writer::set_i32s(std::string_view key, const std::vector<int32_t>& values) {
+  std::string encoded;
+  append<uint32_t>(encoded, static_cast<uint32_t>(ValueType::ARRAY));
+  append<uint32_t>(encoded, static_cast<uint32_t>(ValueType::I32));
+  append<uint64_t>(encoded, values.size());
+  for (const int32_t v : values) append<int32_t>(encoded, v);
+  set(key, std::move(encoded));
+}
+
 void Writer::add_tensor(std::string_view name, std::vector<uint64_t> dims, uint32_t type_id, const void* data,
                         uint64_t bytes) {
   tensors_.push_back({std::string(name), std::move(dims), type_id, data, bytes});

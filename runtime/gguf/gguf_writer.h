@@ -19,6 +19,11 @@ class Writer {
   // Keys keep the order they were first set in; setting a key again replaces its value.
   void copy(std::string_view key, const Value& value);
   void set_u32(std::string_view key, uint32_t value);
+  void set_f32(std::string_view key, float value);
+  void set_bool(std::string_view key, bool value);
+  void set_string(std::string_view key, std::string_view value);
+  void set_strings(std::string_view key, const std::vector<std::string>& values);  // an array of strings
+  void set_i32s(std::string_view key, const std::vector<int32_t>& values);         // an array of i32
 
   // A tensor: dims in ggml's order (dims[0] varies fastest), type_id a GGUF
   // type, bytes of data (which must stay alive until write returns).

@@ -5,8 +5,6 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
-#include "errors.h"
-
 namespace rill::io {
 namespace {
 
@@ -49,10 +47,12 @@ const SafetensorsTensor* SafetensorsFile::find(const std::string& name) const {
   return nullptr;
 }
 
-rill_status SafetensorsFile::open(const std::string& path, const char* function,
-                                  std::unique_ptr<SafetensorsFile>& out) {
-  const std::string where = std::string(function) + ": " + path + ": ";
-  auto io_error = [&](const std::string& text) { return fail(RILL_ERROR_IO, where + text); };
+rill_status SafetensorsFile::open(const std::string& path, std::unique_ptr<SafetensorsFile>& out,
+                                  std::string& error) {
+  auto io_error = [&](const std::string& text) {
+    error = path + ": " + text;
+    return RILL_ERROR_IO;
+  };
 
   std::unique_ptr<SafetensorsFile> result(new SafetensorsFile());
   result->path_ = path;

@@ -26,10 +26,10 @@ class SafetensorsFile {
   // Maps and validates the file at path: header length and JSON, every entry's
   // dtype, shape and data_offsets, that each byte range fits the file and
   // matches shape times dtype size, and that no two ranges overlap.
-  // function prefixes every message. Returns RILL_OK or RILL_ERROR_IO (or
-  // RILL_ERROR_OUT_OF_MEMORY) with rill_last_error() naming the file and,
-  // where one is at fault, the tensor.
-  static rill_status open(const std::string& path, const char* function, std::unique_ptr<SafetensorsFile>& out);
+  // Returns RILL_OK, or RILL_ERROR_IO with error naming the file and, where
+  // one is at fault, the tensor (librill's callers add the function's name).
+  // Out of memory throws std::bad_alloc. Never touches the thread's last error.
+  static rill_status open(const std::string& path, std::unique_ptr<SafetensorsFile>& out, std::string& error);
 
   SafetensorsFile(const SafetensorsFile&) = delete;
   SafetensorsFile& operator=(const SafetensorsFile&) = delete;

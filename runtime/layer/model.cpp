@@ -619,8 +619,9 @@ RILL_API rill_status rill_model_load_safetensors(rill_model* model, const char* 
     if (model == nullptr) return rill::fail(RILL_ERROR_INVALID_ARGUMENT, f + ": model: expected a model, got NULL");
     if (path == nullptr) return rill::fail(RILL_ERROR_INVALID_ARGUMENT, f + ": path: expected a file path, got NULL");
     std::unique_ptr<rill::io::SafetensorsFile> file;
-    const rill_status opened = rill::io::SafetensorsFile::open(path, fn, file);
-    if (opened != RILL_OK) return opened;
+    if (std::string error; rill::io::SafetensorsFile::open(path, file, error) != RILL_OK) {
+      return rill::fail(RILL_ERROR_IO, f + ": " + error);
+    }
     return rill::layer::load_safetensors(fn, *model, *file);
   });
 }

@@ -2,19 +2,19 @@
 // Hugging Face's config.json keys (so the family readers of hf_config.cpp
 // stay the one home of the descriptor mapping), GGUF tensor names mapped to
 // Hugging Face's, and llama.cpp's q/k row permutation undone for the llama
-// architecture. Every metadata key under the architecture's prefix must be
+// architecture (both from gguf_names.h, which `rill quantize` writes with).
+// Every metadata key under the architecture's prefix must be
 // one rill reads, and every tensor one the model uses: anything else is
 // refused by name, so a setting rill does not implement never changes the
 // model silently. All-or-nothing, as the folder loader.
 #include <nlohmann/json.hpp>
 
 #include <cmath>
-#include <cstring>
-#include <map>
 #include <memory>
 #include <set>
 
 #include "errors.h"
+#include "gguf_names.h"
 #include "gguf_reader.h"
 #include "gguf_types.h"
 #include "io/json_release.h"
@@ -32,58 +32,8 @@ struct Refusal {
   std::string message;
 };
 
-// GGUF architectures rill loads, with the model_type their metadata maps to
-// and what llama.cpp's converter changed: q/k rows permuted (llama), norm
-// weights stored as 1 + w (Gemma, whose RMSNorm scales by 1 + w; its config
-// also always names head_dim).
-// own_names: the architecture's tensor names (after "blk.{i}.") that differ
-// from layer_tensor_names()'s, with Hugging Face's.
-struct Architecture {
-  const char* model_type;
-  bool permuted_qk;
-  bool norms_hold_offset;
-  std::map<std::string, std::string> own_names;
-};
-const std::map<std::string, Architecture>& architectures() {
-  static const std::map<std::string, Architecture> kArchitectures = {
-      {"gemma", {"gemma", false, true, {}}},
-      {"gemma2",
-       {"gemma2",
-        false,
-        true,
-        {{"ffn_norm.weight", "pre_feedforward_layernorm.weight"},
-         {"post_attention_norm.weight", "post_attention_layernorm.weight"},
-         {"post_ffw_norm.weight", "post_feedforward_layernorm.weight"}}}},
-      {"gemma3",
-       {"gemma3_text",
-        false,
-        true,
-        {{"ffn_norm.weight", "pre_feedforward_layernorm.weight"},
-         {"post_attention_norm.weight", "post_attention_layernorm.weight"},
-         {"post_ffw_norm.weight", "post_feedforward_layernorm.weight"},
-         {"attn_q_norm.weight", "self_attn.q_norm.weight"},
-         {"attn_k_norm.weight", "self_attn.k_norm.weight"}}}},
-      {"llama", {"llama", true, false, {}}},
-      {"phi3",
-       {"phi3",
-        false,
-        false,
-        {{"attn_qkv.weight", "self_attn.qkv_proj.weight"}, {"ffn_up.weight", "mlp.gate_up_proj.weight"}}}},
-      {"qwen2", {"qwen2", false, false, {}}},
-      {"qwen3",
-       {"qwen3",
-        false,
-        false,
-        {{"attn_q_norm.weight", "self_attn.q_norm.weight"}, {"attn_k_norm.weight", "self_attn.k_norm.weight"}}}},
-  };
-  return kArchitectures;
-}
-
-std::string supported_architectures() {
-  std::string list;
-  for (const auto& a : architectures()) list += (list.empty() ? "" : ", ") + a.first;
-  return list;
-}
+using gguf::Architecture;
+using gguf::architectures;
 
 // The architecture's metadata keys ("llama.block_count", ...), each marked
 // as it is read; refuse_unread() refuses the first one left.
@@ -217,6 +167,27 @@ std::string config_json(const gguf::Contents& c, const std::string& arch, const 
     config["sliding_window"] = k.integer("attention.sliding_window", -1);
     config["sliding_window_pattern"] = k.integer("attention.sliding_window_pattern", 6);
     config["rope_local_base_freq"] = 10000.0;
+    // Gemma 3 4B and larger scale RoPE linearly; in Hugging Face's code the
+    // scaling applies to the global layers only, which the family reader
+    // keeps (the sliding ones rotate with rope_local_base_freq, unscaled).
+    if (const gguf::Value* type = k.get("rope.scaling.type")) {
+      std::string_view name;
+      if (!type->as_string(name)) {
+        k.refuse(RILL_ERROR_IO, arch + ".rope.scaling.type",
+                 std::string("expected a string, got a ") + gguf::value_type_name(type->type()));
+      }
+      if (name == "linear") {
+        const double factor = k.number("rope.scaling.factor", std::nan(""));
+        if (!(factor >= 1.0)) {
+          k.refuse(RILL_ERROR_IO, arch + ".rope.scaling.factor",
+                   "expected a factor >= 1, got " + std::to_string(factor));
+        }
+        config["rope_scaling"] = {{"rope_type", "linear"}, {"factor", factor}};
+      } else if (name != "none") {
+        k.refuse(RILL_ERROR_UNSUPPORTED, arch + ".rope.scaling.type",
+                 "\"" + std::string(name) + "\" is not supported for gemma3; rill reads \"linear\" and \"none\"");
+      }
+    }
   }
   if (arch == "phi3") {
     // 0 (what the converter writes for none) is no window for the family reader too.
@@ -239,63 +210,11 @@ std::string config_json(const gguf::Contents& c, const std::string& arch, const 
   return config.dump();
 }
 
-// GGUF's tensor names (after "blk.{i}.", and global) and Hugging Face's.
-const std::map<std::string, std::string>& layer_tensor_names() {
-  static const std::map<std::string, std::string> kNames = {
-      {"attn_norm.weight", "input_layernorm.weight"},   {"ffn_norm.weight", "post_attention_layernorm.weight"},
-      {"attn_q.weight", "self_attn.q_proj.weight"},     {"attn_q.bias", "self_attn.q_proj.bias"},
-      {"attn_k.weight", "self_attn.k_proj.weight"},     {"attn_k.bias", "self_attn.k_proj.bias"},
-      {"attn_v.weight", "self_attn.v_proj.weight"},     {"attn_v.bias", "self_attn.v_proj.bias"},
-      {"attn_output.weight", "self_attn.o_proj.weight"}, {"attn_output.bias", "self_attn.o_proj.bias"},
-      {"ffn_gate.weight", "mlp.gate_proj.weight"},      {"ffn_up.weight", "mlp.up_proj.weight"},
-      {"ffn_down.weight", "mlp.down_proj.weight"},
-  };
-  return kNames;
-}
-const std::map<std::string, std::string>& global_tensor_names() {
-  static const std::map<std::string, std::string> kNames = {
-      {"token_embd.weight", "model.embed_tokens.weight"},
-      {"output_norm.weight", "model.norm.weight"},
-      {"output.weight", "lm_head.weight"},
-  };
-  return kNames;
-}
-
 // Hugging Face's name for a GGUF tensor; refuses a name rill does not map.
 std::string hf_name(const std::string& name, const Architecture& a) {
-  if (const auto global = global_tensor_names().find(name); global != global_tensor_names().end()) {
-    return global->second;
-  }
-  if (name.compare(0, 4, "blk.") == 0) {
-    const size_t dot = name.find('.', 4);
-    const std::string layer = name.substr(4, dot == std::string::npos ? 0 : dot - 4);
-    const bool digits = !layer.empty() && layer.size() < 10 &&
-                        layer.find_first_not_of("0123456789") == std::string::npos;
-    if (digits && dot != std::string::npos) {
-      const std::string suffix = name.substr(dot + 1);
-      const auto own = a.own_names.find(suffix);
-      if (own != a.own_names.end()) return "model.layers." + layer + "." + own->second;
-      const auto found = layer_tensor_names().find(suffix);
-      if (found != layer_tensor_names().end()) return "model.layers." + layer + "." + found->second;
-    }
-  }
-  throw Refusal{RILL_ERROR_UNSUPPORTED, "tensor '" + name + "' is not one rill maps for this architecture"};
-}
-
-// Undoes llama.cpp's q/k permutation: its converter stores the rows of each
-// of heads heads as (half, 2) where Hugging Face has (2, half), i.e. GGUF row
-// 2*i + t of a head is Hugging Face's row t*half + i.
-std::vector<unsigned char> unpermute_rows(const unsigned char* data, uint64_t rows, uint64_t row_bytes,
-                                          uint64_t heads) {
-  std::vector<unsigned char> out(rows * row_bytes);
-  const uint64_t head_rows = rows / heads, half = head_rows / 2;
-  for (uint64_t h = 0; h < heads; ++h) {
-    for (uint64_t i = 0; i < half; ++i) {
-      for (uint64_t t = 0; t < 2; ++t) {
-        std::memcpy(out.data() + (h * head_rows + t * half + i) * row_bytes,
-                    data + (h * head_rows + 2 * i + t) * row_bytes, row_bytes);
-      }
-    }
+  std::string out;
+  if (!gguf::hf_tensor_name(name, a, out)) {
+    throw Refusal{RILL_ERROR_UNSUPPORTED, "tensor '" + name + "' is not one rill maps for this architecture"};
   }
   return out;
 }
@@ -332,7 +251,7 @@ Views tensor_views(const gguf::Contents& c, const Architecture& a, const rill_mo
         throw Refusal{RILL_ERROR_SHAPE, "tensor '" + name + "': " + std::to_string(rows) +
                                             " rows do not split into " + std::to_string(heads) + " heads"};
       }
-      views.owned.push_back(unpermute_rows(info.data, rows, info.bytes / rows, heads));
+      views.owned.push_back(gguf::unpermute_rows(info.data, rows, info.bytes / rows, heads));
       view.data = views.owned.back().data();
     }
     views.tensors.push_back(std::move(view));
@@ -368,7 +287,7 @@ rill_status load_gguf(const char* fn, rill_context& ctx, const std::string& path
     const auto found = architectures().find(arch);
     if (found == architectures().end()) {
       return fail(RILL_ERROR_UNSUPPORTED, where + "architecture \"" + arch + "\" is not supported; supported: " +
-                                              supported_architectures());
+                                              gguf::supported_architectures());
     }
     HfConfig config;
     RILL_CHECK(hf_config_from_json(fn, path + " (its " + arch + " metadata as config.json)",

@@ -9,8 +9,6 @@
 #include <cstddef>
 #include <cstdio>
 #include <cstring>
-#include <filesystem>
-#include <map>
 #include <memory>
 #include <set>
 #include <string_view>
@@ -20,7 +18,7 @@
 #include "errors.h"
 #include "io/json_release.h"
 #include "host_services.h"
-#include "io/safetensors.h"
+#include "io/checkpoint.h"
 #include "io/text_file.h"
 #include "lm.h"
 #include "model.h"
@@ -42,91 +40,8 @@ bool ends_with(const std::string& text, std::string_view suffix) {
 
 namespace {
 
-using Shards = std::vector<std::unique_ptr<io::SafetensorsFile>>;
-
-// A plain file name inside the folder: no separators, not "." or "..".
-bool is_plain_name(const std::string& name) {
-  return !name.empty() && name != "." && name != ".." && name.find('/') == std::string::npos &&
-         name.find('\\') == std::string::npos;
-}
-
-// Something is at path (a named pipe or a folder too: the reader then refuses
-// it). Asked without opening it, which would wait on a named pipe.
-bool file_exists(const std::string& path) {
-  std::error_code ignored;
-  return std::filesystem::exists(std::filesystem::u8path(path), ignored);
-}
-
-// Opens model.safetensors, or every shard model.safetensors.index.json
-// names, and checks that each tensor the index names is in its shard and
-// each shard's tensors are the ones the index gives it.
-rill_status open_checkpoint(const std::string& f, const std::string& folder, Shards& out) {
-  const std::string index_path = folder + "/model.safetensors.index.json";
-  const std::string single = folder + "/model.safetensors";
-  if (!file_exists(index_path)) {
-    if (!file_exists(single)) {
-      return fail(RILL_ERROR_IO, f + ": " + folder + ": holds neither model.safetensors nor "
-                                                     "model.safetensors.index.json");
-    }
-    std::unique_ptr<io::SafetensorsFile> file;
-    RILL_CHECK(io::SafetensorsFile::open(single, f.c_str(), file));
-    out.push_back(std::move(file));
-    return RILL_OK;
-  }
-  std::string text, error;
-  if (io::read_text_file(index_path, text, error) != io::ReadResult::ok) {
-    return fail(RILL_ERROR_IO, f + ": " + index_path + ": " + (error.empty() ? "cannot open" : error));
-  }
-  nlohmann::json index;
-  const io::JsonRelease release(index);
-  try {
-    index = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
-    return fail(RILL_ERROR_IO, f + ": " + index_path + ": not valid JSON: " + e.what());
-  }
-  const auto map = index.is_object() ? index.find("weight_map") : index.end();
-  if (map == index.end() || !map->is_object() || map->empty()) {
-    return fail(RILL_ERROR_IO, f + ": " + index_path + ": expected an object with a non-empty \"weight_map\"");
-  }
-  std::map<std::string, std::set<std::string>> by_shard;
-  for (const auto& [tensor, shard] : map->items()) {
-    if (!shard.is_string() || !is_plain_name(shard.get<std::string>())) {
-      return fail(RILL_ERROR_IO, f + ": " + index_path + ": weight_map['" + tensor +
-                                     "']: expected a file name in the folder, got " + shard.dump());
-    }
-    by_shard[shard.get<std::string>()].insert(tensor);
-  }
-  for (const auto& [shard, tensors] : by_shard) {
-    std::unique_ptr<io::SafetensorsFile> file;
-    RILL_CHECK(io::SafetensorsFile::open(folder + "/" + shard, f.c_str(), file));
-    for (const std::string& name : tensors) {
-      if (file->find(name) == nullptr) {
-        return fail(RILL_ERROR_IO, f + ": " + file->path() + ": lacks tensor '" + name + "', which " + index_path +
-                                       " places there");
-      }
-    }
-    for (const io::SafetensorsTensor& t : file->tensors()) {
-      if (tensors.count(t.name) == 0) {
-        return fail(RILL_ERROR_IO, f + ": " + file->path() + ": holds tensor '" + t.name + "', which " +
-                                       index_path + " does not place there");
-      }
-    }
-    out.push_back(std::move(file));
-  }
-  return RILL_OK;
-}
-
-// The tensor called name in the shards, or nullptr.
-const io::SafetensorsTensor* find_tensor(const Shards& shards, const std::string& name,
-                                         const io::SafetensorsFile** in = nullptr) {
-  for (const auto& shard : shards) {
-    if (const io::SafetensorsTensor* t = shard->find(name)) {
-      if (in != nullptr) *in = shard.get();
-      return t;
-    }
-  }
-  return nullptr;
-}
+using io::find_tensor;
+using io::Shards;
 
 // Whether name is one of the family's per-layer buffers in a layer the
 // config has: layer_prefix, the layer index, ".", the buffer's name.
@@ -343,7 +258,9 @@ rill_status load(const char* fn, rill_context& ctx, const std::string& folder, c
                       : config.has_torch_dtype    ? config.torch_dtype
                                                   : RILL_DTYPE_F32;
   Shards shards;
-  RILL_CHECK(open_checkpoint(f, folder, shards));
+  if (std::string error; io::open_checkpoint(folder, shards, error) != RILL_OK) {
+    return fail(RILL_ERROR_IO, f + ": " + error);
+  }
   const io::SafetensorsTensor *embedding = nullptr, *head = nullptr, *head_bias = nullptr;
   rill_dtype embedding_dtype = RILL_DTYPE_F32, head_dtype = RILL_DTYPE_F32, head_bias_dtype = RILL_DTYPE_F32;
   const std::vector<int64_t> table = {config.vocab_size, config.desc.hidden_size};

@@ -5,6 +5,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "gguf_names.h"
 #include "tokenizer/json_reader.h"
 #include "tokenizer/utf8.h"
 
@@ -19,13 +20,6 @@ constexpr int64_t kTypeUserDefined = 4;
 
 // The longest SentencePiece piece read (see sentencepiece_model).
 constexpr size_t kMaxPieceBytes = 1024;
-
-// The pre-tokenizers of the tokenizer.json files whose GGUF conversion names
-// them (tokenizer.ggml.pre), as those files write them.
-constexpr const char* kLlama3Pattern =
-    R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
-constexpr const char* kQwen2Pattern =
-    R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
 
 class Keys {
  public:
@@ -137,11 +131,11 @@ void byte_level_model(const Keys& k, const gguf::Value* tokens, const gguf::Valu
   if (pre == "gpt-2") {
     v.pre_tokenizer = make_byte_level_pre_tokenizer(false, true, pre_at);
   } else if (pre == "llama-bpe") {
-    v.pre_tokenizer = split_then_bytes(kLlama3Pattern, pre_at);
+    v.pre_tokenizer = split_then_bytes(gguf::kLlamaBpePattern, pre_at);
     options.ignore_merges = true;
   } else if (pre == "qwen2") {
     v.normalizer = make_nfc_normalizer();
-    v.pre_tokenizer = split_then_bytes(kQwen2Pattern, pre_at);
+    v.pre_tokenizer = split_then_bytes(gguf::kQwen2Pattern, pre_at);
   } else {
     k.fail(RILL_ERROR_UNSUPPORTED, "tokenizer.ggml.pre",
            "\"" + pre + "\" is not supported; supported: gpt-2, llama-bpe, qwen2 (llama.cpp's \"default\" split "

@@ -22,15 +22,18 @@ added behind q_proj and k_proj, after Qwen3's published modelling code.
 
 Gemma 3 (architecture gemma3; not in transformers 4.47.1 either) is
 transformers' Gemma 2 model with Gemma 3's layer pattern, local RoPE theta,
-per-head QK norm and no soft-caps.
+per-head QK norm and no soft-caps; gemma3_scaled adds linear RoPE scaling
+(rope.scaling.type/factor) on the global layers, with transformers' own
+scaled frequencies (ROPE_INIT_FUNCTIONS).
 
 Negative controls: a llama file written without the q/k permutation, gemma
 and gemma2 files with their norms as w instead of 1 + w, qwen3 and gemma3
-files with their q and k norms swapped, and a gemma3 file saying every second
-layer is global, must fail the comparison.
+files with their q and k norms swapped, a gemma3 file saying every second
+layer is global, and the scaled gemma3 file without its scaling keys, must
+fail the comparison.
 Refusals: an architecture rill does not map, a tensor of a block type rill
-does not run (Q4_1) and an architecture key rill does not implement are each
-refused by name.
+does not run (Q4_1), an architecture key rill does not implement and gemma3's
+yarn scaling are each refused by name.
 
 Exit codes: 0 all passed, 1 a failure, 77 skipped (torch, transformers or
 gguf missing).
@@ -77,6 +80,11 @@ CASES = {
     "gemma3": ("Gemma2Config", dict(head_dim=8, query_pre_attn_scalar=8, sliding_window=4, num_hidden_layers=6,
                                     rope_theta=1e6, attn_logit_softcapping=None, final_logit_softcapping=None),
                "gemma3"),
+    # Gemma 3 4B and larger: linear RoPE scaling, which Hugging Face's code applies to the global layers only.
+    "gemma3_scaled": ("Gemma2Config", dict(head_dim=8, query_pre_attn_scalar=8, sliding_window=4, num_hidden_layers=6,
+                                           rope_theta=1e6, attn_logit_softcapping=None, final_logit_softcapping=None,
+                                           rope_scaling={"rope_type": "linear", "factor": 8.0}),
+                      "gemma3"),
 }
 
 # Hugging Face's names (after "model.layers.{i}.") and GGUF's.
@@ -149,6 +157,7 @@ def gemma3_from_gemma2(model, gen):
     1): with randomize's gains near 2, six sandwich layers amplify float32
     rounding past the limits (NMSE 4e-12, f16 6e-5), a property of that
     weight draw, not of rill (two such layers: 2e-13)."""
+    from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS
     from transformers.models.gemma2.modeling_gemma2 import Gemma2RotaryEmbedding
     c = model.config
     with torch.no_grad():
@@ -161,6 +170,8 @@ def gemma3_from_gemma2(model, gen):
         if layer.is_sliding:
             attn.rotary_emb = Gemma2RotaryEmbedding(c.head_dim, max_position_embeddings=c.max_position_embeddings,
                                                     base=10000.0)
+        elif getattr(c, "rope_scaling", None):  # transformers' own scaled frequencies, global layers only
+            attn.rotary_emb.inv_freq = ROPE_INIT_FUNCTIONS[c.rope_scaling["rope_type"]](c, None)[0]
         attn.q_proj = HeadNormed(attn.q_proj, c.rms_norm_eps, c.head_dim, gen, offset=1.0)
         attn.k_proj = HeadNormed(attn.k_proj, c.rms_norm_eps, c.head_dim, gen, offset=1.0)
 
@@ -181,10 +192,11 @@ def gguf_name(name, arch):
 
 
 def write_gguf(gguf, path, model, arch, storage, permuted=True, offset_norms=True, extra=None, quantize=None,
-               swap_qk_norms=False):
+               swap_qk_norms=False, scaling=True):
     """model as convert_hf_to_gguf.py would write it; extra(writer) adds keys; quantize(gguf_name, data)
     gives (blocks, GGMLQuantizationType) for a tensor to write quantized, or None to write it as storage;
-    swap_qk_norms (a control) writes Qwen3's q_norm as attn_k_norm and k_norm as attn_q_norm."""
+    swap_qk_norms (a control) writes Qwen3's q_norm as attn_k_norm and k_norm as attn_q_norm; scaling=False
+    (a control) leaves Gemma 3's rope scaling out."""
     c = model.config
     w = gguf.GGUFWriter(path, arch)
     w.add_name("random")
@@ -210,6 +222,9 @@ def write_gguf(gguf, path, model, arch, storage, permuted=True, offset_norms=Tru
         w.add_value_length(head_dim)
     if arch == "gemma3":
         w.add_sliding_window(c.sliding_window)
+        if scaling and getattr(c, "rope_scaling", None):
+            w.add_rope_scaling_type(gguf.RopeScalingType.LINEAR)
+            w.add_rope_scaling_factor(c.rope_scaling["factor"])
     if arch == "gemma2":
         w.add_attn_logit_softcapping(c.attn_logit_softcapping)
         w.add_final_logit_softcapping(c.final_logit_softcapping)
@@ -285,6 +300,8 @@ def check_case(gguf, transformers, rill, workdir, name, seed):
                 "gemma3": [("q and k norms swapped", dict(swap_qk_norms=True)),
                            ("every 2nd layer global (sliding_window_pattern 2)",
                             dict(extra=lambda w: w.add_sliding_window_pattern(2)))]}.get(arch, [])
+    if name == "gemma3_scaled":
+        controls.append(("rope scaling left out of the file", dict(scaling=False)))
     for label, how in controls:
         path = os.path.join(workdir, f"{name}_control.gguf")
         write_gguf(gguf, path, model, arch, "f32", **how)
@@ -309,11 +326,14 @@ def check_refusals(gguf, transformers, rill, workdir):
          ["RILL_ERROR_UNSUPPORTED", "tensor 'blk.0.ffn_up.weight' has type Q4_1"]),
         ("rope scaling", dict(arch="llama", extra=lambda w: w.add_rope_scaling_type(gguf.RopeScalingType.LINEAR)),
          ["RILL_ERROR_UNSUPPORTED", "metadata 'llama.rope.scaling.type'"]),
+        ("gemma3 yarn rope scaling", dict(arch="gemma3", case="gemma3", extra=lambda w: w.add_rope_scaling_type(
+            gguf.RopeScalingType.YARN)), ["RILL_ERROR_UNSUPPORTED", "metadata 'gemma3.rope.scaling.type'"]),
     ]
     failures = []
     for label, kw, parts in cases:
         path = os.path.join(workdir, f"refused_{label.replace(' ', '_')}.gguf")
-        write_gguf(gguf, path, model, kw.pop("arch"), "f32", **kw)
+        source = make_model(transformers, kw.pop("case"), 0)[0] if "case" in kw else model
+        write_gguf(gguf, path, source, kw.pop("arch"), "f32", **kw)
         code, log = run_logits(rill, path, ids, os.path.join(workdir, "refused.npy"), "cpu", None, None)
         missing = [p for p in parts if p not in log]
         print(f"  refused: {label}: {'ok' if code != 0 and not missing else 'FAIL'}: {log.strip()}")

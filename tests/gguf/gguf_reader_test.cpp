@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "gguf_names.h"
 #include "gguf_reader.h"
 #include "gguf_types.h"
 
@@ -335,4 +336,50 @@ TEST_CASE("gguf: File::open maps regular files and refuses everything else") {
   // The mapping is page-aligned, so each tensor is aligned as the file says.
   CHECK(reinterpret_cast<uintptr_t>(q->data) % 64 == 0);
   CHECK(q->data[0] == 0x11);
+}
+
+TEST_CASE("gguf names: every architecture's tensor names map both ways") {
+  for (const auto& entry : rill::gguf::architectures()) {
+    const std::string& arch = entry.first;
+    const rill::gguf::Architecture& a = entry.second;
+    CAPTURE(arch);
+    for (const std::string& name :
+         {std::string("token_embd.weight"), std::string("output.weight"), std::string("blk.11.attn_q.weight"),
+          std::string("blk.0.ffn_norm.weight"), std::string("blk.3.attn_v.bias")}) {
+      std::string hf, back;
+      REQUIRE(rill::gguf::hf_tensor_name(name, a, hf));
+      REQUIRE(rill::gguf::gguf_tensor_name(hf, a, back));
+      CHECK(back == name);
+    }
+    for (const auto& [gguf, hf] : a.own_names) {
+      std::string back;
+      REQUIRE(rill::gguf::gguf_tensor_name("model.layers.2." + hf, a, back));
+      CHECK(back == "blk.2." + gguf);
+    }
+    std::string out;
+    CHECK_FALSE(rill::gguf::hf_tensor_name("blk.x.attn_q.weight", a, out));
+    CHECK_FALSE(rill::gguf::hf_tensor_name("blk.1.attn_qq.weight", a, out));
+    CHECK_FALSE(rill::gguf::gguf_tensor_name("model.layers.1.self_attn.rotary_emb.inv_freq", a, out));
+    CHECK_FALSE(rill::gguf::gguf_tensor_name("model.layers.", a, out));
+  }
+  // Gemma 2's own names replace the common ones: its post-attention norm is not ffn_norm.
+  std::string out;
+  REQUIRE(rill::gguf::gguf_tensor_name("model.layers.0.post_attention_layernorm.weight",
+                                       rill::gguf::architectures().at("gemma2"), out));
+  CHECK(out == "blk.0.post_attention_norm.weight");
+}
+
+TEST_CASE("gguf names: llama.cpp's q/k row permutation") {
+  // convert_hf_to_gguf.py's permute: w.reshape(heads, 2, half, cols).swapaxes(1, 2), so one head of
+  // 4 rows (half 2) is stored as Hugging Face's rows 0, 2, 1, 3; 2-byte rows here.
+  const std::vector<unsigned char> hf = {0, 0, 1, 1, 2, 2, 3, 3};
+  const std::vector<unsigned char> gguf = {0, 0, 2, 2, 1, 1, 3, 3};
+  CHECK(rill::gguf::permute_rows(hf.data(), 4, 2, 1) == gguf);
+  CHECK(rill::gguf::unpermute_rows(gguf.data(), 4, 2, 1) == hf);
+  // Two heads of 6 rows each: every head moved on its own, and the two directions are inverses.
+  std::vector<unsigned char> rows(12);
+  for (size_t i = 0; i < rows.size(); ++i) rows[i] = static_cast<unsigned char>(i);
+  const std::vector<unsigned char> permuted = rill::gguf::permute_rows(rows.data(), 12, 1, 2);
+  CHECK(permuted == std::vector<unsigned char>{0, 3, 1, 4, 2, 5, 6, 9, 7, 10, 8, 11});
+  CHECK(rill::gguf::unpermute_rows(permuted.data(), 12, 1, 2) == rows);
 }

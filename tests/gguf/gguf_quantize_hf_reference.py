@@ -1,0 +1,230 @@
+#!/usr/bin/env python3
+"""`rill quantize` from a Hugging Face folder, against independent references.
+
+A random llama (saved in shards) and a random qwen2 model made by transformers
+(gguf_quant_reference's sizes, so every matrix holds whole K-format blocks),
+each with a byte-level BPE tokenizer.json trained by PyPI tokenizers
+(tokenizer_reference's Llama 3 and Qwen2 tokenizers), are quantized straight
+from their folders. Checks:
+
+- PyPI gguf's GGUFReader reads the file. Its architecture keys equal those
+  gguf_lm_reference's writer (llama.cpp's converter, through PyPI gguf)
+  writes for the same model, and its tensors (names, shapes, types, bytes)
+  equal `rill quantize` of that writer's f32 file: the names and llama's q/k
+  row permutation are llama.cpp's.
+- The file's logits (rill_lm_load, prefill and prefill+decode) against
+  transformers on gguf's dequantization of the blocks, with
+  gguf_quant_reference's limits (tolerance.py's "quant_lm").
+- The tokenizer in the file encodes and decodes tokenizer_reference's corpus
+  as PyPI tokenizers does with the tokenizer.json: 0 differences.
+- Refusals, each naming the problem and leaving no output file: a folder
+  without config.json, an unsupported model_type, a missing shard, a
+  SentencePiece (non-byte-level) tokenizer.json.
+
+Negative controls: llama's tensors compared with `rill quantize` of a file
+written without llama.cpp's q/k permutation must differ; the 4-bit file's logits
+against transformers on the unquantized weights must fail the limit; the
+tokenizer written with the qwen2 pre-tokenizer name for the Llama 3 data
+must differ from tokenizers.
+
+Exit codes: 0 passed, 1 a failure, 77 skipped (torch, transformers, gguf,
+tokenizers or the binding missing).
+"""
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, os.pardir, "torch"))
+sys.path.insert(0, os.path.join(HERE, os.pardir, "tokenizer"))
+from outcome import SKIP, conclude  # noqa: E402
+
+try:
+    import numpy as np  # noqa: F401
+    import torch
+except ImportError as missing:
+    print(f"skipped: {missing}")
+    sys.exit(SKIP)
+
+from gguf_lm_reference import make_model, write_gguf  # noqa: E402
+from gguf_quant_reference import WIDE, Quantizer, check_logits  # noqa: E402
+
+# (tokenizer_reference kind, the pre-tokenizer llama.cpp names, rill quantize --type, shard size)
+CASES = {"llama": ("llama3", "llama-bpe", "q4_k_m", "300KB"), "qwen2": ("qwen2", "qwen2", "q8_0", None)}
+
+
+def quantize(args, model_path, out, fmt):
+    return subprocess.run([args.rill, "quantize", "--model", model_path, "--output", out, "--type", fmt],
+                          capture_output=True, text=True)
+
+
+def make_folder(transformers, tk, trained, workdir, arch, seed):
+    kind, _, _, shard = CASES[arch]
+    data = trained[kind]
+    vocab = tk.Tokenizer.from_str(json.dumps(data)).get_vocab(with_added_tokens=True)
+    model, _, ids = make_model(transformers, arch, seed, vocab_size=max(vocab.values()) + 1, **WIDE)
+    folder = os.path.join(workdir, f"{arch}_hf")
+    model.save_pretrained(folder, safe_serialization=True, **({"max_shard_size": shard} if shard else {}))
+    with open(os.path.join(folder, "tokenizer.json"), "w", encoding="utf-8") as f:
+        json.dump(data, f)
+    return model, ids, folder, data
+
+
+def tensors_of(reader):
+    return {t.name: (t.tensor_type, tuple(int(d) for d in t.shape), bytes(np.asarray(t.data).tobytes()))
+            for t in reader.tensors}
+
+
+def arch_keys(reader, arch):
+    return {k: [bytes(f.parts[i]) for i in f.data] for k, f in reader.fields.items() if k.startswith(arch + ".")}
+
+
+def check_case(args, gguf, rill, transformers, tk, trained, quantizer, workdir, arch, seed):
+    from gguf_tokenizer_reference import differences
+    _, pre, fmt, _ = CASES[arch]
+    label = f"hf {arch} {fmt}"
+    model, ids, folder, data = make_folder(transformers, tk, trained, workdir, arch, seed)
+    out = os.path.join(workdir, f"{arch}_{fmt}.gguf")
+    start = time.time()
+    proc = quantize(args, folder, out, fmt)
+    if proc.returncode != 0:
+        return [f"{label}: rill quantize failed ({proc.returncode}): {proc.stderr.strip()}"], folder
+    print(f"  {label}: quantized in {time.time() - start:.2f} s: {proc.stderr.strip()}")
+    failures = []
+    written = gguf.GGUFReader(out)
+
+    # The same model through llama.cpp's conventions (PyPI gguf's writer), then rill quantize.
+    def via_writer(permuted, name):
+        f32 = os.path.join(workdir, f"{arch}_{name}_f32.gguf")
+        write_gguf(gguf, f32, model, arch, "f32", permuted=permuted)
+        q = os.path.join(workdir, f"{arch}_{name}_{fmt}.gguf")
+        p = quantize(args, f32, q, fmt)
+        if p.returncode != 0:
+            raise RuntimeError(p.stderr)
+        return gguf.GGUFReader(f32), gguf.GGUFReader(q)
+
+    reference_f32, reference = via_writer(True, "writer")
+    mine, theirs = arch_keys(written, arch), arch_keys(reference_f32, arch)
+    differing = sorted(k for k in theirs if mine.get(k) != theirs[k])
+    if differing:
+        failures.append(f"{label}: architecture keys differ from gguf's writer: {differing}")
+    same = tensors_of(written) == tensors_of(reference)
+    if not same:
+        failures.append(f"{label}: tensors differ from rill quantize of gguf's writer's file")
+    print(f"  {label}: {len(written.tensors)} tensors {'equal' if same else 'DIFFER from'} gguf's writer's "
+          f"({len(theirs)} architecture keys, {len(differing)} differ)")
+    if arch == "llama":  # control: the comparison sees the q/k permutation
+        _, unpermuted = via_writer(False, "unpermuted")
+        control = tensors_of(written) != tensors_of(unpermuted)
+        print(f"  {label}: control: a file without the q/k permutation {'differs (ok)' if control else 'EQUAL'}")
+        if not control:
+            failures.append(f"{label}: control: the tensors equal those of a file without the q/k permutation")
+
+    failures += check_logits(args, rill, out, label, model, arch, fmt, quantizer, ids)
+
+    ref = tk.Tokenizer.from_str(json.dumps(data))
+    count = differences(rill, ref, out, label)
+    print(f"  {label}: tokenizer against tokenizers: {count} differences")
+    if count:
+        failures.append(f"{label}: the tokenizer differs from tokenizers in {count} checks")
+    if arch == "llama":  # control: the Llama 3 data under Qwen2's pre-tokenizer
+        bad = os.path.join(workdir, "llama_bad_pre")
+        shutil.copytree(folder, bad)
+        edited = dict(data, normalizer=trained["qwen2"]["normalizer"], pre_tokenizer=trained["qwen2"]["pre_tokenizer"])
+        edited["model"] = dict(data["model"], ignore_merges=False)
+        with open(os.path.join(bad, "tokenizer.json"), "w", encoding="utf-8") as f:
+            json.dump(edited, f)
+        bad_out = os.path.join(workdir, "llama_bad_pre.gguf")
+        p = quantize(args, bad, bad_out, "q8_0")
+        wrong = differences(rill, ref, bad_out, label + " control", quiet=True) if p.returncode == 0 else 0
+        print(f"  {label}: control: written as qwen2's pre-tokenizer: {wrong} differences")
+        if wrong == 0:
+            failures.append(f"{label}: control: qwen2's pre-tokenizer gave no differences ({p.stderr.strip()})")
+    return failures, folder
+
+
+def check_refusals(args, workdir, folder):
+    """Bad folders are refused by name, and no output file is left."""
+    failures = []
+
+    def variant(name, edit):
+        path = os.path.join(workdir, name)
+        shutil.copytree(folder, path)
+        edit(path)
+        return path
+
+    def set_type(path):
+        with open(os.path.join(path, "config.json"), encoding="utf-8") as f:
+            config = json.load(f)
+        config["model_type"] = "mistral"
+        with open(os.path.join(path, "config.json"), "w", encoding="utf-8") as f:
+            json.dump(config, f)
+
+    def drop_shard(path):
+        index = json.load(open(os.path.join(path, "model.safetensors.index.json"), encoding="utf-8"))
+        os.remove(os.path.join(path, sorted(set(index["weight_map"].values()))[-1]))
+
+    def sentencepiece(path):
+        with open(os.path.join(path, "tokenizer.json"), encoding="utf-8") as f:
+            t = json.load(f)
+        t["model"]["type"] = "Unigram"
+        with open(os.path.join(path, "tokenizer.json"), "w", encoding="utf-8") as f:
+            json.dump(t, f)
+
+    cases = [("no config.json", lambda p: os.remove(os.path.join(p, "config.json")), "config.json: missing"),
+             ("unsupported family", set_type, "\"mistral\" is not supported"),
+             ("missing shard", drop_shard, "-of-0"),
+             ("non-byte-level tokenizer", sentencepiece, "'model.type': expected \"BPE\"")]
+    for i, (label, edit, expected) in enumerate(cases):
+        path = variant(f"refuse_{i}", edit)
+        out = os.path.join(workdir, f"refuse_{i}.gguf")
+        proc = quantize(args, path, out, "q8_0")
+        ok = proc.returncode == 1 and expected in proc.stderr and not os.path.exists(out)
+        print(f"  refuses {label}: {'ok' if ok else 'FAIL'}: {proc.stderr.strip()}")
+        if not ok:
+            failures.append(f"refusal {label}: expected exit 1 naming {expected!r} and no {out}, got "
+                            f"({proc.returncode}) {proc.stderr.strip()}")
+    return failures
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rill", required=True, help="the rill executable")
+    parser.add_argument("--venv", help="the reference venv (tests/torch/reference_venv.cmake)")
+    args = parser.parse_args()
+    args.backend = "cpu"
+    from hf_generate import import_references
+    found = import_references(args.venv or "", "gguf", "rill")
+    if found is None:
+        return SKIP
+    transformers, gguf, rill = found
+    try:
+        import tokenizers as tk
+    except ImportError as missing:
+        print(f"skipped: {missing}")
+        return SKIP
+    transformers.logging.set_verbosity_error()
+    torch.set_num_threads(2)
+    failed = []
+    start = time.time()
+    with tempfile.TemporaryDirectory(prefix="rill-quantize-hf-") as workdir, \
+            rill.Context('[runtime]\nbackend = "cpu"\n') as ctx:
+        from tokenizer_reference import build_tokenizers
+        trained = build_tokenizers(tk)
+        quantizer = Quantizer(gguf, rill, ctx)
+        folders = {}
+        for seed, arch in enumerate(CASES):
+            f, folders[arch] = check_case(args, gguf, rill, transformers, tk, trained, quantizer, workdir, arch,
+                                               30 + seed)
+            failed += f
+        failed += check_refusals(args, workdir, folders["llama"])
+    return conclude(failed, None, "cpu", f"rill quantize from Hugging Face folders passed in {time.time() - start:.0f} s")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
