@@ -20,7 +20,8 @@ namespace {
 
 void print_help(std::FILE* to) {
   std::fprintf(to,
-               "usage: rill quantize --model IN --output OUT.gguf --type T\n\n"
+               "usage: rill quantize IN OUT.gguf --format T\n"
+               "       rill quantize --model IN --output OUT.gguf --type T\n\n"
                "Writes IN (f32, f16 or bf16 weights) with its weight matrices quantized. IN is a GGUF file,\n"
                "whose metadata, tokenizer and tensor names are kept, or a Hugging Face folder of a llama or\n"
                "qwen2 model (config.json, tokenizer.json with a byte-level BPE, model.safetensors or its\n"
@@ -28,7 +29,8 @@ void print_help(std::FILE* to) {
                "1-dim tensors stay as they are, and tensors IN already holds in a block format are copied\n"
                "unchanged. OUT is written beside its path and renamed into place once complete; it may not\n"
                "be IN.\n"
-               "  --type T   q8_0, q4_0, q4_k, q5_k or q6_k: every matrix in that format;\n"
+               "  --format T, --type T\n"
+               "             q8_0, q4_0, q4_k, q5_k or q6_k: every matrix in that format;\n"
                "             q4_k_m or q5_k_m: llama.cpp's mixes, q4_k / q5_k with q6_k for output.weight\n"
                "             and for attn_v and ffn_down of the layers llama.cpp gives more bits\n"
                "             (the first and last eighth, and every third between)\n"
@@ -82,29 +84,48 @@ int fail(const std::string& message) {
   return 1;
 }
 
+// Sets an operand, refusing a second value for it.
+bool take(std::string& value, const char* name, const char* given) {
+  if (!value.empty()) {
+    std::fprintf(stderr, "rill quantize: %s given twice ('%s', then '%s')\n", name, value.c_str(), given);
+    return false;
+  }
+  value = given;
+  return true;
+}
+
 }  // namespace
 
 int quantize_main(int argc, char** argv) {
+  // IN and OUT are the two positional operands or --model / --output; the
+  // format is --format (or its older name --type).
   std::string model_path, output_path, type_name;
+  int positionals = 0;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (is_help_option(argv[i])) {
       print_help(stdout);
       return 0;
     }
+    if (arg.compare(0, 1, "-") != 0 && positionals < 2) {
+      const bool first = positionals++ == 0;
+      if (!take(first ? model_path : output_path, first ? "IN" : "OUT", argv[i])) return 2;
+      continue;
+    }
     std::string* value = arg == "--model" ? &model_path : arg == "--output" ? &output_path
-                         : arg == "--type"                   ? &type_name
-                                                             : nullptr;
+                         : arg == "--type" || arg == "--format" ? &type_name
+                                                                : nullptr;
     if (value == nullptr || i + 1 >= argc) {
       std::fprintf(stderr, "rill quantize: %s: %s\n", argv[i],
                    value == nullptr ? "unexpected argument" : "expected a value after it");
       print_help(stderr);
       return 2;
     }
-    *value = argv[++i];
+    const char* name = value == &model_path ? "IN" : value == &output_path ? "OUT" : "--format";
+    if (!take(*value, name, argv[++i])) return 2;
   }
-  for (const auto& [value, name] : {std::pair{&model_path, "--model"}, std::pair{&output_path, "--output"},
-                                    std::pair{&type_name, "--type"}}) {
+  for (const auto& [value, name] : {std::pair{&model_path, "IN (or --model)"},
+                                    std::pair{&output_path, "OUT (or --output)"}, std::pair{&type_name, "--format"}}) {
     if (value->empty()) {
       std::fprintf(stderr, "rill quantize: %s is required\n", name);
       print_help(stderr);
@@ -116,7 +137,7 @@ int quantize_main(int argc, char** argv) {
     if (type_name == t.name) type = &t;
   }
   if (type == nullptr) {
-    std::fprintf(stderr, "rill quantize: --type: expected q8_0, q4_0, q4_k, q5_k, q6_k, q4_k_m or q5_k_m, got '%s'\n",
+    std::fprintf(stderr, "rill quantize: --format: expected q8_0, q4_0, q4_k, q5_k, q6_k, q4_k_m or q5_k_m, got '%s'\n",
                  type_name.c_str());
     return 2;
   }

@@ -21,13 +21,13 @@ holds a Llama 3 tokenizer, as gguf_lm_reference.py's): each token rill
 picks must be the reference's greedy choice, or within the limit's
 worst-element margin of it.
 
-`rill quantize --type T` on an f32 file written by gguf: gguf's reader reads
+`rill quantize IN OUT --format T` on an f32 file written by gguf: gguf's reader reads
 the result, its metadata equals the input's (but general.file_type and
 general.quantization_version), each matrix holds exactly the blocks of rill's
 reference quantizer (so of gguf.quants' for Q8_0/Q4_0), vectors are copied,
 gguf's dequantization of every block equals rill's bit for bit, and the file
 runs against the reference as above. It must refuse to write over its input
-and name a bad --type.
+and name a bad format.
 
 weight_format = q8_0 and q4_k (the binding's LanguageModel.load, and
 `rill logits --weight-format`) on an f32 GGUF file and on the same model's
@@ -210,7 +210,7 @@ def check_file(args, gguf, rill, transformers, quantizer, workdir, arch, fmt, se
 
 
 def check_rill_quantize(args, gguf, rill, transformers, quantizer, workdir, arch, fmt, seed):
-    """`rill quantize --type fmt` on an f32 file: gguf reads the result, its metadata is the input's, each
+    """`rill quantize IN OUT --format fmt` (the issue's form) on an f32 file: gguf reads the result, its metadata is the input's, each
     matrix holds the blocks rill's reference quantizer gives (bit for bit gguf's for Q8_0/Q4_0), gguf's
     dequantization of them equals rill's bit for bit, and the file runs against the reference."""
     model, _, ids = make_model(transformers, arch, seed, **WIDE)
@@ -218,8 +218,7 @@ def check_rill_quantize(args, gguf, rill, transformers, quantizer, workdir, arch
     write_gguf(gguf, source, model, arch, "f32")
     path = os.path.join(workdir, f"{arch}_rill_{fmt}.gguf")
     label = f"rill quantize {arch} {fmt}"
-    proc = subprocess.run([args.rill, "quantize", "--model", source, "--output", path, "--type", fmt],
-                          capture_output=True, text=True)
+    proc = subprocess.run([args.rill, "quantize", source, path, "--format", fmt], capture_output=True, text=True)
     if proc.returncode != 0:
         return [f"{label}: failed ({proc.returncode}): {proc.stderr.strip()}"]
     failures = []
@@ -283,11 +282,14 @@ def check_weight_format(args, gguf, rill, transformers, quantizer, workdir, fmt,
 
 
 def check_quantize_refusals(args, workdir):
-    """rill quantize refuses to write over its input and names a bad --type."""
+    """rill quantize refuses to write over its input, names a bad format and an operand given twice."""
     failures = []
     source = next(os.path.join(workdir, f) for f in sorted(os.listdir(workdir)) if "_f32_for_" in f)
     for label, extra, expected in (("output is the input", ["--output", source, "--type", "q8_0"], "refusing"),
-                                   ("bad type", ["--output", source + ".out", "--type", "q3_k"], "--type")):
+                                   ("bad type", ["--output", source + ".out", "--type", "q3_k"], "--format"),
+                                   ("IN twice", [source, source + ".out", "--format", "q8_0"], "IN given twice"),
+                                   ("format twice", ["--output", source + ".out", "--format", "q8_0", "--type",
+                                                     "q4_0"], "--format given twice")):
         proc = subprocess.run([args.rill, "quantize", "--model", source] + extra, capture_output=True, text=True)
         ok = proc.returncode != 0 and expected in proc.stderr
         print(f"  rill quantize refuses: {label}: {'ok' if ok else 'FAIL'}: {proc.stderr.strip()}")
