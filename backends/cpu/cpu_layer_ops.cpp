@@ -295,8 +295,7 @@ rill_status op_activation(rill_backend_context* ctx, rill_act_fn fn, const rill_
   if (x->dtype != RILL_DTYPE_F32 && x->dtype != RILL_DTYPE_F16 && x->dtype != RILL_DTYPE_BF16) {
     return fail(RILL_ERROR_DTYPE, "cpu activation: unsupported dtype");
   }
-  int64_t count = 1;
-  for (int32_t i = 0; i < x->ndim; ++i) count *= x->shape[i];
+  const int64_t count = tensor_rows(x) * tensor_cols(x);
   const ActivationArgs args = {x->dtype, fn, tensor_data(x), up ? tensor_data(up) : nullptr, tensor_data(out)};
   const auto kernel = kernels().activation;
   ctx->pool.parallel_for(count, 4096, [&](int64_t begin, int64_t end, unsigned) { kernel(args, begin, end); });
@@ -333,8 +332,7 @@ rill_status op_clamp(rill_backend_context* ctx, const rill_backend_tensor* x, fl
     case RILL_DTYPE_BF16: range = clamp_range<uint16_t, bf16_to_f32, f32_to_bf16>; break;
     default: return fail(RILL_ERROR_DTYPE, "cpu clamp: unsupported dtype");
   }
-  int64_t count = 1;
-  for (int32_t i = 0; i < x->ndim; ++i) count *= x->shape[i];
+  const int64_t count = tensor_rows(x) * tensor_cols(x);
   const char* in = tensor_data(x);
   char* dst = tensor_data(out);
   ctx->pool.parallel_for(count, 4096, [&](int64_t begin, int64_t end, unsigned) { range(in, dst, lo, hi, begin, end); });

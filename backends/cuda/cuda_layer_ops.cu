@@ -275,11 +275,16 @@ int64_t attention_splits(int64_t rows, int64_t span, int sm_count) {
   return splits < kMaxSplits ? splits : kMaxSplits;
 }
 
+int64_t element_count(const rill_backend_tensor* t) {
+  int64_t count = 1;
+  for (int32_t i = 0; i < t->ndim; ++i) count *= t->shape[i];
+  return count;
+}
+
 template <typename T>
 void launch_activation(rill_backend_context* ctx, rill_act_fn fn, const rill_backend_tensor* x,
                        const rill_backend_tensor* up, const rill_backend_tensor* out) {
-  int64_t count = 1;
-  for (int32_t i = 0; i < x->ndim; ++i) count *= x->shape[i];
+  const int64_t count = element_count(x);
   constexpr int kThreads = 256;
   activation_kernel<T><<<grid_for(count, kThreads, ctx->sm_count), kThreads, 0, ctx->stream>>>(
       fn, static_cast<const T*>(rill_cuda_data(x)), static_cast<const T*>(rill_cuda_data(up)),
@@ -289,8 +294,7 @@ void launch_activation(rill_backend_context* ctx, rill_act_fn fn, const rill_bac
 template <typename T>
 void launch_clamp(rill_backend_context* ctx, const rill_backend_tensor* x, float lo, float hi,
                   const rill_backend_tensor* out) {
-  int64_t count = 1;
-  for (int32_t i = 0; i < x->ndim; ++i) count *= x->shape[i];
+  const int64_t count = element_count(x);
   constexpr int kThreads = 256;
   clamp_kernel<T><<<grid_for(count, kThreads, ctx->sm_count), kThreads, 0, ctx->stream>>>(
       static_cast<const T*>(rill_cuda_data(x)), lo, hi, static_cast<T*>(rill_cuda_data(out)), count);
