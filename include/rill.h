@@ -670,6 +670,10 @@ RILL_API rill_status rill_activation(rill_context* ctx, rill_act_fn fn, const ri
 /* or of the whole q and k projections (full: OLMo 2, OLMoE); one plain norm */
 /* each on q and on k, in place; head_weights then multiplies by its         */
 /* weights with one residual_add (residual scale 0, the weights as gain).    */
+/* clip_qkv c > 0 (OLMo, OLMoE) clamps q, k and v to [-c, c] after the       */
+/* projections and the QK norm, before RoPE: one clamp op each, in place,    */
+/* as transformers' OlmoAttention (no QK norm) and OlmoeAttention (after its */
+/* full QK norm) do.                                                         */
 /* MLP: gated                                                                */
 /* act(gate_proj(x)) * up_proj(x) -> down_proj, or plain act(up_proj(x)) ->  */
 /* down_proj.                                                                */
@@ -851,6 +855,11 @@ typedef struct rill_model_desc {
      whole blocks, and the backend must run the format); norms and biases stay
      in dtype. rill_lm_load sets it from rill_lm_load_options.weight_format. */
   rill_dtype weight_format;
+  /* OLMo's and OLMoE's clip_qkv c: q, k and v are clamped to [-c, c] after
+     the projections and the QK norm, before RoPE (see Attention above);
+     finite, >= 0; 0 = off (config.json's null). Needs a backend with the
+     clamp op (interface version 5). */
+  float clip_qkv;
 } rill_model_desc;
 
 /* Fills desc with the defaults of the [model] TOML table: f32, rms, eps 1e-6,
@@ -864,6 +873,7 @@ typedef struct rill_model_desc {
    num_experts_per_tok, norm_topk_prob, moe_intermediate_size,
    shared_expert_intermediate_size 0, decoder_sparse_step 0, no
    mlp_only_layers), no rope_interleave, weight_format RILL_DTYPE_F32,
+   clip_qkv 0 (off),
    num_kv_heads, head_dim and
    query_pre_attn_scalar 0 (= derived), and the
    sizes num_layers, hidden_size, num_heads, intermediate_size 0 (to be set).
@@ -916,6 +926,7 @@ RILL_API void rill_model_desc_init(rill_model_desc* desc);
        mlp_only_layers = []      # Qwen2-MoE: layers with the dense MLP
        weight_format = "f32"     # "f32" | "q8_0" | "q4_0" | "q4_k" | "q5_k" | "q6_k":
                                  # weight matrices quantized as they are set
+       clip_qkv = 0.0            # OLMo, OLMoE: clamp q, k, v to [-c, c]; 0 = off
        [model.rope_scaling]      # Hugging Face's rope_scaling dict; absent = default
        rope_type = "llama3"      # "default" | "linear" | "dynamic" | "yarn" |
                                  # "longrope" | "llama3" ("type" is read too)

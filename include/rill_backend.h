@@ -77,6 +77,11 @@
  *      embedding lookup, rows of a table of any dtype into f32/f16/bf16.
  *      rill_backend_context_options.host_device: a device the host owns
  *      (rill_context_create_on_vulkan_device), for the Vulkan backend.
+ *   5  rill_backend_ops.clamp (optional), RILL_BACKEND_OP_CLAMP: elementwise
+ *      clamp to [lo, hi] (OLMo's and OLMoE's clip_qkv on q, k and v). A
+ *      backend without it makes a model with clip_qkv return
+ *      RILL_ERROR_UNSUPPORTED naming the backend and the op before any work
+ *      is queued; other models never need it.
  */
 #ifndef RILL_BACKEND_H
 #define RILL_BACKEND_H
@@ -90,7 +95,7 @@ extern "C" {
 #endif
 
 /* The newest interface version this header describes. */
-#define RILL_BACKEND_ABI_VERSION 4u
+#define RILL_BACKEND_ABI_VERSION 5u
 /* The oldest interface version the runtime built from this header accepts. */
 #define RILL_BACKEND_ABI_MIN_VERSION 1u
 
@@ -273,6 +278,7 @@ typedef enum rill_backend_op {
   RILL_BACKEND_OP_ACTIVATION = 8,
   RILL_BACKEND_OP_ROPE_FREQS = 9, /* version 3 */
   RILL_BACKEND_OP_GET_ROWS = 10,  /* version 4 */
+  RILL_BACKEND_OP_CLAMP = 11,     /* version 5 */
   RILL_BACKEND_OP_MAX_ENUM = 0x7FFFFFFF
 } rill_backend_op;
 
@@ -291,6 +297,7 @@ static inline const char* rill_backend_op_name(rill_backend_op op) {
     case RILL_BACKEND_OP_ACTIVATION: return "activation";
     case RILL_BACKEND_OP_ROPE_FREQS: return "rope_freqs";
     case RILL_BACKEND_OP_GET_ROWS: return "get_rows";
+    case RILL_BACKEND_OP_CLAMP: return "clamp";
     default: return "unknown op";
   }
 }
@@ -308,6 +315,7 @@ static inline const char* rill_backend_op_name(rill_backend_op op) {
      activation:               rows * cols elements, act_fn, gated
      get_rows:                 rows = ids, cols = D, n = V (table rows),
                                dtype = out's dtype
+     clamp:                    rows * cols elements
    (version 4) weight_dtype: for gemm w's dtype, for get_rows the table's;
    the runtime sets it for these two ops even when it equals dtype. A desc
    whose struct_size does not hold it (a version 3 host) means w's dtype is
@@ -436,6 +444,14 @@ typedef struct rill_backend_ops {
      f32, f16 or bf16; out does not alias table. */
   rill_status (*get_rows)(rill_backend_context* ctx, const rill_backend_tensor* table, const int32_t* ids,
                           uint64_t count, const rill_backend_tensor* out);
+
+  /* ---- version 5 ---- */
+
+  /* (optional) out = min(max(x, lo), hi) elementwise in f32, rounded to the
+     storage dtype; a NaN stays NaN (torch.clamp). x, out: one shape and one
+     dtype, f32, f16 or bf16; out may alias x. lo <= hi, both finite. */
+  rill_status (*clamp)(rill_backend_context* ctx, const rill_backend_tensor* x, float lo, float hi,
+                       const rill_backend_tensor* out);
 } rill_backend_ops;
 
 /* The struct_size of rill_backend_ops at interface version v (1 to
@@ -445,6 +461,7 @@ typedef struct rill_backend_ops {
   ((v) <= 1u   ? (uint32_t)offsetof(rill_backend_ops, rope)                       \
    : (v) == 2u ? (uint32_t)offsetof(rill_backend_ops, supports)                   \
    : (v) == 3u ? (uint32_t)offsetof(rill_backend_ops, get_rows)                   \
+   : (v) == 4u ? (uint32_t)offsetof(rill_backend_ops, clamp)                      \
                : (uint32_t)sizeof(rill_backend_ops))
 
 /* ------------------------------------------------------------------------- */

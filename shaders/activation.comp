@@ -1,6 +1,7 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
-// out = fn(x) * up (gated, e.g. SwiGLU) or out = fn(x) without up, elementwise.
+// out = fn(x) * up (gated, e.g. SwiGLU) or out = fn(x) without up, elementwise;
+// fn = ACT_CLAMP clamps x to [p.lo, p.hi] instead (the clamp op).
 // out may alias x or up: each element is read before it is written, by the
 // same invocation.
 #include "common/extensions.glsl"
@@ -17,6 +18,8 @@ const uint ACT_SILU = 0u;
 const uint ACT_GELU = 1u;
 const uint ACT_GELU_TANH = 2u;
 const uint ACT_RELU = 3u;
+// Not a rill_act_fn: the plugin's clamp op runs through this shader.
+const uint ACT_CLAMP = 4u;
 
 layout(push_constant) uniform Params {
   uint x_offset;
@@ -25,6 +28,8 @@ layout(push_constant) uniform Params {
   uint has_up;
   uint count;
   uint fn;
+  float lo;  // ACT_CLAMP only
+  float hi;
 } p;
 
 // erf(x) with an absolute error below 1.5e-7 (Abramowitz and Stegun 7.1.26);
@@ -51,6 +56,10 @@ float activate(float x) {
     return 0.5 * x * (1.0 + erf_approx(x * 0.70710678118654752));
   } else if (p.fn == ACT_GELU_TANH) {
     return 0.5 * x * (1.0 + tanh_stable(0.79788456080286536 * (x + 0.044715 * x * x * x)));
+  } else if (p.fn == ACT_CLAMP) {
+    // Comparisons, not min/max: a NaN fails both and stays NaN (torch.clamp).
+    float y = x < p.lo ? p.lo : x;
+    return y > p.hi ? p.hi : y;
   }
   return max(x, 0.0);
 }

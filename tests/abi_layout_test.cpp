@@ -82,9 +82,10 @@ static_assert(offsetof(rill_backend_ops, supports) == 80);
 static_assert(offsetof(rill_backend_ops, attention_ex) == 88);
 static_assert(offsetof(rill_backend_ops, rope_freqs) == 96);
 static_assert(offsetof(rill_backend_ops, get_rows) == 104);  // version 4
-static_assert(sizeof(rill_backend_ops) == 112);
+static_assert(offsetof(rill_backend_ops, clamp) == 112);     // version 5
+static_assert(sizeof(rill_backend_ops) == 120);
 static_assert(RILL_BACKEND_OPS_SIZE(1) == 56 && RILL_BACKEND_OPS_SIZE(2) == 80 && RILL_BACKEND_OPS_SIZE(3) == 104 &&
-              RILL_BACKEND_OPS_SIZE(4) == 112);
+              RILL_BACKEND_OPS_SIZE(4) == 112 && RILL_BACKEND_OPS_SIZE(5) == 120);
 
 // rill_backend_op_desc (version 3)
 static_assert(offsetof(rill_backend_op_desc, struct_size) == 0);
@@ -138,7 +139,8 @@ static_assert(sizeof(rill_backend_op) == 4 && RILL_BACKEND_OP_RESIDUAL_ADD == 0 
               RILL_BACKEND_OP_LAYER_NORM == 2 && RILL_BACKEND_OP_FUSED_ADD_RMS_NORM == 3 &&
               RILL_BACKEND_OP_FUSED_ADD_LAYER_NORM == 4 && RILL_BACKEND_OP_GEMM == 5 && RILL_BACKEND_OP_ROPE == 6 &&
               RILL_BACKEND_OP_ATTENTION == 7 && RILL_BACKEND_OP_ACTIVATION == 8 &&
-              RILL_BACKEND_OP_ROPE_FREQS == 9 && RILL_BACKEND_OP_GET_ROWS == 10);
+              RILL_BACKEND_OP_ROPE_FREQS == 9 && RILL_BACKEND_OP_GET_ROWS == 10 &&
+              RILL_BACKEND_OP_CLAMP == 11);
 
 // rill_backend
 static_assert(offsetof(rill_backend, abi_version) == 0);

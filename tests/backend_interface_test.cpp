@@ -10,6 +10,7 @@
 #define DOCTEST_CONFIG_IMPLEMENT
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <cstddef>
 #include <cstdio>
 #include <cstdlib>
@@ -163,6 +164,24 @@ TEST_CASE("at each version: the table carries it, and its ops run") {
       const rill_backend_op_desc gemm = desc_of(RILL_BACKEND_OP_GEMM);
       CHECK_MESSAGE(table->ops->supports(c.ctx, &gemm) == RILL_OK, g_last_error);
     }
+    if (v >= 5) {
+      // torch.clamp(x, -0.5, 0.5): the infinities clamp, NaN stays NaN; in place and into another tensor.
+      const std::vector<float> in = {-3.0f, -0.5f, 0.25f, 0.5f, 2.0f, -INFINITY, INFINITY, NAN, -0.0f, 0.4999f};
+      const std::vector<float> want = {-0.5f, -0.5f, 0.25f, 0.5f, 0.5f, -0.5f, 0.5f, NAN, -0.0f, 0.4999f};
+      REQUIRE((table->ops->clamp != nullptr));
+      rill_backend_tensor x = c.tensor(in);
+      const rill_backend_tensor out = c.tensor(std::vector<float>(in.size(), 7.0f));
+      REQUIRE_MESSAGE(table->ops->clamp(c.ctx, &x, -0.5f, 0.5f, &out) == RILL_OK, g_last_error);
+      REQUIRE_MESSAGE(table->ops->clamp(c.ctx, &x, -0.5f, 0.5f, &x) == RILL_OK, g_last_error);
+      for (const rill_backend_tensor* t : {&out, static_cast<const rill_backend_tensor*>(&x)}) {
+        const std::vector<float> got = c.read(*t);
+        for (size_t i = 0; i < want.size(); ++i) {
+          CAPTURE(i);
+          CHECK(std::isnan(got[i]) == std::isnan(want[i]));
+          if (!std::isnan(want[i])) CHECK((got[i] == want[i] && std::signbit(got[i]) == std::signbit(want[i])));
+        }
+      }
+    }
   }
 }
 
@@ -220,7 +239,7 @@ TEST_CASE("the capability query answers from the backend's real limits") {
                                  RILL_BACKEND_OP_LAYER_NORM,         RILL_BACKEND_OP_FUSED_ADD_RMS_NORM,
                                  RILL_BACKEND_OP_FUSED_ADD_LAYER_NORM, RILL_BACKEND_OP_GEMM,
                                  RILL_BACKEND_OP_ROPE,               RILL_BACKEND_OP_ATTENTION,
-                                 RILL_BACKEND_OP_ACTIVATION};
+                                 RILL_BACKEND_OP_ACTIVATION,         RILL_BACKEND_OP_CLAMP};
   for (rill_backend_op op : ops) {
     CAPTURE(rill_backend_op_name(op));
     rill_backend_op_desc desc = desc_of(op);

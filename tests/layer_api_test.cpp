@@ -240,6 +240,9 @@ TEST_CASE("model descriptors: every field checked, with its name") {
       {[](rill_model_desc& d) { d.attn_logit_softcapping = -1.0f; }, "attn_logit_softcapping",
        "expected a finite value >= 0 (0 = off), got -1"},
       {[](rill_model_desc& d) { d.attn_logit_softcapping = INFINITY; }, "attn_logit_softcapping", "got inf"},
+      {[](rill_model_desc& d) { d.clip_qkv = -0.5f; }, "clip_qkv", "expected a finite value >= 0 (0 = off), got -0.5"},
+      {[](rill_model_desc& d) { d.clip_qkv = NAN; }, "clip_qkv", "got nan"},
+      {[](rill_model_desc& d) { d.clip_qkv = INFINITY; }, "clip_qkv", "got inf"},
       {[](rill_model_desc& d) {
          d.sliding_window = 4;
          d.rope_local_base_freq = NAN;
@@ -283,6 +286,7 @@ TEST_CASE("the [model] TOML table") {
   CHECK(d.max_window_layers == 0);
   CHECK(d.attn_logit_softcapping == 0.0f);
   CHECK(d.rope_local_base_freq == 0.0f);
+  CHECK(d.clip_qkv == 0.0f);
 
   const std::string sizes = "[model]\nnum_layers = 1\nhidden_size = 8\nnum_heads = 2\nintermediate_size = 4\n";
   expect_failure(rill_model_desc_from_toml("[runtime]\n", "m.toml", &d), RILL_ERROR_CONFIG, {"m.toml", "[model]"});
@@ -318,6 +322,13 @@ TEST_CASE("the [model] TOML table") {
                  RILL_ERROR_CONFIG, {"m.toml:6:", "model.sliding_window_pattern", "needs sliding_window > 0"});
   expect_failure(rill_model_desc_from_toml((sizes + "attn_logit_softcapping = \"50\"\n").c_str(), "m.toml", &d),
                  RILL_ERROR_CONFIG, {"m.toml:6:", "model.attn_logit_softcapping"});
+  REQUIRE_MESSAGE(rill_model_desc_from_toml((sizes + "clip_qkv = 8.0\n").c_str(), "m.toml", &d) == RILL_OK,
+                  rill_last_error());
+  CHECK(d.clip_qkv == 8.0f);
+  expect_failure(rill_model_desc_from_toml((sizes + "clip_qkv = -8.0\n").c_str(), "m.toml", &d), RILL_ERROR_CONFIG,
+                 {"m.toml:6:", "model.clip_qkv", "got -8"});
+  expect_failure(rill_model_desc_from_toml((sizes + "clip_qkv = true\n").c_str(), "m.toml", &d), RILL_ERROR_CONFIG,
+                 {"m.toml:6:", "model.clip_qkv"});
   expect_failure(rill_model_desc_from_toml((sizes + "parallel_residual = true\nnorm_placement = \"post\"\n").c_str(),
                                            "m.toml", &d),
                  RILL_ERROR_CONFIG, {"m.toml:6:", "model.parallel_residual", "RILL_PLACEMENT_POST"});
@@ -1253,6 +1264,18 @@ TEST_CASE("a backend's capability query refuses a model before any op is queued"
     const int before = fakecaps_ops_called();
     expect_failure(rill_model_forward(f.model, nullptr, h, nullptr, 0), RILL_ERROR_UNSUPPORTED,
                    {"rill_model_forward", "fakecaps", "does not implement the op rope_freqs"});
+    CHECK_MESSAGE(fakecaps_ops_called() == before, "ops ran before the refusal");
+  }
+  {
+    // clip_qkv runs as clamp (interface version 5), which fakecaps (version 3) lacks.
+    rill_model_desc clipped = small_desc();
+    clipped.clip_qkv = 8.0f;
+    Fixture f(clipped, config.c_str());
+    f.set_all_weights();
+    rill_tensor* h = f.hidden(1, 2, std::vector<float>(32, 0.5f));
+    const int before = fakecaps_ops_called();
+    expect_failure(rill_model_forward(f.model, nullptr, h, nullptr, 0), RILL_ERROR_UNSUPPORTED,
+                   {"rill_model_forward", "fakecaps", "interface version 3", "does not implement the op clamp"});
     CHECK_MESSAGE(fakecaps_ops_called() == before, "ops ran before the refusal");
   }
   // head_dim 4 is within the limit: the forward pass runs the ops.

@@ -63,7 +63,8 @@ static_assert(offsetof(rill_model_desc, decoder_sparse_step) == 2240);
 static_assert(offsetof(rill_model_desc, mlp_only_layer_count) == 2244);
 static_assert(offsetof(rill_model_desc, mlp_only_layers) == 2248);
 static_assert(offsetof(rill_model_desc, weight_format) == 3272);
-static_assert(sizeof(rill_model_desc) == 3276);
+static_assert(offsetof(rill_model_desc, clip_qkv) == 3276);
+static_assert(sizeof(rill_model_desc) == 3280);
 static_assert(RILL_ROPE_MAX_FACTORS == 256);
 static_assert(RILL_MAX_MLP_ONLY_LAYERS == 256);
 

@@ -29,6 +29,7 @@ const rill_backend_ops kOps = {
     /* .attention_ex = */ Reported<op_attention_ex>::call,
     /* .rope_freqs = */ Reported<op_rope_freqs>::call,
     /* .get_rows = */ Reported<op_get_rows>::call,
+    /* .clamp = */ Reported<op_clamp>::call,
 };
 
 const rill_backend kBackend = {

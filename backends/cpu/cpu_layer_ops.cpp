@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <vector>
 
 #include "cpu_convert.h"
@@ -294,11 +295,47 @@ rill_status op_activation(rill_backend_context* ctx, rill_act_fn fn, const rill_
   if (x->dtype != RILL_DTYPE_F32 && x->dtype != RILL_DTYPE_F16 && x->dtype != RILL_DTYPE_BF16) {
     return fail(RILL_ERROR_DTYPE, "cpu activation: unsupported dtype");
   }
-  int64_t count = 1;
-  for (int32_t i = 0; i < x->ndim; ++i) count *= x->shape[i];
+  const int64_t count = tensor_rows(x) * tensor_cols(x);
   const ActivationArgs args = {x->dtype, fn, tensor_data(x), up ? tensor_data(up) : nullptr, tensor_data(out)};
   const auto kernel = kernels().activation;
   ctx->pool.parallel_for(count, 4096, [&](int64_t begin, int64_t end, unsigned) { kernel(args, begin, end); });
+  return RILL_OK;
+}
+
+namespace {
+
+// max then min with x first: a NaN x fails both comparisons and passes
+// through, as torch.clamp keeps it.
+inline float clamp_value(float x, float lo, float hi) { return std::min(std::max(x, lo), hi); }
+
+template <typename T, float (*Load)(T), T (*Store)(float)>
+void clamp_range(const char* x, char* out, float lo, float hi, int64_t begin, int64_t end) {
+  for (int64_t i = begin; i < end; ++i) {
+    T v;
+    std::memcpy(&v, x + i * sizeof(T), sizeof(T));
+    const T y = Store(clamp_value(Load(v), lo, hi));
+    std::memcpy(out + i * sizeof(T), &y, sizeof(T));
+  }
+}
+
+float f32_identity(float v) { return v; }
+
+}  // namespace
+
+rill_status op_clamp(rill_backend_context* ctx, const rill_backend_tensor* x, float lo, float hi,
+                     const rill_backend_tensor* out) {
+  using Range = void (*)(const char*, char*, float, float, int64_t, int64_t);
+  Range range = nullptr;
+  switch (x->dtype) {
+    case RILL_DTYPE_F32: range = clamp_range<float, f32_identity, f32_identity>; break;
+    case RILL_DTYPE_F16: range = clamp_range<uint16_t, f16_to_f32, f32_to_f16>; break;
+    case RILL_DTYPE_BF16: range = clamp_range<uint16_t, bf16_to_f32, f32_to_bf16>; break;
+    default: return fail(RILL_ERROR_DTYPE, "cpu clamp: unsupported dtype");
+  }
+  const int64_t count = tensor_rows(x) * tensor_cols(x);
+  const char* in = tensor_data(x);
+  char* dst = tensor_data(out);
+  ctx->pool.parallel_for(count, 4096, [&](int64_t begin, int64_t end, unsigned) { range(in, dst, lo, hi, begin, end); });
   return RILL_OK;
 }
 

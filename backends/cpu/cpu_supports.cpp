@@ -11,7 +11,7 @@ rill_status supports(rill_backend_context* ctx, const rill_backend_op_desc* desc
     return fail(RILL_ERROR_INVALID_ARGUMENT, "cpu: supports: desc must hold at least op and dtype");
   }
   const int32_t op_value = static_cast<int32_t>(desc->op);
-  if (op_value < RILL_BACKEND_OP_RESIDUAL_ADD || op_value > RILL_BACKEND_OP_GET_ROWS) {
+  if (op_value < RILL_BACKEND_OP_RESIDUAL_ADD || op_value > RILL_BACKEND_OP_CLAMP) {
     return fail(RILL_ERROR_UNSUPPORTED, "cpu: supports: op " + std::to_string(op_value) + " is not one this backend knows");
   }
   if (desc->dtype != RILL_DTYPE_F32 && desc->dtype != RILL_DTYPE_F16 && desc->dtype != RILL_DTYPE_BF16) {

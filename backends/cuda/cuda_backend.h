@@ -154,6 +154,9 @@ rill_status rill_cuda_attention_ex(rill_backend_context* ctx, const rill_backend
                                    const rill_backend_tensor* out);
 rill_status rill_cuda_activation(rill_backend_context* ctx, rill_act_fn fn, const rill_backend_tensor* x,
                                  const rill_backend_tensor* up, const rill_backend_tensor* out);
+/* (interface version 5) out = x clamped to [lo, hi]. */
+rill_status rill_cuda_clamp(rill_backend_context* ctx, const rill_backend_tensor* x, float lo, float hi,
+                            const rill_backend_tensor* out);
 /* Attention's limits, shared with the capability query: head_dim and the
    query rows B*T*heads. */
 rill_status rill_cuda_check_attention(std::int64_t head_dim, std::int64_t query_rows);

@@ -6,7 +6,8 @@
  * one block per query row for attention (online softmax per warp, warps merged
  * at the end; in decode, where the query rows alone cannot fill the GPU, also
  * one block per chunk of the KV cache, the chunks merged by a second kernel),
- * one thread per element for activations. f32 math throughout;
+ * one thread per element for activations and (interface version 5) the
+ * clamp. f32 math throughout;
  * RoPE angles in double like the CPU backend, so large positions agree.
  */
 #include <cuda_bf16.h>
@@ -222,6 +223,18 @@ __global__ void activation_kernel(rill_act_fn fn, const T* x, const T* up, T* ou
   }
 }
 
+/* out = x clamped to [lo, hi]; a NaN fails both tests and stays NaN
+   (torch.clamp). out may alias x. */
+template <typename T>
+__global__ void clamp_kernel(const T* x, float lo, float hi, T* out, int64_t count) {
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < count; i += stride) {
+    float y = load_f32(x, i);
+    y = y < lo ? lo : y;
+    store_f32(out, i, y > hi ? hi : y);
+  }
+}
+
 /* ---- Host side ---------------------------------------------------------- */
 
 template <typename T>
@@ -262,15 +275,29 @@ int64_t attention_splits(int64_t rows, int64_t span, int sm_count) {
   return splits < kMaxSplits ? splits : kMaxSplits;
 }
 
+int64_t element_count(const rill_backend_tensor* t) {
+  int64_t count = 1;
+  for (int32_t i = 0; i < t->ndim; ++i) count *= t->shape[i];
+  return count;
+}
+
 template <typename T>
 void launch_activation(rill_backend_context* ctx, rill_act_fn fn, const rill_backend_tensor* x,
                        const rill_backend_tensor* up, const rill_backend_tensor* out) {
-  int64_t count = 1;
-  for (int32_t i = 0; i < x->ndim; ++i) count *= x->shape[i];
+  const int64_t count = element_count(x);
   constexpr int kThreads = 256;
   activation_kernel<T><<<grid_for(count, kThreads, ctx->sm_count), kThreads, 0, ctx->stream>>>(
       fn, static_cast<const T*>(rill_cuda_data(x)), static_cast<const T*>(rill_cuda_data(up)),
       static_cast<T*>(rill_cuda_data(out)), count);
+}
+
+template <typename T>
+void launch_clamp(rill_backend_context* ctx, const rill_backend_tensor* x, float lo, float hi,
+                  const rill_backend_tensor* out) {
+  const int64_t count = element_count(x);
+  constexpr int kThreads = 256;
+  clamp_kernel<T><<<grid_for(count, kThreads, ctx->sm_count), kThreads, 0, ctx->stream>>>(
+      static_cast<const T*>(rill_cuda_data(x)), lo, hi, static_cast<T*>(rill_cuda_data(out)), count);
 }
 
 /* One upload: the inverse frequencies (double), then the positions. */
@@ -402,4 +429,17 @@ rill_status rill_cuda_activation(rill_backend_context* ctx, rill_act_fn fn, cons
     default: return bad_dtype("activation", x->dtype);
   }
   return rill_cuda_check(cudaGetLastError(), "activation kernel launch");
+}
+
+rill_status rill_cuda_clamp(rill_backend_context* ctx, const rill_backend_tensor* x, float lo, float hi,
+                            const rill_backend_tensor* out) {
+  const rill_status status = rill_cuda_activate(ctx);
+  if (status != RILL_OK) return status;
+  switch (x->dtype) {
+    case RILL_DTYPE_F32: launch_clamp<float>(ctx, x, lo, hi, out); break;
+    case RILL_DTYPE_F16: launch_clamp<__half>(ctx, x, lo, hi, out); break;
+    case RILL_DTYPE_BF16: launch_clamp<__nv_bfloat16>(ctx, x, lo, hi, out); break;
+    default: return bad_dtype("clamp", x->dtype);
+  }
+  return rill_cuda_check(cudaGetLastError(), "clamp kernel launch");
 }

@@ -8,7 +8,7 @@ rill_status rill_cuda_supports(rill_backend_context* ctx, const rill_backend_op_
     return rill_cuda_fail(RILL_ERROR_INVALID_ARGUMENT, "cuda: supports: desc must hold at least op and dtype");
   }
   const int32_t op_value = static_cast<int32_t>(desc->op);
-  if (op_value < RILL_BACKEND_OP_RESIDUAL_ADD || op_value > RILL_BACKEND_OP_GET_ROWS) {
+  if (op_value < RILL_BACKEND_OP_RESIDUAL_ADD || op_value > RILL_BACKEND_OP_CLAMP) {
     return rill_cuda_fail(RILL_ERROR_UNSUPPORTED,
                           "cuda: supports: op " + std::to_string(op_value) + " is not one this backend knows");
   }

@@ -384,6 +384,9 @@ rill_status layer_attention_ex(rill_backend_context* ctx, const rill_backend_ten
                                const rill_attention_params* params, const rill_backend_tensor* out);
 rill_status layer_activation(rill_backend_context* ctx, rill_act_fn fn, const rill_backend_tensor* x,
                              const rill_backend_tensor* up, const rill_backend_tensor* out);
+/* x clamped to [lo, hi] into out (interface version 5), by activation.comp. */
+rill_status layer_clamp(rill_backend_context* ctx, const rill_backend_tensor* x, float lo, float hi,
+                        const rill_backend_tensor* out);
 rill_status check_attention_head_dim(int64_t head_dim);
 /* Frees the cached RoPE tables (at context destruction). */
 void release_rope_tables(rill_backend_context* ctx);

@@ -1,5 +1,6 @@
 /* The decoder-layer operators of interface version 2: RoPE (rope.comp),
-   attention (attention.comp) and activations (activation.comp). Host-side
+   attention (attention.comp), activations and (version 5) the clamp
+   (activation.comp). Host-side
    inputs (KV lengths) travel in staging memory bound straight to the
    dispatch that reads them; RoPE tables are kept on the device for reuse. */
 #include <algorithm>
@@ -25,7 +26,11 @@ struct AttentionParams {
 };
 struct ActivationParams {
   uint32_t x_offset, up_offset, out_offset, has_up, count, fn;
+  float lo, hi; /* kActClamp only */
 };
+/* activation.comp's ACT_CLAMP: the clamp op runs through the activation
+   shader, a mode past the rill_act_fn values. */
+constexpr uint32_t kActClamp = 4;
 static_assert(sizeof(AttentionParams) <= kPushConstantBytes, "push constants exceed the pipeline layout");
 
 constexpr uint32_t kElementwiseGroupSize = 256; /* local_size_x of rope.comp and activation.comp */
@@ -172,9 +177,12 @@ rill_status layer_attention_ex(rill_backend_context* ctx, const rill_backend_ten
                          groups_for(static_cast<uint64_t>(batch * queries * q_heads), 1), 1);
 }
 
-rill_status layer_activation(rill_backend_context* ctx, rill_act_fn fn, const rill_backend_tensor* x,
-                             const rill_backend_tensor* up, const rill_backend_tensor* out) {
-  rill_status status = prepare_op(ctx, "activation", x->dtype);
+namespace {
+
+/* activation.comp on x (and up, when not NULL) into out with mode fn. */
+rill_status elementwise(rill_backend_context* ctx, const char* op, uint32_t fn, const rill_backend_tensor* x,
+                        const rill_backend_tensor* up, float lo, float hi, const rill_backend_tensor* out) {
+  rill_status status = prepare_op(ctx, op, x->dtype);
   if (status != RILL_OK) return status;
   BoundRange ranges[kBindingCount];
   ranges[3] = ranges[4] = placeholder_range(ctx);
@@ -183,9 +191,21 @@ rill_status layer_activation(rill_backend_context* ctx, rill_act_fn fn, const ri
   if ((status = bind_tensor(ctx, out, true, &ranges[2])) != RILL_OK) return status;
   const uint64_t count = tensor_numel(x);
   ActivationParams params{ranges[0].element_offset, ranges[1].element_offset, ranges[2].element_offset,
-                          up != nullptr ? 1u : 0u,  static_cast<uint32_t>(count),  static_cast<uint32_t>(fn)};
+                          up != nullptr ? 1u : 0u,  static_cast<uint32_t>(count),  fn, lo, hi};
   return record_dispatch(ctx, std::string("activation_") + dtype_suffix(x->dtype), ranges, &params, sizeof params,
                          groups_for(count, kElementwiseGroupSize), 1);
+}
+
+}  // namespace
+
+rill_status layer_activation(rill_backend_context* ctx, rill_act_fn fn, const rill_backend_tensor* x,
+                             const rill_backend_tensor* up, const rill_backend_tensor* out) {
+  return elementwise(ctx, "activation", static_cast<uint32_t>(fn), x, up, 0.0f, 0.0f, out);
+}
+
+rill_status layer_clamp(rill_backend_context* ctx, const rill_backend_tensor* x, float lo, float hi,
+                        const rill_backend_tensor* out) {
+  return elementwise(ctx, "clamp", kActClamp, x, nullptr, lo, hi, out);
 }
 
 void release_rope_tables(rill_backend_context* ctx) {

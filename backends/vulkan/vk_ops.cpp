@@ -285,6 +285,10 @@ const rill_backend_ops g_ops = {
     /* .get_rows = */
     [](rill_backend_context* ctx, const rill_backend_tensor* table, const int32_t* ids, uint64_t count,
        const rill_backend_tensor* out) { return guarded("get_rows", rill_vk::get_rows, ctx, table, ids, count, out); },
+    /* .clamp = */
+    [](rill_backend_context* ctx, const rill_backend_tensor* x, float lo, float hi, const rill_backend_tensor* out) {
+      return guarded("clamp", layer_clamp, ctx, x, lo, hi, out);
+    },
 };
 
 }  // namespace rill_vk

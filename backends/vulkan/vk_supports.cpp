@@ -66,7 +66,7 @@ rill_status supports(rill_backend_context* ctx, const rill_backend_op_desc* desc
   }
   const char* op = rill_backend_op_name(desc->op);
   const int32_t op_value = static_cast<int32_t>(desc->op);
-  if (op_value < RILL_BACKEND_OP_RESIDUAL_ADD || op_value > RILL_BACKEND_OP_GET_ROWS) {
+  if (op_value < RILL_BACKEND_OP_RESIDUAL_ADD || op_value > RILL_BACKEND_OP_CLAMP) {
     return fail(RILL_ERROR_UNSUPPORTED, "Vulkan: supports: op " + std::to_string(op_value) +
                                             " is not one this backend knows");
   }

@@ -109,6 +109,7 @@ namespace Rill
         public int MlpOnlyLayerCount;
         [MarshalAs(UnmanagedType.ByValArray, SizeConst = MaxMlpOnlyLayers)] public int[] MlpOnlyLayers;
         public DType WeightFormat;
+        public float ClipQkv;
 
         /// <summary>RILL_ROPE_MAX_FACTORS: the length of RopeShortFactor and RopeLongFactor.</summary>
         public const int RopeMaxFactors = 256;

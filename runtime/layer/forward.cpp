@@ -198,6 +198,11 @@ class Forward {
         }
       }
     }
+    if (d_.clip_qkv > 0.0f) {
+      for (int64_t width : {q, kv}) {
+        needed.push_back({RILL_BACKEND_OP(b, clamp) != nullptr, op_desc(RILL_BACKEND_OP_CLAMP, width)});
+      }
+    }
     // Each RoPE form the layers use: plain (rope) or scaled (rope_freqs).
     bool rope_asked[2] = {false, false};
     for (int32_t l = 0; l < d_.num_layers; ++l) {
@@ -441,6 +446,14 @@ class Forward {
           RILL_CHECK(dispatch(fn_, ctx_, RILL_BACKEND_OP(*ctx_.backend, residual_add), "residual_add", &flat, &flat,
                               gain.get(), 0.0f, 1.0f));
         }
+      }
+    }
+    if (d_.clip_qkv > 0.0f) {
+      // OLMo's and OLMoE's clip_qkv: in place, after the QK norm, before RoPE.
+      for (const auto& [t, heads] : {std::pair{q, hq}, std::pair{k, hkv}, std::pair{v, hkv}}) {
+        const rill_backend_tensor x = rows_view(t, heads * hd);
+        RILL_CHECK(dispatch(fn_, ctx_, RILL_BACKEND_OP(*ctx_.backend, clamp), "clamp", &x, -d_.clip_qkv, d_.clip_qkv,
+                            &x));
       }
     }
     if (layer_has_rope(l)) {

@@ -362,6 +362,9 @@ DescProblem resolve_desc(const rill_model_desc& given, rill_model_desc& resolved
     return problem("attn_logit_softcapping", "attn_logit_softcapping: expected a finite value >= 0 (0 = off), got " +
                                                  num(d.attn_logit_softcapping));
   }
+  if (!std::isfinite(d.clip_qkv) || d.clip_qkv < 0) {
+    return problem("clip_qkv", "clip_qkv: expected a finite value >= 0 (0 = off), got " + num(d.clip_qkv));
+  }
   if (!std::isfinite(d.rope_local_base_freq) || d.rope_local_base_freq < 0) {
     return problem("rope_local_base_freq", "rope_local_base_freq: expected a finite value >= 0 (0 = rope_theta), got " +
                                                num(d.rope_local_base_freq));
@@ -534,7 +537,7 @@ void read_model_table(const TomlChecker& check, const toml::table& table, rill_m
                    "attn_logit_softcapping", "rope_local_base_freq", "max_position_embeddings",
                    "no_rope_layer_interval", "num_experts", "num_experts_per_tok", "norm_topk_prob",
                    "moe_intermediate_size", "shared_expert_intermediate_size", "rope_interleave",
-                   "decoder_sparse_step", "mlp_only_layers", "rope_scaling", "weight_format"});
+                   "decoder_sparse_step", "mlp_only_layers", "rope_scaling", "weight_format", "clip_qkv"});
   const ModelReader t(check, table);
   t.choice<rill_dtype>("dtype", {{"f32", RILL_DTYPE_F32}, {"f16", RILL_DTYPE_F16}, {"bf16", RILL_DTYPE_BF16}}, d.dtype);
   t.choice<rill_dtype>("weight_format",
@@ -587,6 +590,7 @@ void read_model_table(const TomlChecker& check, const toml::table& table, rill_m
   t.integer("sliding_window_pattern", d.sliding_window_pattern);
   t.integer("max_window_layers", d.max_window_layers);
   t.real("attn_logit_softcapping", d.attn_logit_softcapping);
+  t.real("clip_qkv", d.clip_qkv);
   t.real("rope_local_base_freq", d.rope_local_base_freq);
   t.integer("max_position_embeddings", d.max_position_embeddings);
   t.integer("no_rope_layer_interval", d.no_rope_layer_interval);

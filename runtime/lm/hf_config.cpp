@@ -471,13 +471,23 @@ void gpt_neox(Keys& k, Mapping& m) {
   tie(k, m, false);
 }
 
+// OLMo's and OLMoE's clip_qkv: a number > 0, or null for none. transformers
+// clamps to [-c, c] for any number, so 0 would zero q, k and v: refused.
+void clip_qkv(Keys& k, Mapping& m) {
+  const json* v = k.get("clip_qkv");
+  if (v == nullptr) return;
+  const double c = k.number("clip_qkv", 0.0);
+  if (!(c > 0)) k.error(RILL_ERROR_CONFIG, "clip_qkv", "expected a number > 0 or null (none), got " + value_text(*v));
+  m.model.insert_or_assign("clip_qkv", c);
+}
+
 // OLMo (1): LayerNorms without parameters, eps 1e-5 fixed.
 void olmo(Keys& k, Mapping& m) {
   sizes(k, m, 1e-5, nullptr);  // OlmoLayerNorm's eps is fixed
   layer_norm(m);
   gated_activation(k, m, "silu");
   biases(k, m, "attention_bias", false);
-  k.neutral("clip_qkv", nullptr, "clamping q, k and v is not expressible");
+  clip_qkv(k, m);
   m.config.unit_norms = true;
   tie(k, m, false);
 }
@@ -662,7 +672,7 @@ void olmoe(Keys& k, Mapping& m) {
   gated_activation(k, m, "silu");
   biases(k, m, "attention_bias", false);
   m.model.insert_or_assign("qk_norm", "full");
-  k.neutral("clip_qkv", nullptr, "clamping q, k and v is not expressible");
+  clip_qkv(k, m);
   experts(k, m, "num_experts");
   m.model.insert_or_assign("norm_topk_prob", k.boolean("norm_topk_prob", false));
   tie(k, m, false);

@@ -185,7 +185,7 @@ static class RillTests
         }
         Assert(declared.Count > 40, "the header parses (" + declared.Count + " functions)");
         foreach (var m in imported) Assert(declared.Contains(m.Name), m.Name + " is in rill.h");
-        Assert(Marshal.SizeOf(typeof(ModelDesc)) == 3276, "ModelDesc has rill_model_desc's size");
+        Assert(Marshal.SizeOf(typeof(ModelDesc)) == 3280, "ModelDesc has rill_model_desc's size");
         Assert(Marshal.SizeOf(typeof(AttentionParams)) == 16, "AttentionParams has rill_attention_params's size");
         Assert(Marshal.SizeOf(typeof(VulkanDevice)) == 48, "VulkanDevice has rill_vulkan_device's size");
         Assert(Marshal.SizeOf(typeof(SamplerParams)) == 40, "SamplerParams has rill_sampler_params's size");
@@ -465,7 +465,7 @@ static class RillTests
         using (var ctx = NewContext())
         {
             ModelDesc desc = ModelDesc.Defaults();
-            Assert(desc.StructSize == 3276 && desc.WeightFormat == DType.F32 && desc.RopeTheta == 10000f && desc.RopeBetaFast == 32f &&
+            Assert(desc.StructSize == 3280 && desc.WeightFormat == DType.F32 && desc.ClipQkv == 0f && desc.RopeTheta == 10000f && desc.RopeBetaFast == 32f &&
                    desc.RopeShortFactor.Length == ModelDesc.RopeMaxFactors, "defaults from rill_model_desc_init");
             desc.NumLayers = 1;
             desc.HiddenSize = 32;

@@ -338,6 +338,7 @@ static const rill_backend_ops g_ops = {
     /* .attention_ex = */ NULL,
     /* .rope_freqs = */ NULL,
     /* .get_rows = */ NULL,
+    /* .clamp = */ NULL,
 };
 #else
 static float* f32_data(const rill_backend_tensor* t) { return (float*)(void*)(t->buffer->data + t->offset); }
@@ -403,6 +404,7 @@ static const rill_backend_ops g_ops = {
     /* .attention_ex = */ NULL,
     /* .rope_freqs = */ NULL,
     /* .get_rows = */ NULL,
+    /* .clamp = */ NULL,
 };
 #endif
 

@@ -85,14 +85,14 @@ def model_and_weights(ctx, rng):
 
 def test_desc_defaults_and_layout():
     # the 4-byte fields and three arrays of 256 elements, as in rill.h
-    assert ctypes.sizeof(rill.ModelDesc) == 3276
+    assert ctypes.sizeof(rill.ModelDesc) == 3280
     desc = rill.ModelDesc()
-    assert desc.struct_size == 3276
+    assert desc.struct_size == 3280
     assert desc.weight_format == rill.DType.F32
     assert desc.rope_type == 0 and desc.rope_factor == 1.0 and desc.rope_beta_fast == 32.0
     assert desc.rope_beta_slow == 1.0 and desc.rope_factor_count == 0 and desc.no_rope_layer_interval == 0
     assert desc.num_experts == 0 and desc.num_experts_per_tok == 0 and desc.shared_expert_intermediate_size == 0
-    assert desc.rope_interleave == 0
+    assert desc.rope_interleave == 0 and desc.clip_qkv == 0.0
     assert desc.dtype == rill.DType.F32 and desc.norm == rill.NormKind.RMS
     assert desc.norm_placement == rill.NormPlacement.PRE and desc.activation == rill.MlpActivation.SILU_GLU
     assert desc.rope_theta == 10000.0 and desc.final_norm == 1 and desc.residual_scale == 1.0

@@ -22,8 +22,9 @@ head for a tied one), and per feature (FEATURE_CONTROLS) the QKV bias left
 out, the sliding window removed, the interleaved rotary of GPT-J and Cohere
 read as half-split, Cohere's logit_scale left out, the QK norm left out,
 StableLM 2 12B's per-head QK norm tensors stacked in reverse head order,
-LongRoPE replaced by plain RoPE, or the MLP of Qwen2-MoE's dense layers left
-out; each must fail the comparison.
+LongRoPE replaced by plain RoPE, the MLP of Qwen2-MoE's dense layers left
+out, or OLMo's and OLMoE's clip_qkv left out (the cases print the share of
+q, k and v values it clamps); each must fail the comparison.
 
 Phi-4-mini's partial-rotary LongRoPE is checked on 4.47.1's Phi3 given the
 partial-rotary code transformers publishes from 4.49 on
@@ -225,6 +226,10 @@ CASES = {
     "phi4_mini_partial_longrope": ("Phi3Config", dict(original_max_position_embeddings=32,
                                                       partial_rotary_factor=0.75),
                                    dict(prepare=partial_rotary_longrope)),
+    # clip_qkv small enough that a large share of q, k and v is clamped: OLMo right after the
+    # projections, OLMoE after its QK norm (clipped_share prints the share).
+    "olmo_clip_qkv": ("OlmoConfig", dict(clip_qkv=0.6), dict()),
+    "olmoe_clip_qkv": ("OlmoeConfig", dict(num_experts=4, norm_topk_prob=True, clip_qkv=0.9, **MOE), dict()),
 }
 
 FEATURE_CONTROLS = {
@@ -239,6 +244,7 @@ FEATURE_CONTROLS = {
     "head_order": "the per-head QK norm tensors stacked in reverse head order",
     "longrope": "plain RoPE over the partial rotary dims (LongRoPE's factors and attention factor left out)",
     "dense_mlp": "the MLP of the dense layers (decoder_sparse_step, mlp_only_layers) left out",
+    "clip_qkv": "q, k and v not clamped (clip_qkv left out)",
 }
 
 
@@ -328,11 +334,36 @@ def reference_logits(model, ids, control=None):
             for layer in base.layers:
                 rotary = layer.self_attn.rotary_emb
                 layer.self_attn.rotary_emb = type(rotary).__bases__[0](rotary.dim, base=rotary.base)
+        elif control == "clip_qkv":
+            m.config.clip_qkv = None
         elif control == "dense_mlp":
             for layer in base.layers:
                 if not hasattr(layer.mlp, "experts"):
                     layer.mlp.down_proj.weight.zero_()
         return m(**inputs, use_cache=False).logits[0].numpy()
+
+
+def clipped_share(model, ids):
+    """The share of q, k and v values beyond clip_qkv, seen where the model
+    clamps them: the outputs of q_norm and k_norm when it has them (OLMoE),
+    else of q_proj and k_proj (OLMo), and of v_proj."""
+    c, beyond, total = model.config.clip_qkv, [0], [0]
+
+    def count(module, inputs, output):
+        beyond[0] += int((output.abs() > c).sum())
+        total[0] += output.numel()
+
+    hooks = []
+    for layer in model.base_model.layers:
+        attn = layer.self_attn
+        for part in ("q", "k"):
+            hooks.append(getattr(attn, part + "_norm", getattr(attn, part + "_proj")).register_forward_hook(count))
+        hooks.append(attn.v_proj.register_forward_hook(count))
+    with torch.no_grad():
+        model(input_ids=torch.tensor([ids]), use_cache=False)
+    for hook in hooks:
+        hook.remove()
+    return beyond[0] / total[0]
 
 
 def case_controls(name, config):
@@ -359,6 +390,8 @@ def case_controls(name, config):
         controls["head_order"] = FEATURE_CONTROLS["head_order"]
     if kind == "phi3" and (config.rope_scaling or {}).get("type") == "longrope":
         controls["longrope"] = FEATURE_CONTROLS["longrope"]
+    if getattr(config, "clip_qkv", None) is not None:
+        controls["clip_qkv"] = FEATURE_CONTROLS["clip_qkv"]
     if kind == "qwen2_moe" and (config.decoder_sparse_step > 1 or config.mlp_only_layers):
         controls["dense_mlp"] = FEATURE_CONTROLS["dense_mlp"]
     return controls
@@ -426,6 +459,11 @@ def corrupt_folders(workdir, transformers):
         ("unsupported activation", variant("act", edit_config(hidden_act="relu2")),
          ["RILL_ERROR_UNSUPPORTED", "hidden_act", "relu2"]),
         ("bad size", variant("size", edit_config(num_attention_heads=3)), ["RILL_ERROR_CONFIG", "num_heads"]),
+        ("clip_qkv 0 (transformers zeroes q, k, v)", variant("clip0", edit_config(model_type="olmo", clip_qkv=0)),
+         ["RILL_ERROR_CONFIG", "'clip_qkv'", "expected a number > 0 or null (none), got 0"]),
+        ("negative clip_qkv", variant("clipneg", edit_config(model_type="olmoe", clip_qkv=-1.5, num_experts=2,
+                                                             num_experts_per_tok=1)),
+         ["RILL_ERROR_CONFIG", "'clip_qkv'", "got -1.5"]),
         ("another family's buffer", variant("buffer", add_gptj_buffer),
          ["RILL_ERROR_IO", "model.layers.0.attn.masked_bias", "not a weight"]),
         ("truncated last shard", variant("truncated", truncate_last_shard), ["RILL_ERROR_IO", shards[-1]]),
@@ -569,6 +607,8 @@ def check_case(name, rill, backend, workdir, seed, transformers):
         save["after"](folder)
     ids = torch.randint(0, config.vocab_size, (TOKENS,), generator=gen).tolist()
     controls = case_controls(name, config)
+    if "clip_qkv" in controls:
+        print(f"  {name:20s} clip_qkv {config.clip_qkv}: {100 * clipped_share(model, ids):.0f}% of q, k, v clamped")
     failures = []
     # The storage dtype with no --dtype, then the other compute dtypes as overrides.
     runs = [(storage, None)] + [(d, d) for d in save.get("dtypes", ("f32", "f16", "bf16")) if d != storage]
@@ -623,7 +663,8 @@ def main():
         if args.backend == "cpu" and not args.case:
             failed += check_errors(args.rill, workdir, transformers)
             failed += check_unchecked(args.rill, workdir)
-        for seed, name in enumerate(names):
+        for name in names:
+            seed = list(CASES).index(name)  # the same weights whether run alone (--case) or with all
             try:
                 problems = check_case(name, args.rill, args.backend, workdir, seed, transformers)
             except Skip as why:

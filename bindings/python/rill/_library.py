@@ -97,6 +97,7 @@ class ModelDesc(ctypes.Structure):
         ("mlp_only_layer_count", ctypes.c_int32),
         ("mlp_only_layers", ctypes.c_int32 * MAX_MLP_ONLY_LAYERS),
         ("weight_format", ctypes.c_int),
+        ("clip_qkv", ctypes.c_float),
     ]
 
     def __init__(self, **fields):
