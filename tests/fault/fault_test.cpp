@@ -567,13 +567,18 @@ TEST_CASE("host allocation failures: tokenizer, detokenizer, sampler, logits and
   walk_host("rill_model_desc_from_toml", [&] { return rill_model_desc_from_toml(toml, "m.toml", &desc); }, nothing,
             nothing);
   CHECK(desc.num_layers == 2);
+  // The report lists the Vulkan plugin's devices, listed for the first time
+  // in this process during the walk. A failure that the call absorbed must
+  // leave the report as one made with no failure.
   char report[4096];
-  REQUIRE(rill_info_report(rill_test::kCpuConfig, report, sizeof report, &count) == RILL_OK);
-  const std::string expected_report = report;
+  std::vector<std::string> absorbed;
   walk_host("rill_info_report",
             [&] { return rill_info_report(rill_test::kCpuConfig, report, sizeof report, &count); }, nothing,
-            [&] { CHECK_MESSAGE(report == expected_report, "absorbed failure changed the report:\n", report); });
-  CHECK(report == expected_report);
+            [&] { absorbed.emplace_back(report); });
+  const std::string walked = report;
+  REQUIRE(rill_info_report(rill_test::kCpuConfig, report, sizeof report, &count) == RILL_OK);
+  CHECK(walked == report);
+  for (const std::string& absorbed_report : absorbed) CHECK(absorbed_report == walked);
 }
 
 // The ops on the CPU backend, each walked with its inputs written afresh
