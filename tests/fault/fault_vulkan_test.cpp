@@ -13,6 +13,7 @@
 
 #include "fault_support.h"
 #include "rill.h"
+#include "test_helpers.h"
 #include "vulkan_host_device.h"
 
 namespace {
@@ -61,6 +62,32 @@ TEST_CASE("host allocation failures: Vulkan contexts") {
   rill_tensor_destroy(y);
   rill_context_destroy(ctx);
   g_host->check_usable();
+}
+
+// Writes and reads go through the plugin's staging: a failed write leaves
+// the tensor as it was, and a failed read leaves dst as it was.
+TEST_CASE("host allocation failures: Vulkan tensor writes and reads") {
+  rill_test::ScopedContext context(kVulkanConfig);
+  rill_tensor* t = context.tensor({2, 4});
+  const std::vector<float> first = {1, 2, 3, 4, 5, 6, 7, 8};
+  const std::vector<float> second = {-1, -2, -3, -4, -5, -6, -7, -8};
+  REQUIRE(rill_tensor_write(t, first.data(), first.size() * sizeof(float)) == RILL_OK);
+  std::vector<float> got(8);
+  const auto read_back = [&] {
+    std::vector<float> values(8);
+    REQUIRE(rill_tensor_read(t, values.data(), values.size() * sizeof(float)) == RILL_OK);
+    return values;
+  };
+  walk_host("rill_tensor_write (vulkan)",
+            [&] { return rill_tensor_write(t, second.data(), second.size() * sizeof(float)); },
+            [&] { CHECK(read_back() == first); }, [] {});
+  CHECK(read_back() == second);
+  walk_host("rill_tensor_read (vulkan)", [&] { return rill_tensor_read(t, got.data(), got.size() * sizeof(float)); },
+            [&] { CHECK(got == std::vector<float>(8, 0.0f)); }, [] {},
+            [&] { got.assign(8, 0.0f); });
+  CHECK(got == second);
+  walk_host("rill_context_synchronize (vulkan)", [&] { return rill_context_synchronize(context.ctx); }, [] {}, [] {});
+  rill_tensor_destroy(t);
 }
 
 TEST_CASE("host allocation failures: a forward pass on Vulkan keeps the cache as it was") {
