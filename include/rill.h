@@ -204,7 +204,9 @@ RILL_API rill_status rill_set_log_callback(rill_log_fn fn, void* user_data, rill
    Errors: RILL_ERROR_INVALID_ARGUMENT when out_required is NULL, when buf is NULL
    with a nonzero buf_size, or when buf_size is smaller than the report (nothing
    is written then: the report is never truncated); RILL_ERROR_CONFIG for bad
-   config text. Thread-safe. */
+   config text; RILL_ERROR_OUT_OF_MEMORY when host memory runs out, also while a
+   backend lists its devices (never printed as the backend being unavailable).
+   Thread-safe. */
 RILL_API rill_status rill_info_report(const char* config_toml, char* buf, size_t buf_size, size_t* out_required);
 
 /* ------------------------------------------------------------------------- */

@@ -46,11 +46,16 @@ int default_rank(rill_device_type type) {
 // for, by index or by a part of the name (the first device whose name holds it,
 // in any case). Without an explicit choice, the most preferred device type
 // wins (default_rank), the first of that type on a tie. Returns false with
-// the reason, naming what was asked and listing the devices, when none fits.
+// the reason, naming what was asked and listing the devices, when none fits;
+// out_of_memory is set when listing the devices ran out of memory.
 bool pick_device(const Backend& backend, const DeviceChoice& choice, uint32_t& index, rill_backend_device_info& info,
-                 std::string& reason) {
+                 std::string& reason, bool& out_of_memory) {
   std::vector<rill_backend_device_info> devices;
-  if (!describe_devices(backend, devices, reason)) return false;
+  const rill_status described = describe_devices(backend, devices, reason);
+  if (described != RILL_OK) {
+    out_of_memory = described == RILL_ERROR_OUT_OF_MEMORY;
+    return false;
+  }
   if (devices.empty()) {
     reason = "no device found";
     return false;
@@ -89,8 +94,8 @@ bool pick_device(const Backend& backend, const DeviceChoice& choice, uint32_t& i
 // GPU API is refused unless the config names it: the CPU backend does the same
 // work faster.
 // With a host-owned device the backend is given that device: no device is
-// listed or picked. out_of_memory: set when the backend's context creation ran
-// out of memory.
+// listed or picked. out_of_memory: set when listing the backend's devices or
+// creating its context ran out of memory.
 bool try_backend(const Config& config, const std::string& name, bool auto_mode, const void* host_device,
                  Selection& out, std::string& reason, bool& out_of_memory) {
   const Backend* backend = acquire_backend(name, config.plugin_dir, reason);
@@ -105,7 +110,7 @@ bool try_backend(const Config& config, const std::string& name, bool auto_mode, 
       return false;
     }
   } else {
-    if (!pick_device(*backend, table.device, index, info, reason)) return false;
+    if (!pick_device(*backend, table.device, index, info, reason, out_of_memory)) return false;
     if (auto_mode && !table.device.explicit_choice && info.type == RILL_DEVICE_TYPE_CPU_IMPLEMENTATION &&
         name != "cpu") {
       reason = "device " + std::to_string(index) + " " + quoted(info.name) +
@@ -169,13 +174,13 @@ const char* device_type_name(rill_device_type type) {
   }
 }
 
-bool describe_devices(const Backend& backend, std::vector<rill_backend_device_info>& out, std::string& reason) {
+rill_status describe_devices(const Backend& backend, std::vector<rill_backend_device_info>& out, std::string& reason) {
   uint32_t count = 0;
   clear_backend_message();
   rill_status status = backend.table->device_count(&count);
   if (status != RILL_OK) {
     reason = backend_message(status);
-    return false;
+    return status;
   }
   out.clear();
   for (uint32_t i = 0; i < count; ++i) {
@@ -185,14 +190,14 @@ bool describe_devices(const Backend& backend, std::vector<rill_backend_device_in
     status = backend.table->describe_device(i, &info);
     if (status != RILL_OK) {
       reason = "cannot describe device " + std::to_string(i) + ": " + backend_message(status);
-      return false;
+      return status;
     }
     // The strings come from another library: never trust their termination.
     info.name[sizeof(info.name) - 1] = '\0';
     info.details[sizeof(info.details) - 1] = '\0';
     out.push_back(info);
   }
-  return true;
+  return RILL_OK;
 }
 
 rill_status select_backend(const Config& config, const char* function, const void* host_device, Selection& out) {

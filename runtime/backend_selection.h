@@ -27,8 +27,9 @@ struct Selection {
 // (the caller has checked it).
 rill_status select_backend(const Config& config, const char* function, const void* host_device, Selection& out);
 
-// Describes every device of backend. On failure returns false with the reason.
-bool describe_devices(const Backend& backend, std::vector<rill_backend_device_info>& out, std::string& reason);
+// Describes every device of backend. On failure returns the backend's status
+// (RILL_ERROR_OUT_OF_MEMORY when it ran out of memory) with the reason.
+rill_status describe_devices(const Backend& backend, std::vector<rill_backend_device_info>& out, std::string& reason);
 
 // A short English name of a device type ("discrete GPU").
 const char* device_type_name(rill_device_type type);

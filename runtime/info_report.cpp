@@ -2,6 +2,7 @@
 // and devices — what `rill info` prints.
 #include <cstdio>
 #include <cstring>
+#include <new>
 
 #include "backend_selection.h"
 #include "config.h"
@@ -25,7 +26,10 @@ void describe_backend(const Config& config, const std::string& name, std::string
     return;
   }
   std::vector<rill_backend_device_info> devices;
-  if (!describe_devices(*backend, devices, reason)) {
+  const rill_status described = describe_devices(*backend, devices, reason);
+  // Out of memory is the report's failure, not the backend's unavailability.
+  if (described == RILL_ERROR_OUT_OF_MEMORY) throw std::bad_alloc();
+  if (described != RILL_OK) {
     report += "  " + name + ": unavailable: " + reason + " (" + backend->origin + ")\n";
     return;
   }

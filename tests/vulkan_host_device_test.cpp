@@ -18,106 +18,13 @@
 #include "rill.h"
 #include "test_helpers.h"
 #include "tolerance.h"
+#include "vulkan_host_device.h"
 
 namespace {
 
 using rill_test::expect_failure;
 
-// The host's objects: an instance and a device with one compute queue.
-struct HostDevice {
-  VkInstance instance = VK_NULL_HANDLE;
-  VkPhysicalDevice physical = VK_NULL_HANDLE;
-  VkDevice device = VK_NULL_HANDLE;
-  VkQueue queue = VK_NULL_HANDLE;
-  uint32_t family = 0;
-  bool storage_16bit = false;
-  std::string name;
-  std::string skip_reason;
-
-  HostDevice() {
-    VkApplicationInfo app{};
-    app.sType = VK_STRUCTURE_TYPE_APPLICATION_INFO;
-    app.pApplicationName = "rill host device test";
-    app.apiVersion = VK_API_VERSION_1_2;
-    VkInstanceCreateInfo info{};
-    info.sType = VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO;
-    info.pApplicationInfo = &app;
-    if (vkCreateInstance(&info, nullptr, &instance) != VK_SUCCESS) {
-      skip_reason = "vkCreateInstance failed";
-      return;
-    }
-    uint32_t count = 0;
-    vkEnumeratePhysicalDevices(instance, &count, nullptr);
-    std::vector<VkPhysicalDevice> physicals(count);
-    vkEnumeratePhysicalDevices(instance, &count, physicals.data());
-    for (VkPhysicalDevice candidate : physicals) {
-      VkPhysicalDeviceProperties properties{};
-      vkGetPhysicalDeviceProperties(candidate, &properties);
-      if (properties.apiVersion < VK_API_VERSION_1_2) continue;
-      uint32_t families = 0;
-      vkGetPhysicalDeviceQueueFamilyProperties(candidate, &families, nullptr);
-      std::vector<VkQueueFamilyProperties> family_properties(families);
-      vkGetPhysicalDeviceQueueFamilyProperties(candidate, &families, family_properties.data());
-      for (uint32_t f = 0; f < families; ++f) {
-        if ((family_properties[f].queueFlags & VK_QUEUE_COMPUTE_BIT) != 0) {
-          physical = candidate;
-          family = f;
-          name = properties.deviceName;
-          break;
-        }
-      }
-      if (physical != VK_NULL_HANDLE) break;
-    }
-    if (physical == VK_NULL_HANDLE) {
-      skip_reason = "no Vulkan 1.2 device with a compute queue";
-      return;
-    }
-    VkPhysicalDeviceVulkan11Features supported{};
-    supported.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES;
-    VkPhysicalDeviceFeatures2 features{};
-    features.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2;
-    features.pNext = &supported;
-    vkGetPhysicalDeviceFeatures2(physical, &features);
-    storage_16bit = supported.storageBuffer16BitAccess == VK_TRUE;
-    VkPhysicalDeviceVulkan11Features enabled{};
-    enabled.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES;
-    enabled.storageBuffer16BitAccess = supported.storageBuffer16BitAccess;
-    const float priority = 0.5f;
-    VkDeviceQueueCreateInfo queue_info{};
-    queue_info.sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO;
-    queue_info.queueFamilyIndex = family;
-    queue_info.queueCount = 1;
-    queue_info.pQueuePriorities = &priority;
-    VkDeviceCreateInfo device_info{};
-    device_info.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO;
-    device_info.pNext = &enabled;
-    device_info.queueCreateInfoCount = 1;
-    device_info.pQueueCreateInfos = &queue_info;
-    if (vkCreateDevice(physical, &device_info, nullptr, &device) != VK_SUCCESS) {
-      skip_reason = "vkCreateDevice failed";
-      return;
-    }
-    vkGetDeviceQueue(device, family, 0, &queue);
-  }
-  ~HostDevice() {
-    if (device != VK_NULL_HANDLE) vkDestroyDevice(device, nullptr);
-    if (instance != VK_NULL_HANDLE) vkDestroyInstance(instance, nullptr);
-  }
-
-  rill_vulkan_device handles() const {
-    rill_vulkan_device d{};
-    d.struct_size = sizeof d;
-    d.instance = instance;
-    d.physical_device = physical;
-    d.device = device;
-    d.queue = queue;
-    d.queue_family = family;
-    d.storage_16bit = storage_16bit ? 1u : 0u;
-    return d;
-  }
-};
-
-HostDevice* g_host = nullptr;
+rill_test::HostDevice* g_host = nullptr;
 
 std::vector<float> uniform(size_t count, uint32_t seed) {
   std::mt19937 rng(seed);
@@ -170,16 +77,7 @@ TEST_CASE("rill runs on the host's device and leaves it to the host") {
     REQUIRE(rill_context_synchronize(ctx) == RILL_OK);
     rill_context_destroy(ctx);
 
-    // The device and its queue are still the host's to use.
-    CHECK(vkQueueWaitIdle(g_host->queue) == VK_SUCCESS);
-    CHECK(vkDeviceWaitIdle(g_host->device) == VK_SUCCESS);
-    VkBufferCreateInfo buffer_info{};
-    buffer_info.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO;
-    buffer_info.size = 256;
-    buffer_info.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT;
-    VkBuffer buffer = VK_NULL_HANDLE;
-    CHECK(vkCreateBuffer(g_host->device, &buffer_info, nullptr, &buffer) == VK_SUCCESS);
-    vkDestroyBuffer(g_host->device, buffer, nullptr);
+    g_host->check_usable();  // the device and its queue are still the host's to use
   }
 }
 
@@ -209,7 +107,7 @@ TEST_CASE("rill_context_create_on_vulkan_device refuses bad arguments by name") 
 }
 
 int main(int argc, char** argv) {
-  HostDevice host;
+  rill_test::HostDevice host;
   if (!host.skip_reason.empty()) {
     std::printf("SKIPPED: vulkan host device: %s\n", host.skip_reason.c_str());
     return 77;

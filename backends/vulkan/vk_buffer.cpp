@@ -5,12 +5,23 @@
 #include <algorithm>
 #include <cstring>
 #include <new>
+#include <utility>
 
 #include "vk_internal.h"
 
 namespace rill_vk {
 
 namespace {
+
+/* Destroys a buffer just made unless it is released: also when binding its
+   memory threw (out of host memory). */
+struct NewBuffer {
+  rill_backend_context* ctx;
+  VkBuffer buffer;
+  ~NewBuffer() {
+    if (buffer != VK_NULL_HANDLE) vkDestroyBuffer(ctx->device, buffer, nullptr);
+  }
+};
 
 /* Creates a buffer of bytes and binds it to memory with the required
    properties (and the preferred ones where a type has them). */
@@ -25,12 +36,10 @@ rill_status create_buffer(rill_backend_context* ctx, uint64_t bytes, VkBufferUsa
   VkBuffer buffer = VK_NULL_HANDLE;
   VkResult result = vkCreateBuffer(ctx->device, &info, nullptr, &buffer);
   if (result != VK_SUCCESS) return fail_context(ctx, result, ("vkCreateBuffer of " + std::to_string(bytes) + " bytes").c_str());
+  NewBuffer created{ctx, buffer};
   const rill_status status = memory_bind_buffer(ctx, buffer, required, preferred, out_allocation);
-  if (status != RILL_OK) {
-    vkDestroyBuffer(ctx->device, buffer, nullptr);
-    return status;
-  }
-  *out_buffer = buffer;
+  if (status != RILL_OK) return status;
+  *out_buffer = std::exchange(created.buffer, VK_NULL_HANDLE);
   return RILL_OK;
 }
 

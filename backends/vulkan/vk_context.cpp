@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <new>
 
 #include "vk_internal.h"
@@ -232,9 +233,10 @@ rill_status check_usable(rill_backend_context* ctx) {
   return RILL_OK;
 }
 
-rill_status context_create(const rill_backend_context_options* options, rill_backend_context** out_ctx) {
-  auto* ctx = new (std::nothrow) rill_backend_context();
-  if (ctx == nullptr) return fail(RILL_ERROR_OUT_OF_MEMORY, "Vulkan: out of host memory creating a context");
+/* Makes ctx's instance (or adopts the host's), device, frames, pipeline
+   layout and cache, and placeholder buffer. On failure, what was made is
+   left in ctx for destroy_context_objects. */
+rill_status create_context_objects(rill_backend_context* ctx, const rill_backend_context_options* options) {
   const auto* host = options != nullptr && RILL_STRUCT_HAS(rill_backend_context_options, options, host_device)
                          ? static_cast<const rill_vulkan_device*>(options->host_device)
                          : nullptr;
@@ -254,11 +256,22 @@ rill_status context_create(const rill_backend_context_options* options, rill_bac
     status = create_device_buffer(ctx, 256, ctx->placeholder);
   }
   if (status == RILL_OK) status = check_usable(ctx);
-  if (status != RILL_OK) {
+  return status;
+}
+
+/* Releases a context that failed part-way, also when an allocation threw. */
+struct UnfinishedContext {
+  void operator()(rill_backend_context* ctx) const {
     destroy_context_objects(ctx);
     delete ctx;
-    return status;
   }
+};
+
+rill_status context_create(const rill_backend_context_options* options, rill_backend_context** out_ctx) {
+  std::unique_ptr<rill_backend_context, UnfinishedContext> ctx(new (std::nothrow) rill_backend_context());
+  if (ctx == nullptr) return fail(RILL_ERROR_OUT_OF_MEMORY, "Vulkan: out of host memory creating a context");
+  const rill_status status = create_context_objects(ctx.get(), options);
+  if (status != RILL_OK) return status;
   /* RILL_VULKAN_NO_SUBGROUP=1 forces the shared-memory reductions, so that
      both paths can be tested on one device. */
   const char* no_subgroup = std::getenv("RILL_VULKAN_NO_SUBGROUP");
@@ -266,7 +279,7 @@ rill_status context_create(const rill_backend_context_options* options, rill_bac
   ctx->f16_float_controls.round_to_nearest_even = ctx->caps.f16_round_to_nearest_even;
   ctx->f16_float_controls.denorm_preserve = ctx->caps.f16_denorm_preserve;
   log_message(RILL_LOG_INFO, "using \"" + ctx->caps.name + "\" (" + ctx->caps.details + ")");
-  *out_ctx = ctx;
+  *out_ctx = ctx.release();
   return RILL_OK;
 }
 

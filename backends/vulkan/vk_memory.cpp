@@ -55,14 +55,18 @@ VkResult allocate_block(rill_backend_context* ctx, uint32_t type, uint64_t bytes
   info.allocationSize = bytes;
   info.memoryTypeIndex = type;
   auto block = std::make_unique<MemoryBlock>(bytes);
-  const VkResult result = vkAllocateMemory(ctx->device, &info, nullptr, &block->memory);
-  if (result != VK_SUCCESS) return result;
   block->type = type;
   block->shared = shared;
   block->heap = ctx->memory.properties.memoryTypes[type].heapIndex;
+  /* Whatever can run out of host memory comes before vkAllocateMemory, so
+     that nothing throws between it and the block's keeping in the pool. */
+  const std::string message = "new memory block of " + std::to_string(bytes) + " bytes (memory type " +
+                              std::to_string(type) + ", heap " + std::to_string(block->heap) + ")";
+  ctx->memory.blocks.reserve(ctx->memory.blocks.size() + 1);
+  const VkResult result = vkAllocateMemory(ctx->device, &info, nullptr, &block->memory);
+  if (result != VK_SUCCESS) return result;
   ctx->memory.heap_used[block->heap] += bytes;
-  log_message(RILL_LOG_DEBUG, "new memory block of " + std::to_string(bytes) + " bytes (memory type " +
-                                  std::to_string(type) + ", heap " + std::to_string(block->heap) + ")");
+  log_message(RILL_LOG_DEBUG, message);
   *out = block.get();
   ctx->memory.blocks.push_back(std::move(block));
   return VK_SUCCESS;

@@ -18,12 +18,17 @@
 #include <vector>
 
 #include "alloc_hook.h"
+#include "fault_support.h"
 #include "rill.h"
-#include "safetensors_file.h"
 #include "test_helpers.h"
 
 namespace {
 
+using rill_fault::scratch_path;
+using rill_fault::TinyModel;
+using rill_fault::tiny_desc;
+using rill_fault::walk_host;
+using rill_fault::write_tiny_checkpoint;
 using rill_test::expect_failure;
 
 const std::string kFortune = RILL_FORTUNE_MODEL;
@@ -36,50 +41,6 @@ std::string fake_config(const char* backend) {
   return std::string("[runtime]\nbackend = \"") + backend + "\"\nplugin_dir = '" + RILL_FAKE_PLUGIN_DIR + "'\n";
 }
 
-// What one walk saw: the calls that failed, and the N at which the call first succeeded.
-struct WalkResult {
-  long failed_calls = 0;
-  long succeeded_at = 0;
-};
-
-// Calls call() with the Nth host allocation failing, N = 1, 2, ..., until no
-// armed allocation fails in it. A call hit by the failure must return
-// RILL_ERROR_OUT_OF_MEMORY (or succeed, where rill can do without the
-// allocation); then after_failure() checks the state. A call that succeeded
-// while an allocation failed is undone with undo() before the next N.
-// before() runs ahead of each call, unarmed (to reset its inputs).
-WalkResult walk_host(const char* what, const std::function<rill_status()>& call,
-                     const std::function<void()>& after_failure, const std::function<void()>& undo,
-                     const std::function<void()>& before = [] {}) {
-  WalkResult result;
-  for (long n = 1;; ++n) {
-    before();
-    rill_fault::fail_allocation(n);
-    const rill_status status = call();
-    const bool hit = rill_fault::allocation_failed();
-    rill_fault::fail_allocation(0);
-    if (!hit) {
-      const std::string error = std::string(what) + ": " + rill_last_error();
-      REQUIRE_MESSAGE(status == RILL_OK, error);
-      result.succeeded_at = n;
-      const std::string summary = std::string(what) + ": " + std::to_string(result.failed_calls) + " of " +
-                                  std::to_string(n - 1) + " allocation failures failed the call";
-      MESSAGE(summary);
-      return result;
-    }
-    if (status == RILL_OK) {
-      undo();
-      continue;
-    }
-    ++result.failed_calls;
-    const std::string failure = std::string(what) + " with allocation " + std::to_string(n) +
-                                " failing: " + rill_status_string(status) + ": " + rill_last_error();
-    CHECK_MESSAGE(status == RILL_ERROR_OUT_OF_MEMORY, failure);
-    CHECK_MESSAGE(std::strlen(rill_last_error()) > 0, failure);
-    after_failure();
-  }
-}
-
 // A fake plugin's exported countdown (fake_fail_*_countdown), which the runtime has loaded.
 int* plugin_countdown(const char* plugin, const char* name) {
   const std::string path = std::string(RILL_FAKE_PLUGIN_DIR) + "/librill-" + plugin + ".so";
@@ -89,47 +50,6 @@ int* plugin_countdown(const char* plugin, const char* name) {
   REQUIRE(countdown != nullptr);
   dlclose(handle);  // the runtime still holds it
   return countdown;
-}
-
-// A one-layer model: hidden 4, one head of 4, ReLU MLP of 4, RMSNorms.
-rill_model_desc tiny_desc() {
-  rill_model_desc d = rill_test::model_desc(1, 4, 1, 4);
-  d.activation = RILL_MLP_RELU;
-  d.final_norm = 0;
-  return d;
-}
-
-struct WeightFile {
-  std::string name;
-  std::vector<int64_t> shape;
-};
-
-const std::vector<WeightFile>& tiny_weights() {
-  static const std::vector<WeightFile> weights = {
-      {"model.layers.0.input_layernorm.weight", {4}},          {"model.layers.0.self_attn.q_proj.weight", {4, 4}},
-      {"model.layers.0.self_attn.k_proj.weight", {4, 4}},      {"model.layers.0.self_attn.v_proj.weight", {4, 4}},
-      {"model.layers.0.self_attn.o_proj.weight", {4, 4}},      {"model.layers.0.post_attention_layernorm.weight", {4}},
-      {"model.layers.0.mlp.up_proj.weight", {4, 4}},           {"model.layers.0.mlp.down_proj.weight", {4, 4}}};
-  return weights;
-}
-
-// A path for this test's files in TMPDIR (or /tmp).
-std::string scratch_path(const std::string& name) { return rill_test::scratch_path("rill_fault_test_", name); }
-
-// Writes a safetensors file of the tiny model's weights, F32, value i of
-// tensor t being seed + 0.01 * (t * 16 + i) (so two seeds give two models).
-std::string write_tiny_checkpoint(const char* file, float seed) {
-  std::vector<rill_test::F32Tensor> tensors;
-  for (size_t t = 0; t < tiny_weights().size(); ++t) {
-    const WeightFile& w = tiny_weights()[t];
-    std::vector<float> values(w.shape.size() == 1 ? 4 : 16);
-    for (size_t i = 0; i < values.size(); ++i) values[i] = seed + 0.01f * static_cast<float>(t * 16 + i);
-    tensors.push_back({w.name, w.shape, values});
-  }
-  const std::string bytes = rill_test::f32_safetensors(tensors);
-  const std::string path = scratch_path(file);
-  rill_test::write_text_file(path, bytes);
-  return path;
 }
 
 // Writes a folder holding a byte-level BPE tokenizer.json of six tokens and a
@@ -159,35 +79,6 @@ std::string write_tiny_tokenizer() {
 })");
   return folder;
 }
-
-// A tiny model on a context of config.
-struct TinyModel {
-  rill_test::ScopedContext context;
-  rill_model* model = nullptr;
-  explicit TinyModel(const std::string& config = rill_test::kCpuConfig) : context(config) {
-    const rill_model_desc d = tiny_desc();
-    REQUIRE_MESSAGE(rill_model_create(context.ctx, &d, &model) == RILL_OK, rill_last_error());
-  }
-  ~TinyModel() { rill_model_destroy(model); }
-  TinyModel(const TinyModel&) = delete;
-  TinyModel& operator=(const TinyModel&) = delete;
-
-  // The stack's output for a fixed input of two tokens.
-  std::vector<float> run() {
-    rill_tensor* h = context.tensor({1, 2, 4});
-    std::vector<float> x = {0.5f, -1.0f, 0.25f, 2.0f, 1.5f, 0.75f, -0.5f, 1.0f};
-    REQUIRE(rill_tensor_write_f32(h, x.data(), x.size()) == RILL_OK);
-    REQUIRE_MESSAGE(rill_model_forward(model, nullptr, h, nullptr, 0) == RILL_OK, rill_last_error());
-    REQUIRE(rill_tensor_read_f32(h, x.data(), x.size()) == RILL_OK);
-    rill_tensor_destroy(h);
-    return x;
-  }
-
-  // rill_model_check_weights' message, or "" when every weight is set.
-  std::string missing() const {
-    return rill_model_check_weights(model) == RILL_OK ? std::string() : std::string(rill_last_error());
-  }
-};
 
 }  // namespace
 
@@ -261,23 +152,7 @@ TEST_CASE("host allocation failures: loads are all-or-nothing") {
 TEST_CASE("host allocation failures: forward passes keep the cache as it was") {
   TinyModel tiny;
   REQUIRE(rill_model_load_safetensors(tiny.model, write_tiny_checkpoint("c.safetensors", 0.3f).c_str()) == RILL_OK);
-  rill_kv_cache* cache = nullptr;
-  REQUIRE(rill_kv_cache_create(tiny.model, 1, 8, &cache) == RILL_OK);
-  rill_tensor* h = tiny.context.tensor({1, 2, 4});
-  const std::vector<float> x = {0.5f, -1.0f, 0.25f, 2.0f, 1.5f, 0.75f, -0.5f, 1.0f};
-  walk_host("rill_model_forward", [&] { return rill_model_forward(tiny.model, cache, h, nullptr, 0); },
-            [&] {
-              int32_t length = -1;
-              CHECK(rill_kv_cache_get_length(cache, 0, &length) == RILL_OK);
-              CHECK(length == 0);
-            },
-            [&] { REQUIRE(rill_kv_cache_set_length(cache, 0, 0) == RILL_OK); },
-            [&] { REQUIRE(rill_tensor_write_f32(h, x.data(), x.size()) == RILL_OK); });
-  std::vector<float> with_cache(x.size());
-  REQUIRE(rill_tensor_read_f32(h, with_cache.data(), with_cache.size()) == RILL_OK);
-  CHECK(with_cache == tiny.run());  // the prefill into the cache equals one without
-  rill_tensor_destroy(h);
-  rill_kv_cache_destroy(cache);
+  walk_forward("rill_model_forward", tiny);
 }
 
 TEST_CASE("device faults: a load whose allocation or write fails sets no weight") {
@@ -692,9 +567,18 @@ TEST_CASE("host allocation failures: tokenizer, detokenizer, sampler, logits and
   walk_host("rill_model_desc_from_toml", [&] { return rill_model_desc_from_toml(toml, "m.toml", &desc); }, nothing,
             nothing);
   CHECK(desc.num_layers == 2);
-  // rill_info_report is not walked: it creates a Vulkan instance, and a
-  // failure thrown through the Vulkan loader's C code leaves the loader's
-  // lock held, so the next vkCreateInstance in the process never returns.
+  // The report lists the Vulkan plugin's devices, listed for the first time
+  // in this process during the walk. A failure that the call absorbed must
+  // leave the report as one made with no failure.
+  char report[4096];
+  std::vector<std::string> absorbed;
+  walk_host("rill_info_report",
+            [&] { return rill_info_report(rill_test::kCpuConfig, report, sizeof report, &count); }, nothing,
+            [&] { absorbed.emplace_back(report); });
+  const std::string walked = report;
+  REQUIRE(rill_info_report(rill_test::kCpuConfig, report, sizeof report, &count) == RILL_OK);
+  CHECK(walked == report);
+  for (const std::string& absorbed_report : absorbed) CHECK(absorbed_report == walked);
 }
 
 // The ops on the CPU backend, each walked with its inputs written afresh
