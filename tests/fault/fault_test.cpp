@@ -597,6 +597,12 @@ TEST_CASE("host allocation failures: ops") {
   const std::vector<float> gain_values = {1.0f, 0.5f, -0.25f, 2.0f};
   const int32_t ids[2] = {3, 1};
   const int32_t positions[2] = {4, 5};
+  const float inv_freq[2] = {1.0f, 0.01f};
+  rill_attention_params window{};
+  window.struct_size = sizeof(window);
+  window.scale = 0.5f;
+  window.window = 1;
+  window.softcap = 30.0f;
   const auto reset = [&] {
     REQUIRE(rill_tensor_write_f32(x, x_values.data(), x_values.size()) == RILL_OK);
     REQUIRE(rill_tensor_write_f32(w, w_values.data(), w_values.size()) == RILL_OK);
@@ -619,6 +625,13 @@ TEST_CASE("host allocation failures: ops") {
       {"rill_rope", [&] { return rill_rope(context.ctx, x, positions, 2, 10000.0f, 4); }, x},
       {"rill_activation", [&] { return rill_activation(context.ctx, RILL_ACT_SILU, x, nullptr, out); }, out},
       {"rill_attention", [&] { return rill_attention(context.ctx, x, x, x, nullptr, 0, 0.5f, out); }, out},
+      {"rill_attention_ex", [&] { return rill_attention_ex(context.ctx, x, x, x, nullptr, 0, &window, out); }, out},
+      {"rill_rope_freqs",
+       [&] { return rill_rope_freqs(context.ctx, x, positions, 2, inv_freq, 2, 1.25f, 4); }, x},
+      {"rill_fused_add_rms_norm",
+       [&] { return rill_fused_add_rms_norm(context.ctx, x, out, gain, gain, 1e-6f, 1.0f, 0.5f); }, x},
+      {"rill_fused_add_layer_norm",
+       [&] { return rill_fused_add_layer_norm(context.ctx, x, out, gain, gain, gain, 1e-6f, 1.0f, 0.5f); }, x},
   };
   std::vector<float> expected(8), got(8);
   for (const Op& op : ops) {
