@@ -18,10 +18,23 @@ VKAPI_ATTR VkBool32 VKAPI_CALL on_validation_message(VkDebugUtilsMessageSeverity
                                                       const VkDebugUtilsMessengerCallbackDataEXT* data,
                                                       void* user_data) {
   auto* ctx = static_cast<rill_backend_context*>(user_data);
-  std::string message = std::string("validation: ") + (data != nullptr && data->pMessage ? data->pMessage : "");
-  log_message(severity >= VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT ? RILL_LOG_ERROR : RILL_LOG_WARNING, message);
-  std::lock_guard<std::mutex> lock(ctx->validation_mutex);
-  if (ctx->validation_messages++ == 0) ctx->first_validation_message = message;
+  bool first = false;
+  {
+    std::lock_guard<std::mutex> lock(ctx->validation_mutex);
+    first = ctx->validation_messages++ == 0;
+  }
+  // The layer calls this from C, so nothing may be thrown through it. Out of
+  // memory for the text, the message still counts (the op still fails) and
+  // only its text is lost (check_usable says so).
+  try {
+    std::string message = std::string("validation: ") + (data != nullptr && data->pMessage ? data->pMessage : "");
+    log_message(severity >= VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT ? RILL_LOG_ERROR : RILL_LOG_WARNING, message);
+    if (first) {
+      std::lock_guard<std::mutex> lock(ctx->validation_mutex);
+      ctx->first_validation_message = std::move(message);
+    }
+  } catch (const std::bad_alloc&) {
+  }
   return VK_FALSE;
 }
 
@@ -228,7 +241,9 @@ rill_status check_usable(rill_backend_context* ctx) {
   if (ctx->validation_messages > 0) {
     return fail(RILL_ERROR_BACKEND, "Vulkan: the validation layer reported " +
                                         std::to_string(ctx->validation_messages) +
-                                        " message(s); the first: " + ctx->first_validation_message);
+                                        " message(s); the first: " +
+                                        (ctx->first_validation_message.empty() ? "(its text was lost: out of host memory)"
+                                                                               : ctx->first_validation_message));
   }
   return RILL_OK;
 }
