@@ -11,7 +11,7 @@
 # and the converter's requirements; writes a random-weight Hugging Face folder of the --shape
 # (default qwen2-0.5b) per dtype. f32, f16 and bf16 run that folder in rill and its conversion
 # by llama.cpp's convert_hf_to_gguf.py in llama.cpp; q8_0 and q4_k_m (also accepted by
-# --dtypes) run one GGUF file that `rill quantize` writes from the bf16 folder in both. Then, per
+# --dtypes) run one GGUF file that `rill quantize` writes from the f32 folder in both. Then, per
 # dtype and thread count, alternates `rill generate` and `llama-bench` --repeats times each,
 # waiting for an idle CPU (at most --max-wait seconds) before every run, and prints the table of
 # medians (docs/BENCHMARKS.md says what each side measures). --rill defaults to build/bin/rill
@@ -62,19 +62,21 @@ llama_bench="$llama_build/bin/llama-bench"
 rill_bench_venv || { echo "bench-llamacpp.sh: the venv could not be made" >&2; exit 1; }
 
 # The models: one set of random weights, as Hugging Face folders in the float dtypes asked for
-# (bf16 for the quantized ones) and GGUF files: llama.cpp's conversion of each float folder,
-# `rill quantize` of the bf16 folder for each quantized format.
+# (f32 for the quantized ones) and GGUF files: llama.cpp's conversion of each float folder,
+# `rill quantize` of the f32 folder for each quantized format. Not of a bf16 folder: `rill
+# quantize` keeps 1-dim tensors in the folder's dtype, and llama.cpp's CPU backend cannot add
+# a bf16 bias to f32 activations.
 models="$cache/models"
 prefix="$models/$shape-random"
 mkdir -p "$models"
-folder_dtypes=$(for d in $dtypes; do case "$d" in q*) echo bf16 ;; *) echo "$d" ;; esac; done | sort -u | tr '\n' ' ')
+folder_dtypes=$(for d in $dtypes; do case "$d" in q*) echo f32 ;; *) echo "$d" ;; esac; done | sort -u | tr '\n' ' ')
 "$venv/bin/python" "$helper" make "$shape" "$prefix" "$repo" "$folder_dtypes"
 for d in $dtypes; do
   [ -f "$prefix-$d.gguf" ] && continue
   case "$d" in
     q*)
-      "$venv/bin/python" "$helper" quantize-source "$shape" "$prefix-bf16" "$prefix-bf16-full-vocab"
-      "$rill" quantize "$prefix-bf16-full-vocab" "$prefix-$d.gguf.part" --format "$d" ;;
+      "$venv/bin/python" "$helper" quantize-source "$shape" "$prefix-f32" "$prefix-f32-full-vocab"
+      "$rill" quantize "$prefix-f32-full-vocab" "$prefix-$d.gguf.part" --format "$d" ;;
     *) "$venv/bin/python" "$helper" convert "$llama_src" "$prefix-$d" "$prefix-$d.gguf.part" "$d" "$shape" ;;
   esac
   mv "$prefix-$d.gguf.part" "$prefix-$d.gguf"
