@@ -1,24 +1,28 @@
 #!/usr/bin/env bash
 # Side-by-side generation benchmark of rill against llama.cpp on the CPU (not run in CI).
 #
-#   scripts/bench-llamacpp.sh [--rill PATH] [--output FILE] [--dtypes "f32 f16 bf16"]
-#                             [--threads "2 1"] [--repeats 3] [--max-wait SECONDS]
+#   scripts/bench-llamacpp.sh [--rill PATH] [--output FILE] [--shape qwen2-0.5b|llama-3.2-1b]
+#                             [--dtypes "f32 f16 bf16"] [--threads "2 1"] [--repeats 3]
+#                             [--max-wait SECONDS]
 #
-# Once, into $RILL_BENCH_CACHE (default ~/.cache/rill-bench): downloads PyPI's llama-cpp-python
-# source distribution (llama.cpp's source under vendor/llama.cpp), builds its llama-bench
-# CPU-only and native; makes a venv with transformers and the converter's requirements; writes a
-# random-weight Qwen2-0.5B-shaped Hugging Face folder per dtype and converts each to GGUF with
-# llama.cpp's convert_hf_to_gguf.py. Then, per dtype and thread count, alternates
-# `rill generate` and `llama-bench` --repeats times each, waiting for an idle CPU (at most
-# --max-wait seconds) before every run, and prints the table of medians (docs/BENCHMARKS.md
-# says what each side measures). --rill defaults to build/bin/rill of this checkout.
+# Once, into $RILL_BENCH_CACHE (default ~/.cache/rill-bench; scripts/llamacpp-common.sh):
+# downloads PyPI's llama-cpp-python source distribution (llama.cpp's source under
+# vendor/llama.cpp), builds its llama-bench CPU-only and native; makes a venv with transformers
+# and the converter's requirements; writes a random-weight Hugging Face folder of the --shape
+# (default qwen2-0.5b) per dtype. f32, f16 and bf16 run that folder in rill and its conversion
+# by llama.cpp's convert_hf_to_gguf.py in llama.cpp; q8_0 and q4_k_m (also accepted by
+# --dtypes) run one GGUF file that `rill quantize` writes from the f32 folder in both. Then, per
+# dtype and thread count, alternates `rill generate` and `llama-bench` --repeats times each,
+# waiting for an idle CPU (at most --max-wait seconds) before every run, and prints the table of
+# medians (docs/BENCHMARKS.md says what each side measures). --rill defaults to build/bin/rill
+# of this checkout.
 set -euo pipefail
 
-LLAMA_CPP_PYTHON_VERSION=0.3.16   # vendors llama.cpp 4227c9b
 repo=$(cd "$(dirname "$0")/.." && pwd)
+. "$repo/scripts/llamacpp-common.sh"
 helper="$repo/scripts/bench_llamacpp_model.py"
-cache=${RILL_BENCH_CACHE:-$HOME/.cache/rill-bench}
 rill="$repo/build/bin/rill"
+shape=qwen2-0.5b
 output=""
 dtypes="f32 f16 bf16"
 threads_list="2 1"
@@ -27,11 +31,12 @@ max_wait=300
 prompt_tokens=64
 decode_tokens=16
 
-usage() { sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; }
 while [ $# -gt 0 ]; do
   case "$1" in
     --rill) rill=$2; shift 2 ;;
     --output) output=$2; shift 2 ;;
+    --shape) shape=$2; shift 2 ;;
     --dtypes) dtypes=$2; shift 2 ;;
     --threads) threads_list=$2; shift 2 ;;
     --repeats) repeats=$2; shift 2 ;;
@@ -40,60 +45,45 @@ while [ $# -gt 0 ]; do
     *) echo "bench-llamacpp.sh: unknown argument '$1'" >&2; usage >&2; exit 2 ;;
   esac
 done
+case "$shape" in
+  qwen2-0.5b|llama-3.2-1b) ;;
+  *) echo "bench-llamacpp.sh: --shape: expected qwen2-0.5b or llama-3.2-1b, got '$shape'" >&2; exit 2 ;;
+esac
 for d in $dtypes; do
   case "$d" in
-    f32|f16|bf16) ;;
-    *) echo "bench-llamacpp.sh: --dtypes: expected f32, f16 or bf16, got '$d'" >&2; exit 2 ;;
+    f32|f16|bf16|q8_0|q4_k_m) ;;
+    *) echo "bench-llamacpp.sh: --dtypes: expected f32, f16, bf16, q8_0 or q4_k_m, got '$d'" >&2; exit 2 ;;
   esac
 done
 [ -x "$rill" ] || { echo "bench-llamacpp.sh: --rill: '$rill' is not an executable (build rill first)" >&2; exit 2; }
-mkdir -p "$cache"
-cd "$cache"
 
-# llama.cpp's source and llama-bench.
-llama_src="$cache/llama_cpp_python-$LLAMA_CPP_PYTHON_VERSION/vendor/llama.cpp"
-if [ ! -d "$llama_src" ]; then
-  python3 -m pip download --no-binary :all: --no-deps -d "$cache" "llama-cpp-python==$LLAMA_CPP_PYTHON_VERSION"
-  tar -xzf "llama_cpp_python-$LLAMA_CPP_PYTHON_VERSION.tar.gz"
-fi
-llama_bench="$cache/llama-build-$LLAMA_CPP_PYTHON_VERSION/bin/llama-bench"
-if [ ! -x "$llama_bench" ]; then
-  cmake -S "$llama_src" -B "llama-build-$LLAMA_CPP_PYTHON_VERSION" -DCMAKE_BUILD_TYPE=Release \
-    -DGGML_NATIVE=ON -DGGML_CUDA=OFF -DGGML_VULKAN=OFF -DGGML_METAL=OFF -DGGML_BLAS=OFF \
-    -DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF \
-    -DLLAMA_BUILD_TOOLS=ON -DBUILD_SHARED_LIBS=OFF
-  cmake --build "llama-build-$LLAMA_CPP_PYTHON_VERSION" -j "$(nproc)" --target llama-bench
-fi
+llama_cpp_build llama-bench || { echo "bench-llamacpp.sh: llama.cpp could not be built" >&2; exit 1; }
+llama_bench="$llama_build/bin/llama-bench"
+rill_bench_venv || { echo "bench-llamacpp.sh: the venv could not be made" >&2; exit 1; }
 
-# The venv: Debian's torch and numpy, transformers as the reference tests pin it, and what
-# llama.cpp's converter imports (mistral-common; numpy kept below 2 for the system torch).
-venv="$cache/venv"
-venv_packages="transformers==4.47.1 tokenizers==0.21.4 huggingface_hub==0.26.5 safetensors regex filelock tqdm fsspec"
-venv_packages="$venv_packages pyyaml packaging requests"
-venv_converter="mistral-common==1.8.3 numpy<2 sentencepiece~=0.2.0 protobuf<5"
-if [ "$(cat "$venv/rill-bench-stamp" 2>/dev/null)" != "$venv_packages $venv_converter" ]; then
-  /usr/bin/python3 -m venv --system-site-packages "$venv"
-  "$venv/bin/python" -m pip install -q --disable-pip-version-check --no-deps $venv_packages
-  "$venv/bin/python" -m pip install -q --disable-pip-version-check $venv_converter
-  echo "$venv_packages $venv_converter" > "$venv/rill-bench-stamp"
-fi
-
-# The models: one set of random weights in each dtype, as Hugging Face folders and GGUF files.
+# The models: one set of random weights, as Hugging Face folders in the float dtypes asked for
+# (f32 for the quantized ones) and GGUF files: llama.cpp's conversion of each float folder,
+# `rill quantize` of the f32 folder for each quantized format. Not of a bf16 folder: `rill
+# quantize` keeps 1-dim tensors in the folder's dtype, and llama.cpp's CPU backend cannot add
+# a bf16 bias to f32 activations.
 models="$cache/models"
-prefix="$models/qwen2-0.5b-random"
-if [ ! -f "$prefix-bf16/model.safetensors" ]; then
-  mkdir -p "$models"
-  "$venv/bin/python" "$helper" make "$prefix" "$repo/models/fortune"
-fi
+prefix="$models/$shape-random"
+mkdir -p "$models"
+folder_dtypes=$(for d in $dtypes; do case "$d" in q*) echo f32 ;; *) echo "$d" ;; esac; done | sort -u | tr '\n' ' ')
+"$venv/bin/python" "$helper" make "$shape" "$prefix" "$repo" "$folder_dtypes"
 for d in $dtypes; do
-  if [ ! -f "$prefix-$d.gguf" ]; then
-    "$venv/bin/python" "$helper" convert "$llama_src" "$prefix-$d" "$prefix-$d.gguf.part" "$d"
-    mv "$prefix-$d.gguf.part" "$prefix-$d.gguf"
-  fi
+  [ -f "$prefix-$d.gguf" ] && continue
+  case "$d" in
+    q*)
+      "$venv/bin/python" "$helper" quantize-source "$shape" "$prefix-f32" "$prefix-f32-full-vocab"
+      "$rill" quantize "$prefix-f32-full-vocab" "$prefix-$d.gguf.part" --format "$d" ;;
+    *) "$venv/bin/python" "$helper" convert "$llama_src" "$prefix-$d" "$prefix-$d.gguf.part" "$d" "$shape" ;;
+  esac
+  mv "$prefix-$d.gguf.part" "$prefix-$d.gguf"
 done
 
 # The runs. rill's prompt: 64 ids spread over the vocabulary; llama-bench draws its own.
-ids=$(python3 -c "print(' '.join(str(2 + i * 7919 % 150000) for i in range($prompt_tokens)))")
+ids=$(python3 "$helper" ids "$shape" $prompt_tokens)
 results=$(mktemp)
 trap 'rm -f "$results" "$results".*' EXIT
 for d in $dtypes; do
@@ -103,7 +93,8 @@ for d in $dtypes; do
       load=$(python3 "$helper" wait-idle "$max_wait")
       # The first token comes from the prompt's forward pass: ask for one more than the
       # decode steps so that rill runs $decode_tokens single-token forward passes, as tg does.
-      "$rill" generate --model "$prefix-$d" --ids "$ids" --max-new-tokens $((decode_tokens + 1)) \
+      case "$d" in q*) rill_model="$prefix-$d.gguf" ;; *) rill_model="$prefix-$d" ;; esac
+      "$rill" generate --model "$rill_model" --ids "$ids" --max-new-tokens $((decode_tokens + 1)) \
         --temperature 0 --config "$results.toml" --print-ids --stats >/dev/null 2>"$results.rill"
       read -r ttft pp tg <<<"$(python3 "$helper" rill-stats "$results.rill" $decode_tokens)"
       echo "$d $t rill $pp $tg $ttft $load" >> "$results"
@@ -123,7 +114,7 @@ done
   echo "$("$rill" --version) vs llama.cpp from llama-cpp-python $LLAMA_CPP_PYTHON_VERSION"
   cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')
   echo "on $cpu, $(nproc) cores, $(date -u '+%Y-%m-%d %H:%M UTC')"
-  echo "Qwen2-0.5B shape, random weights; prefill $prompt_tokens tokens, decode $decode_tokens tokens"
+  echo "$(python3 "$helper" title "$shape"), random weights; prefill $prompt_tokens tokens, decode $decode_tokens tokens"
   echo
   python3 "$helper" table "$results"
 } | tee "${output:-/dev/null}"

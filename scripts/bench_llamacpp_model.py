@@ -1,11 +1,25 @@
 #!/usr/bin/env python3
-"""Helpers for scripts/bench-llamacpp.sh: the model files, waiting for an idle machine, the table.
+"""Helpers for scripts/bench-llamacpp.sh and scripts/check-llamacpp.sh: the model files, waiting for
+an idle machine, the table, llama.cpp's logits beside rill's.
 
-  make FOLDER_PREFIX TOKENIZER_FOLDER
-      writes a random-weight Qwen2-0.5B-shaped Hugging Face folder in f32, f16 and bf16
-      (FOLDER_PREFIX-f32, -f16, -bf16) with transformers, with the tokenizer files of
-      TOKENIZER_FOLDER.
-  convert LLAMA_CPP_DIR FOLDER OUT_GGUF OUTTYPE
+  make SHAPE FOLDER_PREFIX REPO DTYPES
+      writes a random-weight Hugging Face folder of SHAPE (see SHAPES) per dtype in DTYPES
+      ("f32 f16 bf16" or part of it: FOLDER_PREFIX-f32, -f16, -bf16) with transformers, with the
+      shape's tokenizer: models/fortune's of the REPO checkout for qwen2 shapes, a Llama-3-style
+      byte-level BPE trained as tests/tokenizer/tokenizer_reference.py does for llama shapes.
+      Existing folders are kept; the weights are the same whichever dtypes one asks for.
+  quantize-source SHAPE FOLDER OUT_FOLDER
+      OUT_FOLDER: FOLDER's files as links, but a tokenizer.json padded with unreachable tokens to
+      the shape's vocab_size: a GGUF's token list sets llama.cpp's vocabulary size, so `rill
+      quantize` must write as many tokens as the embedding has rows.
+  unpermute-qk FOLDER OUT_FOLDER
+      a copy of the llama FOLDER whose q_proj/k_proj rows are in llama.cpp's GGUF order, so that
+      `rill quantize` of it writes a file without the q/k permutation (a negative control).
+  ids SHAPE COUNT
+      prints COUNT fixed token ids spread over the shape's vocabulary.
+  title SHAPE
+      prints the shape's name for the table's heading.
+  convert LLAMA_CPP_DIR FOLDER OUT_GGUF OUTTYPE SHAPE
       converts FOLDER to GGUF with llama.cpp's own convert_hf_to_gguf.py.
   wait-idle MAX_SECONDS
       waits until the CPUs were at least 90 % idle over one second, at most MAX_SECONDS;
@@ -17,9 +31,13 @@
       prints llama-bench's prompt and generation tokens/s from its -o json output.
   table RESULTS_TSV
       prints the table of medians (and ranges) of the runs in RESULTS_TSV.
+  compare RILL_NPY LLAMA_F32 FORMAT LABEL [--expect-miss]
+      compares rill's logits (.npy [T, vocab]) with llama.cpp's (raw float32, T x vocab) against
+      FORMAT's bounds (LIMITS); exits 1 on a miss (with --expect-miss: 1 unless it misses).
 
-make and convert run in a venv with transformers 4.47.1, tokenizers 0.21.4 and llama.cpp's
-converter requirements; the others need only Python's standard library.
+make, quantize-source, unpermute-qk and convert run in a venv with transformers 4.47.1,
+tokenizers 0.21.4 and llama.cpp's converter requirements; compare needs numpy; the others need
+only Python's standard library.
 """
 import json
 import os
@@ -30,31 +48,145 @@ import time
 import sys
 from pathlib import Path
 
-# Qwen2-0.5B's shape, its full vocabulary included: the tokenizer is smaller, and the
-# converter pads the GGUF vocabulary to vocab_size, so rill and llama.cpp run the same
-# embedding and (tied) LM head.
-SHAPE = dict(vocab_size=151936, hidden_size=896, intermediate_size=4864, num_hidden_layers=24,
-             num_attention_heads=14, num_key_value_heads=2, max_position_embeddings=32768,
-             rope_theta=1000000.0, rms_norm_eps=1e-6, tie_word_embeddings=True)
+# family: the transformers class; config: its arguments; id_span: the ids the benchmark's prompt
+# spreads over. Full vocabularies: the tokenizers are smaller, and the converter (or
+# quantize-source) pads the GGUF vocabulary to vocab_size, so rill and llama.cpp run the same
+# embedding and (tied) LM head. rope_scaling stays out of the Llama shape: `rill quantize`
+# refuses it, and it changes no cost.
+SHAPES = {
+    "qwen2-0.5b": dict(family="qwen2", id_span=150000, title="Qwen2-0.5B shape", config=dict(
+        vocab_size=151936, hidden_size=896, intermediate_size=4864, num_hidden_layers=24,
+        num_attention_heads=14, num_key_value_heads=2, max_position_embeddings=32768,
+        rope_theta=1000000.0, rms_norm_eps=1e-6, tie_word_embeddings=True)),
+    "llama-3.2-1b": dict(family="llama", id_span=128000, title="Llama-3.2-1B shape (no rope_scaling)", config=dict(
+        vocab_size=128256, hidden_size=2048, intermediate_size=8192, num_hidden_layers=16,
+        num_attention_heads=32, num_key_value_heads=8, head_dim=64, max_position_embeddings=131072,
+        rope_theta=500000.0, rms_norm_eps=1e-5, tie_word_embeddings=True)),
+    # check-llamacpp.sh's small models: rows of whole 256-value K-format blocks.
+    "tiny-qwen2": dict(family="qwen2", id_span=1000, title="small Qwen2", config=dict(
+        vocab_size=1024, hidden_size=256, intermediate_size=768, num_hidden_layers=2,
+        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=512,
+        rope_theta=1000000.0, rms_norm_eps=1e-6, tie_word_embeddings=False, initializer_range=0.1)),
+    "tiny-llama": dict(family="llama", id_span=1000, title="small Llama", config=dict(
+        vocab_size=1024, hidden_size=256, intermediate_size=768, num_hidden_layers=2,
+        num_attention_heads=4, num_key_value_heads=2, head_dim=64, max_position_embeddings=512,
+        rope_theta=500000.0, rms_norm_eps=1e-5, tie_word_embeddings=True, initializer_range=0.1)),
+}
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json")
+DTYPES = ("f32", "f16", "bf16")
+
+# compare's bounds per format, rill against llama.cpp on the same file: NMSE over all logits,
+# and the worst element's difference over the largest |logit| of llama.cpp's. Measured by
+# check-llamacpp.sh (llama / qwen2): q8_0 NMSE 4.9e-4 / 4.4e-4, worst 3.1e-2 / 2.1e-2; q4_k_m
+# NMSE 2.6e-3 / 2.4e-3, worst 6.9e-2 / 5.9e-2. That is the size of activation rounding, not
+# of a misread weight: the rounding for the integer dot products differs between the two (at
+# transformers' default init each is 3.6e-4 from the unquantized model's q8_0 logits and
+# 1.5e-4 from the other), and these models' wider init (sharp attention) magnifies it. A file
+# read without the q/k permutation gives NMSE 1.1.
+LIMITS = {"q8_0": (2e-3, 0.1), "q4_k_m": (1e-2, 0.2)}
 
 
-def make(prefix: str, tokenizer_folder: str) -> None:
-    import torch
-    from transformers import Qwen2Config, Qwen2ForCausalLM
-
-    torch.manual_seed(0)
-    config = Qwen2Config(**SHAPE, bos_token_id=0, eos_token_id=1, torch_dtype="float32")
-    model = Qwen2ForCausalLM(config).eval()
-    for name, dtype in (("f32", torch.float32), ("f16", torch.float16), ("bf16", torch.bfloat16)):
-        folder = Path(f"{prefix}-{name}")
-        model.to(dtype).save_pretrained(folder)
+def write_tokenizer(shape: str, folder: Path, repo: str) -> None:
+    if SHAPES[shape]["family"] == "qwen2":
         for file in TOKENIZER_FILES:
-            shutil.copy(Path(tokenizer_folder) / file, folder / file)
+            shutil.copy(Path(repo) / "models" / "fortune" / file, folder / file)
+        return
+    import tokenizers
+    sys.path.insert(0, str(Path(repo) / "tests" / "tokenizer"))
+    from tokenizer_reference import build_tokenizers
+    with open(folder / "tokenizer.json", "w", encoding="utf-8") as f:
+        json.dump(build_tokenizers(tokenizers)["llama3"], f)
+
+
+def make(shape: str, prefix: str, repo: str, dtypes: str) -> None:
+    import torch
+    import transformers
+
+    wanted = dtypes.split()
+    if not wanted or any(d not in DTYPES for d in wanted):
+        sys.exit(f"make: DTYPES: expected some of {' '.join(DTYPES)}, got '{dtypes}'")
+    if all((Path(f"{prefix}-{d}") / "tokenizer.json").exists() for d in wanted):
+        return
+    family = SHAPES[shape]["family"]
+    config_class, model_class = {"qwen2": (transformers.Qwen2Config, transformers.Qwen2ForCausalLM),
+                                 "llama": (transformers.LlamaConfig, transformers.LlamaForCausalLM)}[family]
+    torch.manual_seed(0)
+    config = config_class(**SHAPES[shape]["config"], bos_token_id=0, eos_token_id=1, torch_dtype="float32")
+    model = model_class(config).eval()
+    # Each dtype is converted from the one before (f32, f16, bf16), as the first version of
+    # this script did, so that folders made then and now hold the same weights.
+    for name, dtype in zip(DTYPES, (torch.float32, torch.float16, torch.bfloat16)):
+        model.to(dtype)
+        folder = Path(f"{prefix}-{name}")
+        if name not in wanted or (folder / "tokenizer.json").exists():  # written last
+            continue
+        model.save_pretrained(folder)
+        write_tokenizer(shape, folder, repo)
         print(f"wrote {folder}")
 
 
-def convert(llama_cpp_dir: str, folder: str, out: str, outtype: str) -> None:
+def quantize_source(shape: str, folder: str, out: str) -> None:
+    source, target = Path(folder), Path(out)
+    target.mkdir(parents=True, exist_ok=True)
+    for file in source.iterdir():
+        if file.name != "tokenizer.json" and not (target / file.name).exists():
+            (target / file.name).symlink_to(file.resolve())
+    data = json.load(open(source / "tokenizer.json", encoding="utf-8"))
+    vocab = data["model"]["vocab"]
+    ids = list(vocab.values()) + [t["id"] for t in data["added_tokens"]]
+    vocab_size = SHAPES[shape]["config"]["vocab_size"]
+    # Byte-level strings without merges that make them: never produced by encoding.
+    for i in range(max(ids) + 1, vocab_size):
+        vocab[f"<unused_{i}>"] = i
+    with open(target / "tokenizer.json", "w", encoding="utf-8") as f:
+        json.dump(data, f)
+    print(f"wrote {target} ({vocab_size} tokens)")
+
+
+def unpermute_qk(folder: str, out: str) -> None:
+    from safetensors.torch import load_file, save_file
+
+    source, target = Path(folder), Path(out)
+    shutil.copytree(source, target)
+    config = json.load(open(source / "config.json"))
+    tensors = load_file(source / "model.safetensors")
+    for name, heads in (("q_proj", config["num_attention_heads"]), ("k_proj", config["num_key_value_heads"])):
+        for key in [k for k in tensors if k.endswith(f"{name}.weight")]:
+            w = tensors[key]
+            # `rill quantize` moves each head's rotary pair (i, i + d/2) to rows (2i, 2i + 1), as
+            # llama.cpp's converter does; rows moved the other way first come out in Hugging
+            # Face's order.
+            half = w.shape[0] // heads // 2
+            tensors[key] = w.reshape(heads, half, 2, -1).transpose(1, 2).reshape(w.shape).contiguous()
+    save_file(tensors, target / "model.safetensors", metadata={"format": "pt"})
+    print(f"wrote {target}")
+
+
+def ids(shape: str, count: str) -> None:
+    print(" ".join(str(2 + i * 7919 % SHAPES[shape]["id_span"]) for i in range(int(count))))
+
+
+def compare(rill_npy: str, llama_f32: str, fmt: str, label: str, expect_miss: bool) -> None:
+    import numpy as np
+
+    rill = np.load(rill_npy).astype(np.float64)
+    llama = np.fromfile(llama_f32, dtype=np.float32).astype(np.float64)
+    if llama.size != rill.size:
+        sys.exit(f"{label}: llama.cpp gave {llama.size} logits, rill {rill.shape}")
+    llama = llama.reshape(rill.shape)
+    nmse = float(np.sum((rill - llama) ** 2) / np.sum(llama ** 2))
+    worst = float(np.max(np.abs(rill - llama)) / np.max(np.abs(llama)))
+    nmse_limit, worst_limit = LIMITS[fmt]
+    miss = nmse > nmse_limit or worst > worst_limit
+    verdict = ("misses (ok, a control)" if miss else "PASSES (a control must miss)") if expect_miss else \
+        ("MISSES" if miss else "ok")
+    print(f"{label}: NMSE {nmse:.2e} (limit {nmse_limit:.0e}), worst element {worst:.2e} of the largest logit "
+          f"(limit {worst_limit:.0e}), {rill.shape[0]} tokens x {rill.shape[1]}: {verdict}")
+    if miss != expect_miss:
+        sys.exit(1)
+
+
+def convert(llama_cpp_dir: str, folder: str, out: str, outtype: str, shape: str) -> None:
     import torch
 
     # The converter names torch's fp8 and wide unsigned dtypes in tables for checkpoints
@@ -69,8 +201,9 @@ def convert(llama_cpp_dir: str, folder: str, out: str, outtype: str) -> None:
 
     # The converter identifies a BPE pre-tokenizer by hashing its output on a test text and
     # refuses unknown ones. The benchmark feeds token ids, never text, so the tokenizer only
-    # has to load: label it as Qwen2's.
-    converter.TextModel.get_vocab_base_pre = lambda self, tokenizer: "qwen2"
+    # has to load: label it as the family's.
+    pre = {"qwen2": "qwen2", "llama": "llama-bpe"}[SHAPES[shape]["family"]]
+    converter.TextModel.get_vocab_base_pre = lambda self, tokenizer: pre
     sys.argv = ["convert_hf_to_gguf.py", folder, "--outfile", out, "--outtype", outtype]
     converter.main()
 
@@ -146,17 +279,33 @@ def table(results_tsv: str) -> None:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) == 4 and sys.argv[1] == "make":
-        make(sys.argv[2], sys.argv[3])
-    elif len(sys.argv) == 6 and sys.argv[1] == "convert":
-        convert(*sys.argv[2:])
-    elif len(sys.argv) == 3 and sys.argv[1] == "wait-idle":
-        wait_idle(sys.argv[2])
-    elif len(sys.argv) == 4 and sys.argv[1] == "rill-stats":
-        rill_stats(sys.argv[2], sys.argv[3])
-    elif len(sys.argv) == 3 and sys.argv[1] == "llama-bench-ts":
-        llama_bench_ts(sys.argv[2])
-    elif len(sys.argv) == 3 and sys.argv[1] == "table":
-        table(sys.argv[2])
+    command, operands = (sys.argv[1], sys.argv[2:]) if len(sys.argv) > 1 else ("", [])
+    shaped = {"make": 4, "quantize-source": 3, "ids": 2, "title": 1, "convert": 5}
+    if command in shaped and len(operands) == shaped[command] and \
+            (operands[-1] if command == "convert" else operands[0]) not in SHAPES:
+        sys.exit(f"{command}: SHAPE: expected one of {', '.join(SHAPES)}")
+    if command == "make" and len(operands) == 4:
+        make(*operands)
+    elif command == "quantize-source" and len(operands) == 3:
+        quantize_source(*operands)
+    elif command == "unpermute-qk" and len(operands) == 2:
+        unpermute_qk(*operands)
+    elif command == "ids" and len(operands) == 2:
+        ids(*operands)
+    elif command == "title" and len(operands) == 1:
+        print(SHAPES[operands[0]]["title"])
+    elif command == "convert" and len(operands) == 5:
+        convert(*operands)
+    elif command == "wait-idle" and len(operands) == 1:
+        wait_idle(*operands)
+    elif command == "rill-stats" and len(operands) == 2:
+        rill_stats(*operands)
+    elif command == "llama-bench-ts" and len(operands) == 1:
+        llama_bench_ts(*operands)
+    elif command == "table" and len(operands) == 1:
+        table(*operands)
+    elif command == "compare" and len(operands) in (4, 5) and operands[2] in LIMITS and \
+            operands[4:] in ([], ["--expect-miss"]):
+        compare(*operands[:4], expect_miss=len(operands) == 5)
     else:
         sys.exit(__doc__)
