@@ -35,8 +35,8 @@ struct Uncarried {
 
 // The descriptor (config.json as rill maps it) as the architecture's GGUF
 // keys; false with error naming the config.json key GGUF cannot carry.
-bool write_config(const rill::lm::HfConfig& config, const std::string& source, const std::string& arch,
-                  rill::gguf::Writer& w, std::string& error) {
+bool write_config(const rill::lm::HfConfig& config, const json& object, const std::string& source,
+                  const std::string& arch, rill::gguf::Writer& w, std::string& error) {
   const rill_model_desc& d = config.desc;
   const bool qwen2 = arch == "qwen2";
   for (const Uncarried& u : {
@@ -47,7 +47,9 @@ bool write_config(const rill::lm::HfConfig& config, const std::string& source, c
                      "GGUF's architecture fixes its attention biases"},
            Uncarried{"use_sliding_window", d.sliding_window != 0, "GGUF's architecture has no sliding window"}}) {
     if (u.present) {
-      error = source + ": '" + u.key + "': GGUF's " + arch + " cannot carry it (" + u.why + ")";
+      const auto given = object.find(u.key);
+      error = source + ": '" + u.key + "': GGUF's " + arch + " cannot carry it (" + u.why + "), got " +
+              (given != object.end() ? given->dump() : "its default");
       return false;
     }
   }
@@ -148,7 +150,7 @@ bool read_hf_source(const std::string& folder, rill::gguf::Writer& writer, Quant
   rill::lm::HfConfig config;
   if (rill::lm::hf_config_from_json(config_path, object.dump(), config, error) != RILL_OK) return false;
   const rill::gguf::Architecture& a = rill::gguf::architectures().at(arch);
-  if (!write_config(config, config_path, arch, writer, error)) return false;
+  if (!write_config(config, object, config_path, arch, writer, error)) return false;
   out.layers = config.desc.num_layers;
   if (config.bos_token_id >= 0) writer.set_u32("tokenizer.ggml.bos_token_id", static_cast<uint32_t>(config.bos_token_id));
   if (config.eos_token_ids.size() > 1) {
