@@ -297,6 +297,34 @@ typedef struct rill_vulkan_device {
 RILL_API rill_status rill_context_create_on_vulkan_device(const char* config_toml, const rill_vulkan_device* device,
                                                           rill_context** out_ctx);
 
+/* Orders rill's work on the host's device against the host's own (an
+   engine's frame) with a timeline semaphore the host made on that device
+   (VkSemaphoreTypeCreateInfo with VK_SEMAPHORE_TYPE_TIMELINE; the device
+   needs the Vulkan 1.2 timelineSemaphore feature enabled). semaphore is the
+   VkSemaphore as an integer; rill never destroys it, and the host keeps it
+   alive until the work that waits for or signals it is done
+   (rill_context_synchronize, or the host's wait for rill's value).
+   rill_context_vulkan_wait: the work queued on ctx after this call starts on
+   the GPU only once the semaphore reaches value (e.g. the host's "inputs
+   uploaded"); the work queued before it does not wait. Until the host
+   signals, a call on ctx that waits for the GPU (a tensor read,
+   rill_context_synchronize) or queues work while rill's command buffers are
+   all in flight blocks.
+   rill_context_vulkan_signal: the semaphore is set to value once all the
+   work queued on ctx before this call is done; that work is submitted at
+   once, so that the host can wait for value (vkWaitSemaphores, or a wait in
+   its own vkQueueSubmit). value must exceed the semaphore's current value
+   and every value given to rill_context_vulkan_signal on it before.
+   Errors: RILL_ERROR_INVALID_ARGUMENT naming the argument for a NULL ctx, a
+   semaphore of 0, a ctx not made by rill_context_create_on_vulkan_device, or
+   a signal value that does not go up; RILL_ERROR_UNSUPPORTED for a context
+   on another backend or a device without the timelineSemaphore feature.
+   Vulkan has no query for a semaphore's type: a binary semaphore is not
+   detected (the validation layer reports it).
+   Not thread-safe with other calls on ctx. */
+RILL_API rill_status rill_context_vulkan_wait(rill_context* ctx, uint64_t semaphore, uint64_t value);
+RILL_API rill_status rill_context_vulkan_signal(rill_context* ctx, uint64_t semaphore, uint64_t value);
+
 /* Waits for the context's pending work and releases it, together with every
    tensor, model and KV cache made on it that is still alive. Destroying those
    objects first (in any order) and the context last is clean, and so is

@@ -82,6 +82,10 @@
  *      backend without it makes a model with clip_qkv return
  *      RILL_ERROR_UNSUPPORTED naming the backend and the op before any work
  *      is queued; other models never need it.
+ *   6  rill_backend_ops.wait_semaphore and signal_semaphore (optional):
+ *      ordering against a host's timeline semaphore
+ *      (rill_context_vulkan_wait, rill_context_vulkan_signal). A backend
+ *      without them makes those functions return RILL_ERROR_UNSUPPORTED.
  */
 #ifndef RILL_BACKEND_H
 #define RILL_BACKEND_H
@@ -95,7 +99,7 @@ extern "C" {
 #endif
 
 /* The newest interface version this header describes. */
-#define RILL_BACKEND_ABI_VERSION 5u
+#define RILL_BACKEND_ABI_VERSION 6u
 /* The oldest interface version the runtime built from this header accepts. */
 #define RILL_BACKEND_ABI_MIN_VERSION 1u
 
@@ -452,6 +456,17 @@ typedef struct rill_backend_ops {
      dtype, f32, f16 or bf16; out may alias x. lo <= hi, both finite. */
   rill_status (*clamp)(rill_backend_context* ctx, const rill_backend_tensor* x, float lo, float hi,
                        const rill_backend_tensor* out);
+
+  /* ---- version 6 ---- */
+
+  /* (optional) A host's timeline semaphore (a VkSemaphore on Vulkan, as an
+     integer), never destroyed by the backend. wait_semaphore: the work queued
+     after the call starts only once the semaphore reaches value.
+     signal_semaphore: the semaphore is set to value once all work queued
+     before the call is done; the work is submitted at once. The runtime has
+     checked ctx and that semaphore is nonzero; the backend checks the rest. */
+  rill_status (*wait_semaphore)(rill_backend_context* ctx, uint64_t semaphore, uint64_t value);
+  rill_status (*signal_semaphore)(rill_backend_context* ctx, uint64_t semaphore, uint64_t value);
 } rill_backend_ops;
 
 /* The struct_size of rill_backend_ops at interface version v (1 to
@@ -462,6 +477,7 @@ typedef struct rill_backend_ops {
    : (v) == 2u ? (uint32_t)offsetof(rill_backend_ops, supports)                   \
    : (v) == 3u ? (uint32_t)offsetof(rill_backend_ops, get_rows)                   \
    : (v) == 4u ? (uint32_t)offsetof(rill_backend_ops, clamp)                      \
+   : (v) == 5u ? (uint32_t)offsetof(rill_backend_ops, wait_semaphore)             \
                : (uint32_t)sizeof(rill_backend_ops))
 
 /* ------------------------------------------------------------------------- */

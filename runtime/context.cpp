@@ -1,10 +1,12 @@
 // rill_context_*: creation from config text or a file, teardown, accessors.
 
+#include <cstddef>
 #include <cstdio>
 #include <memory>
 #include <string>
 #include <utility>
 
+#include "backend_registry.h"
 #include "backend_selection.h"
 #include "config.h"
 #include "errors.h"
@@ -58,6 +60,29 @@ rill_status read_file(const char* function, const char* path, std::string& out) 
   return RILL_OK;
 }
 
+// rill_context_vulkan_wait and _signal: checks the runtime's part of the
+// arguments and hands the call to the backend's op.
+using SemaphoreOp = rill_status (*)(rill_backend_context*, uint64_t, uint64_t);
+rill_status timeline_call(const char* fn, rill_context* ctx, uint64_t semaphore, uint64_t value,
+                          SemaphoreOp rill_backend_ops::*op, size_t op_offset) {
+  return guarded(fn, [&] {
+    const auto invalid = [&](const std::string& what) {
+      return fail(RILL_ERROR_INVALID_ARGUMENT, std::string(fn) + ": " + what);
+    };
+    if (ctx == nullptr) return invalid("ctx: expected a context, got NULL");
+    if (semaphore == 0) return invalid("semaphore: expected a VkSemaphore, got 0 (VK_NULL_HANDLE)");
+    const SemaphoreOp call = backend_op(*ctx->backend, op_offset, op);
+    if (call == nullptr) {
+      const std::string got = "got one on " + ctx->backend->name;
+      return fail(RILL_ERROR_UNSUPPORTED, std::string(fn) + ": ctx: expected a context on the Vulkan backend, " + got);
+    }
+    clear_backend_message();
+    const rill_status status = call(ctx->impl, semaphore, value);
+    if (status != RILL_OK) return backend_failure(fn, ctx->backend->name, status);
+    return RILL_OK;
+  });
+}
+
 }  // namespace
 }  // namespace rill
 
@@ -109,6 +134,16 @@ RILL_API rill_status rill_context_create_on_vulkan_device(const char* config_tom
     }
     return rill::create_context(config_toml != nullptr ? config_toml : "", "config", fn, out_ctx, device);
   });
+}
+
+RILL_API rill_status rill_context_vulkan_wait(rill_context* ctx, uint64_t semaphore, uint64_t value) {
+  return rill::timeline_call("rill_context_vulkan_wait", ctx, semaphore, value, &rill_backend_ops::wait_semaphore,
+                             offsetof(rill_backend_ops, wait_semaphore));
+}
+
+RILL_API rill_status rill_context_vulkan_signal(rill_context* ctx, uint64_t semaphore, uint64_t value) {
+  return rill::timeline_call("rill_context_vulkan_signal", ctx, semaphore, value, &rill_backend_ops::signal_semaphore,
+                             offsetof(rill_backend_ops, signal_semaphore));
 }
 
 RILL_API void rill_context_destroy(rill_context* ctx) {

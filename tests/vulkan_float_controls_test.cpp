@@ -57,12 +57,19 @@ TEST_CASE("f16 modules get the modes asked for and stay valid SPIR-V") {
   const uint32_t* plain = rill_spv_activation_f16;
   CHECK(rill_vk::declares_float16(plain, kF16Words));
   CHECK_FALSE(rill_vk::declares_float16(rill_spv_activation_bf16, sizeof(rill_spv_activation_bf16) / 4));
-  for (const F16FloatControls modes : {F16FloatControls{true, false}, F16FloatControls{false, true},
-                                       F16FloatControls{true, true}, F16FloatControls{false, false}}) {
+  for (const F16FloatControls modes :
+       {F16FloatControls{true, false}, F16FloatControls{false, true}, F16FloatControls{true, true},
+        F16FloatControls{false, false}, F16FloatControls{true, true, true, false},
+        F16FloatControls{true, true, false, true}, F16FloatControls{true, true, true, true}}) {
     CAPTURE(modes.round_to_nearest_even);
     CAPTURE(modes.denorm_preserve);
+    CAPTURE(modes.round_to_nearest_even_float64);
+    CAPTURE(modes.denorm_preserve_float64);
     const std::vector<uint32_t> patched = rill_vk::with_f16_float_controls(plain, kF16Words, modes);
-    REQUIRE(patched.size() == kF16Words + 6 * (modes.round_to_nearest_even + modes.denorm_preserve));
+    // One entry point: a capability (2 words) and a mode (4 words) per mode,
+    // and another mode per mode set for f64 too.
+    REQUIRE(patched.size() == kF16Words + 6 * (modes.round_to_nearest_even + modes.denorm_preserve) +
+                                  4 * (modes.round_to_nearest_even_float64 + modes.denorm_preserve_float64));
     const std::string path = write_module(patched);
     CHECK(std::system((std::string(RILL_SPIRV_VAL) + " --target-env vulkan1.2 " + path).c_str()) == 0);
     const std::string text = disassemble(path);
@@ -70,8 +77,60 @@ TEST_CASE("f16 modules get the modes asked for and stay valid SPIR-V") {
     CHECK(count_of(text, "OpCapability DenormPreserve\n") == size_t(modes.denorm_preserve));
     CHECK(count_of(text, " RoundingModeRTE 16\n") == size_t(modes.round_to_nearest_even));
     CHECK(count_of(text, " DenormPreserve 16\n") == size_t(modes.denorm_preserve));
+    CHECK(count_of(text, " RoundingModeRTE 64\n") == size_t(modes.round_to_nearest_even_float64));
+    CHECK(count_of(text, " DenormPreserve 64\n") == size_t(modes.denorm_preserve_float64));
     std::remove(path.c_str());
   }
+}
+
+namespace {
+
+// A device's float-controls properties with both 16- and 64-bit modes
+// supported or not, and one independence for rounding and denormals.
+VkPhysicalDeviceFloatControlsProperties properties(VkShaderFloatControlsIndependence independence, bool float16,
+                                                   bool float64) {
+  VkPhysicalDeviceFloatControlsProperties p{};
+  p.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FLOAT_CONTROLS_PROPERTIES;
+  p.roundingModeIndependence = independence;
+  p.denormBehaviorIndependence = independence;
+  p.shaderRoundingModeRTEFloat16 = p.shaderDenormPreserveFloat16 = float16 ? VK_TRUE : VK_FALSE;
+  p.shaderRoundingModeRTEFloat64 = p.shaderDenormPreserveFloat64 = float64 ? VK_TRUE : VK_FALSE;
+  p.shaderRoundingModeRTEFloat32 = p.shaderDenormPreserveFloat32 = VK_TRUE;
+  return p;
+}
+
+}  // namespace
+
+TEST_CASE("the modes asked for follow the device's independence of widths") {
+  using Modes = F16FloatControls;
+  const auto same = [](Modes a, Modes b) {
+    return a.round_to_nearest_even == b.round_to_nearest_even && a.denorm_preserve == b.denorm_preserve &&
+           a.round_to_nearest_even_float64 == b.round_to_nearest_even_float64 &&
+           a.denorm_preserve_float64 == b.denorm_preserve_float64;
+  };
+  const auto decide = [](VkShaderFloatControlsIndependence independence, bool float16, bool float64) {
+    return rill_vk::supported_f16_float_controls(properties(independence, float16, float64));
+  };
+  constexpr VkShaderFloatControlsIndependence kAll = VK_SHADER_FLOAT_CONTROLS_INDEPENDENCE_ALL;
+  constexpr VkShaderFloatControlsIndependence k32Only = VK_SHADER_FLOAT_CONTROLS_INDEPENDENCE_32_BIT_ONLY;
+  constexpr VkShaderFloatControlsIndependence kNone = VK_SHADER_FLOAT_CONTROLS_INDEPENDENCE_NONE;
+  // ALL: the 16-bit modes alone, whatever f64 supports.
+  CHECK(same(decide(kAll, true, false), Modes{true, true, false, false}));
+  CHECK(same(decide(kAll, true, true), Modes{true, true, false, false}));
+  // 32_BIT_ONLY: f16 and f64 share their modes, so both or neither.
+  CHECK(same(decide(k32Only, true, true), Modes{true, true, true, true}));
+  CHECK(same(decide(k32Only, true, false), Modes{}));
+  CHECK(same(decide(k32Only, false, true), Modes{}));
+  // NONE: every width shares one mode, f32's included: none requested.
+  CHECK(same(decide(kNone, true, true), Modes{}));
+  // Without the 16-bit mode, nothing, whatever the independence.
+  CHECK(same(decide(kAll, false, true), Modes{}));
+  // Rounding and denormals are decided each by its own independence.
+  VkPhysicalDeviceFloatControlsProperties mixed = properties(kAll, true, false);
+  mixed.denormBehaviorIndependence = k32Only;
+  CHECK(same(rill_vk::supported_f16_float_controls(mixed), Modes{true, false, false, false}));
+  mixed.shaderDenormPreserveFloat64 = VK_TRUE;
+  CHECK(same(rill_vk::supported_f16_float_controls(mixed), Modes{true, true, false, true}));
 }
 
 TEST_CASE("a module without the SPIR-V 1.4 layout is refused, not patched") {

@@ -30,6 +30,8 @@ const rill_backend_ops kOps = {
     /* .rope_freqs = */ Reported<op_rope_freqs>::call,
     /* .get_rows = */ Reported<op_get_rows>::call,
     /* .clamp = */ Reported<op_clamp>::call,
+    /* .wait_semaphore = */ nullptr,
+    /* .signal_semaphore = */ nullptr,
 };
 
 const rill_backend kBackend = {

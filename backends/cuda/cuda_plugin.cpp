@@ -89,6 +89,8 @@ const rill_backend_ops kCudaOps = {
     /* .rope_freqs = */ Guarded<rill_cuda_rope_freqs>::call,
     /* .get_rows = */ Guarded<rill_cuda_get_rows>::call,
     /* .clamp = */ Guarded<rill_cuda_clamp>::call,
+    /* .wait_semaphore = */ nullptr,
+    /* .signal_semaphore = */ nullptr,
 };
 
 const rill_backend kCudaBackend = {
@@ -113,7 +115,7 @@ const rill_backend kCudaBackend = {
 const rill_backend* backend_for_version(uint32_t version) {
   static const rill_plugin::VersionedTables tables[] = {
       {kCudaBackend, kCudaOps, 1u}, {kCudaBackend, kCudaOps, 2u}, {kCudaBackend, kCudaOps, 3u},
-      {kCudaBackend, kCudaOps, 4u}, {kCudaBackend, kCudaOps, 5u}};
+      {kCudaBackend, kCudaOps, 4u}, {kCudaBackend, kCudaOps, 5u}, {kCudaBackend, kCudaOps, 6u}};
   static_assert(sizeof tables / sizeof tables[0] == RILL_BACKEND_ABI_VERSION, "one table per version served");
   return tables[version - 1].backend();
 }

@@ -291,8 +291,7 @@ rill_status context_create(const rill_backend_context_options* options, rill_bac
      both paths can be tested on one device. */
   const char* no_subgroup = std::getenv("RILL_VULKAN_NO_SUBGROUP");
   ctx->use_subgroups = ctx->caps.subgroup_arithmetic && !(no_subgroup != nullptr && std::strcmp(no_subgroup, "1") == 0);
-  ctx->f16_float_controls.round_to_nearest_even = ctx->caps.f16_round_to_nearest_even;
-  ctx->f16_float_controls.denorm_preserve = ctx->caps.f16_denorm_preserve;
+  ctx->f16_float_controls = ctx->caps.f16_float_controls;
   log_message(RILL_LOG_INFO, "using \"" + ctx->caps.name + "\" (" + ctx->caps.details + ")");
   *out_ctx = ctx.release();
   return RILL_OK;
@@ -359,8 +358,12 @@ rill_status flush(rill_backend_context* ctx) {
   submit.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO;
   submit.commandBufferCount = 1;
   submit.pCommandBuffers = &frame->cmd;
+  TimelineSubmit timeline(ctx->timeline_waits, ctx->timeline_signals);
+  timeline.attach(submit);
   result = vkQueueSubmit(ctx->queue, 1, &submit, frame->fence);
   if (result != VK_SUCCESS) return fail_context(ctx, result, "vkQueueSubmit");
+  ctx->timeline_waits.clear();
+  ctx->timeline_signals.clear();
   frame->submitted = true;
   /* Earlier accesses stay tracked: a barrier recorded in a later command
      buffer still orders them, while a fence wait alone would not make their

@@ -287,21 +287,19 @@ DeviceCaps query_caps(VkPhysicalDevice physical) {
     caps.subgroup_arithmetic = (subgroup.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) != 0 &&
                                (subgroup.supportedOperations & needed) == needed;
     driver = std::string(driver_props.driverName) + " " + driver_props.driverInfo;
-    /* The shaders set a mode for 16-bit floats only, which Vulkan allows
-       where each width's mode is independent of the others (ALL). */
-    caps.f16_round_to_nearest_even =
-        float_controls.shaderRoundingModeRTEFloat16 == VK_TRUE &&
-        float_controls.roundingModeIndependence == VK_SHADER_FLOAT_CONTROLS_INDEPENDENCE_ALL;
-    caps.f16_denorm_preserve = float_controls.shaderDenormPreserveFloat16 == VK_TRUE &&
-                               float_controls.denormBehaviorIndependence == VK_SHADER_FLOAT_CONTROLS_INDEPENDENCE_ALL;
+    caps.f16_float_controls = rill_vk::supported_f16_float_controls(float_controls);
 
+    VkPhysicalDeviceTimelineSemaphoreFeatures timeline{};
+    timeline.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_TIMELINE_SEMAPHORE_FEATURES;
     VkPhysicalDevice16BitStorageFeatures storage16{};
     storage16.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES;
+    storage16.pNext = &timeline;
     VkPhysicalDeviceFeatures2 features2{};
     features2.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2;
     features2.pNext = &storage16;
     vkGetPhysicalDeviceFeatures2(physical, &features2);
     caps.storage_16bit = storage16.storageBuffer16BitAccess == VK_TRUE;
+    caps.timeline_semaphore = timeline.timelineSemaphore == VK_TRUE;
   }
 
   uint32_t extension_count = 0;
@@ -323,6 +321,7 @@ DeviceCaps query_caps(VkPhysicalDevice physical) {
     }
   }
 
+  const F16FloatControls& f16 = caps.f16_float_controls;
   char details[512];
   std::snprintf(details, sizeof details,
                 "%s, Vulkan %u.%u.%u, driver %s; 16-bit storage: %s; subgroup arithmetic: %s; "
@@ -330,8 +329,8 @@ DeviceCaps query_caps(VkPhysicalDevice physical) {
                 device_type_name(props.deviceType), VK_API_VERSION_MAJOR(props.apiVersion),
                 VK_API_VERSION_MINOR(props.apiVersion), VK_API_VERSION_PATCH(props.apiVersion), driver.c_str(),
                 caps.storage_16bit ? "yes" : "no (f32 only)", caps.subgroup_arithmetic ? "yes" : "no",
-                caps.f16_round_to_nearest_even ? "nearest even (RoundingModeRTE)" : "the driver's (no RTE mode)",
-                caps.f16_denorm_preserve ? "preserved (DenormPreserve)" : "the driver's (no DenormPreserve mode)",
+                f16.round_to_nearest_even ? "nearest even (RoundingModeRTE)" : "the driver's (no RTE mode)",
+                f16.denorm_preserve ? "preserved (DenormPreserve)" : "the driver's (no DenormPreserve mode)",
                 caps.cooperative_matrix ? "yes" : "no",
                 props.apiVersion >= VK_API_VERSION_1_2 ? "" : "; unusable: rill needs Vulkan 1.2");
   caps.details = details;

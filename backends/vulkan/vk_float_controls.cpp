@@ -35,7 +35,29 @@ bool for_each_instruction(const uint32_t* code, size_t words, Visit visit) {
   return true;
 }
 
+/* Whether a 16-bit mode the device supports (float16) may be requested, and
+   whether it must then be set for 64-bit floats as well. */
+bool mode_allowed(VkShaderFloatControlsIndependence independence, VkBool32 float16, VkBool32 float64) {
+  if (float16 != VK_TRUE) return false;
+  if (independence == VK_SHADER_FLOAT_CONTROLS_INDEPENDENCE_ALL) return true;
+  return independence == VK_SHADER_FLOAT_CONTROLS_INDEPENDENCE_32_BIT_ONLY && float64 == VK_TRUE;
+}
+
 }  // namespace
+
+F16FloatControls supported_f16_float_controls(const VkPhysicalDeviceFloatControlsProperties& properties) {
+  F16FloatControls modes;
+  modes.round_to_nearest_even = mode_allowed(properties.roundingModeIndependence,
+                                             properties.shaderRoundingModeRTEFloat16,
+                                             properties.shaderRoundingModeRTEFloat64);
+  modes.denorm_preserve = mode_allowed(properties.denormBehaviorIndependence,
+                                       properties.shaderDenormPreserveFloat16, properties.shaderDenormPreserveFloat64);
+  modes.round_to_nearest_even_float64 =
+      modes.round_to_nearest_even && properties.roundingModeIndependence != VK_SHADER_FLOAT_CONTROLS_INDEPENDENCE_ALL;
+  modes.denorm_preserve_float64 =
+      modes.denorm_preserve && properties.denormBehaviorIndependence != VK_SHADER_FLOAT_CONTROLS_INDEPENDENCE_ALL;
+  return modes;
+}
 
 bool declares_float16(const uint32_t* code, size_t words) {
   bool found = false;
@@ -64,14 +86,19 @@ std::vector<uint32_t> with_f16_float_controls(const uint32_t* code, size_t words
     return {};
   }
   std::vector<uint32_t> capabilities, execution_modes;
-  const auto add = [&](uint32_t capability, uint32_t mode) {
+  const auto add = [&](uint32_t capability, uint32_t mode, bool float64_too) {
     capabilities.insert(capabilities.end(), {instruction(2, kOpCapability), capability});
     for (uint32_t entry_point : entry_points) {
       execution_modes.insert(execution_modes.end(), {instruction(4, kOpExecutionMode), entry_point, mode, 16});
+      if (float64_too) {
+        execution_modes.insert(execution_modes.end(), {instruction(4, kOpExecutionMode), entry_point, mode, 64});
+      }
     }
   };
-  if (modes.round_to_nearest_even) add(kCapabilityRoundingModeRTE, kModeRoundingModeRTE);
-  if (modes.denorm_preserve) add(kCapabilityDenormPreserve, kModeDenormPreserve);
+  if (modes.round_to_nearest_even) {
+    add(kCapabilityRoundingModeRTE, kModeRoundingModeRTE, modes.round_to_nearest_even_float64);
+  }
+  if (modes.denorm_preserve) add(kCapabilityDenormPreserve, kModeDenormPreserve, modes.denorm_preserve_float64);
   std::vector<uint32_t> out(code, code + after_capabilities);
   out.insert(out.end(), capabilities.begin(), capabilities.end());
   out.insert(out.end(), code + after_capabilities, code + after_entry_points);

@@ -2,8 +2,8 @@
    when its pipeline is made. SPIR-V execution modes cannot be specialization
    constants, so rather than building each f16 shader once per combination
    of modes, the build embeds one module and the plugin inserts what the
-   device supports. Pure C++, no Vulkan, so that it is tested on its own
-   (tests/vulkan_float_controls_test.cpp). */
+   device supports. Uses Vulkan's types only (no Vulkan calls), so that it is
+   tested on its own (tests/vulkan_float_controls_test.cpp). */
 #ifndef RILL_VK_FLOAT_CONTROLS_H
 #define RILL_VK_FLOAT_CONTROLS_H
 
@@ -11,12 +11,27 @@
 #include <cstdint>
 #include <vector>
 
+#include <vulkan/vulkan_core.h>
+
 namespace rill_vk {
 
 struct F16FloatControls {
   bool round_to_nearest_even = false; /* RoundingModeRTE 16 */
   bool denorm_preserve = false;       /* DenormPreserve 16 */
+  /* Each mode set for 64-bit floats too, where the device ties the 16- and
+     64-bit modes together (INDEPENDENCE_32_BIT_ONLY). */
+  bool round_to_nearest_even_float64 = false; /* RoundingModeRTE 64 */
+  bool denorm_preserve_float64 = false;       /* DenormPreserve 64 */
 };
+
+/* The modes a device with these float-controls properties allows on the f16
+   shaders. Where each width's mode is independent (ALL), a supported 16-bit
+   mode is requested alone; where only 32-bit is independent (32_BIT_ONLY),
+   16- and 64-bit must share their mode, so a 16-bit mode is requested only
+   when the 64-bit one is supported too, and is then set for both widths (the
+   shaders use no f64, so the 64-bit mode changes nothing they compute); with
+   NONE, all widths must share one mode and none is requested. */
+F16FloatControls supported_f16_float_controls(const VkPhysicalDeviceFloatControlsProperties& properties);
 
 /* True when the module declares a 16-bit float type (the f16 variants; bf16
    is stored as 16-bit integers). */

@@ -67,6 +67,7 @@
   X(vkGetPhysicalDeviceProperties2)            \
   X(vkGetPhysicalDeviceQueueFamilyProperties)  \
   X(vkGetPipelineCacheData)                    \
+  X(vkGetSemaphoreCounterValue)                \
   X(vkMapMemory)                               \
   X(vkQueueSubmit)                             \
   X(vkResetDescriptorPool)                     \

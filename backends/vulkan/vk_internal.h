@@ -7,7 +7,8 @@
    dispatch), vk_pipeline_cache.cpp (the pipeline cache file and the backend's
    options), vk_ops.cpp (the residual-stream operators), vk_quant_ops.cpp
    (get_rows and gemm on block-format weights),
-   vk_layer_ops.cpp (the decoder-layer operators), vk_plugin.cpp (tables),
+   vk_layer_ops.cpp (the decoder-layer operators), vk_timeline.cpp (the
+   host's timeline semaphores), vk_plugin.cpp (tables),
    vk_functions.cpp (the Vulkan functions, loaded at run time). */
 #ifndef RILL_VK_INTERNAL_H
 #define RILL_VK_INTERNAL_H
@@ -66,11 +67,11 @@ struct DeviceCaps {
   bool storage_16bit = false;      /* storageBuffer16BitAccess */
   bool subgroup_arithmetic = false; /* subgroupAdd in compute shaders */
   uint32_t subgroup_size = 0;
-  /* Float controls usable for 16-bit floats alone: RoundingModeRTE and
+  /* Float controls usable for 16-bit floats: RoundingModeRTE and
      DenormPreserve (added to the f16 shader variants, vk_float_controls.h). */
-  bool f16_round_to_nearest_even = false;
-  bool f16_denorm_preserve = false;
+  rill_vk::F16FloatControls f16_float_controls;
   bool cooperative_matrix = false; /* VK_KHR_cooperative_matrix reported (not used) */
+  bool timeline_semaphore = false; /* the timelineSemaphore feature (Vulkan 1.2) */
   uint64_t device_local_bytes = 0;
   uint64_t max_allocation_bytes = 0; /* maxMemoryAllocationSize */
   bool memory_budget = false;        /* VK_EXT_memory_budget supported */
@@ -182,6 +183,30 @@ struct RopeTable {
   uint64_t last_use = 0;
 };
 
+/* A value of a host's timeline semaphore. */
+struct TimelinePoint {
+  VkSemaphore semaphore = VK_NULL_HANDLE;
+  uint64_t value = 0;
+};
+
+/* The timeline-semaphore part of one vkQueueSubmit (vk_timeline.cpp): the
+   host's semaphores to wait for and to signal, chained to a VkSubmitInfo that
+   must not outlive it. */
+class TimelineSubmit {
+ public:
+  TimelineSubmit(const std::vector<TimelinePoint>& waits, const std::vector<TimelinePoint>& signals);
+  TimelineSubmit(const TimelineSubmit&) = delete;
+  TimelineSubmit& operator=(const TimelineSubmit&) = delete;
+  /* Leaves submit as it is when there is nothing to wait for or signal. */
+  void attach(VkSubmitInfo& submit);
+
+ private:
+  std::vector<VkSemaphore> wait_semaphores_, signal_semaphores_;
+  std::vector<uint64_t> wait_values_, signal_values_;
+  std::vector<VkPipelineStageFlags> wait_stages_;
+  VkTimelineSemaphoreSubmitInfo info_{};
+};
+
 constexpr uint32_t kFrameCount = 2;
 constexpr uint32_t kMaxSetsPerFrame = 512;
 constexpr uint32_t kBindingCount = 5;
@@ -226,6 +251,13 @@ struct rill_backend_context {
   std::vector<rill_vk::RopeTable> rope_tables;
   uint64_t rope_calls = 0;
 
+  /* The host's timeline semaphores (wait_semaphore, signal_semaphore) that
+     the next submission waits for and signals, and the last value each
+     semaphore was given to signal, which a later signal must exceed. */
+  std::vector<rill_vk::TimelinePoint> timeline_waits;
+  std::vector<rill_vk::TimelinePoint> timeline_signals;
+  std::unordered_map<uint64_t, uint64_t> timeline_last_signal;
+
   /* Set after a device loss: every later call fails with this message. */
   bool lost = false;
   std::string lost_message;
@@ -254,6 +286,10 @@ void track_accesses(rill_backend_context* ctx, Frame* frame, const Access* acces
 rill_status flush(rill_backend_context* ctx);
 /* Submits and waits for everything. */
 rill_status finish(rill_backend_context* ctx);
+/* The host's timeline semaphore (vk_timeline.cpp): the next submission waits
+   for value; or signals value once the work queued so far is done. */
+rill_status wait_semaphore(rill_backend_context* ctx, uint64_t semaphore, uint64_t value);
+rill_status signal_semaphore(rill_backend_context* ctx, uint64_t semaphore, uint64_t value);
 /* Maps a failure that may be a device loss and marks the context lost. */
 rill_status fail_context(rill_backend_context* ctx, VkResult result, const char* what);
 

@@ -289,6 +289,14 @@ const rill_backend_ops g_ops = {
     [](rill_backend_context* ctx, const rill_backend_tensor* x, float lo, float hi, const rill_backend_tensor* out) {
       return guarded("clamp", layer_clamp, ctx, x, lo, hi, out);
     },
+    /* .wait_semaphore = */
+    [](rill_backend_context* ctx, uint64_t semaphore, uint64_t value) {
+      return guarded("wait_semaphore", wait_semaphore, ctx, semaphore, value);
+    },
+    /* .signal_semaphore = */
+    [](rill_backend_context* ctx, uint64_t semaphore, uint64_t value) {
+      return guarded("signal_semaphore", signal_semaphore, ctx, semaphore, value);
+    },
 };
 
 }  // namespace rill_vk

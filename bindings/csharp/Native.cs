@@ -274,6 +274,10 @@ namespace Rill
         [DllImport(Library, CallingConvention = Cdecl)]
         public static extern Status rill_context_create_on_vulkan_device(byte[] configToml, ref VulkanDevice device,
                                                                          out ContextHandle ctx);
+        [DllImport(Library, CallingConvention = Cdecl)]
+        public static extern Status rill_context_vulkan_wait(ContextHandle ctx, ulong semaphore, ulong value);
+        [DllImport(Library, CallingConvention = Cdecl)]
+        public static extern Status rill_context_vulkan_signal(ContextHandle ctx, ulong semaphore, ulong value);
         [DllImport(Library, CallingConvention = Cdecl)] public static extern void rill_context_destroy(IntPtr ctx);
         [DllImport(Library, CallingConvention = Cdecl)] public static extern IntPtr rill_context_backend_name(ContextHandle ctx);
         [DllImport(Library, CallingConvention = Cdecl)] public static extern IntPtr rill_context_device_name(ContextHandle ctx);

@@ -339,6 +339,8 @@ static const rill_backend_ops g_ops = {
     /* .rope_freqs = */ NULL,
     /* .get_rows = */ NULL,
     /* .clamp = */ NULL,
+    /* .wait_semaphore = */ NULL,
+    /* .signal_semaphore = */ NULL,
 };
 #else
 static float* f32_data(const rill_backend_tensor* t) { return (float*)(void*)(t->buffer->data + t->offset); }
@@ -405,6 +407,8 @@ static const rill_backend_ops g_ops = {
     /* .rope_freqs = */ NULL,
     /* .get_rows = */ NULL,
     /* .clamp = */ NULL,
+    /* .wait_semaphore = */ NULL,
+    /* .signal_semaphore = */ NULL,
 };
 #endif
 

@@ -29,7 +29,7 @@ def c_to_ctypes():
     return {
         "void": None, "rill_status": ctypes.c_int, "rill_dtype": ctypes.c_int, "rill_log_level": ctypes.c_int,
         "rill_act_fn": ctypes.c_int, "float": ctypes.c_float, "int32_t": ctypes.c_int32,
-        "uint32_t": ctypes.c_uint32, "int64_t": ctypes.c_int64, "size_t": ctypes.c_size_t,
+        "uint32_t": ctypes.c_uint32, "int64_t": ctypes.c_int64, "uint64_t": ctypes.c_uint64, "size_t": ctypes.c_size_t,
         "char*": ctypes.c_char_p, "void*": ctypes.c_void_p, "size_t*": ctypes.POINTER(ctypes.c_size_t),
         "float*": ctypes.POINTER(ctypes.c_float), "int32_t*": ctypes.POINTER(ctypes.c_int32),
         "int64_t*": ctypes.POINTER(ctypes.c_int64), "rill_log_fn": _library.LOG_FN,

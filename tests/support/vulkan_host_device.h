@@ -4,6 +4,7 @@
 
 #include <vulkan/vulkan.h>
 
+#include <mutex>
 #include <string>
 
 #include "rill.h"
@@ -19,8 +20,15 @@ struct HostDevice {
   VkQueue queue = VK_NULL_HANDLE;
   uint32_t family = 0;
   bool storage_16bit = false;
+  bool timeline_semaphore = false;  // the device has timelineSemaphore, enabled
   std::string name;
   std::string skip_reason;
+  // With RILL_VULKAN_VALIDATION=1 the instance has the validation layer (with
+  // synchronization validation); its warnings and errors are counted here.
+  VkDebugUtilsMessengerEXT messenger = VK_NULL_HANDLE;
+  std::mutex validation_mutex;
+  uint32_t validation_messages = 0;
+  std::string first_validation_message;
 
   HostDevice();
   ~HostDevice();
@@ -29,6 +37,10 @@ struct HostDevice {
 
   // The handles, as rill_context_create_on_vulkan_device takes them.
   rill_vulkan_device handles() const;
+
+  // A timeline semaphore on the device (doctest REQUIREs it is made); the
+  // caller destroys it.
+  VkSemaphore make_timeline_semaphore(uint64_t initial_value) const;
 
   // Checks (doctest) that the device and its queue are still the host's to
   // use: both go idle, and the device makes and destroys a buffer.

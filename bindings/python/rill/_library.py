@@ -253,6 +253,8 @@ _PROTOTYPES = {
     "rill_context_create": (_st, [ctypes.c_char_p, c_void_pp]),
     "rill_context_create_from_file": (_st, [ctypes.c_char_p, c_void_pp]),
     "rill_context_create_on_vulkan_device": (_st, [ctypes.c_char_p, c_vulkan_device_p, c_void_pp]),
+    "rill_context_vulkan_wait": (_st, [_vp, ctypes.c_uint64, ctypes.c_uint64]),
+    "rill_context_vulkan_signal": (_st, [_vp, ctypes.c_uint64, ctypes.c_uint64]),
     "rill_context_destroy": (None, [_vp]),
     "rill_context_backend_name": (ctypes.c_char_p, [_vp]),
     "rill_context_device_name": (ctypes.c_char_p, [_vp]),
