@@ -465,6 +465,9 @@ TEST_CASE("gemm matches the double reference") {
       // One and two rows (the weight-row streaming kernel) with K = 896 (whole
       // unrolled steps) and K = 1003 (a single vector and scalars after them).
       {{1, 896}, 130}, {{2, 1003}, 67},
+      // Rows left after whole register tiles (4 + 2 + 1), and a row block of
+      // the GEMM kernel (64) plus a remainder when it runs for many rows.
+      {{7, 300}, 9}, {{70, 300}, 37},
   };
   const std::vector<GemmVariant> variants = {
       {1.0f, 0.0f, false}, {0.5f, 0.0f, true}, {1.0f, 1.0f, true}, {-2.0f, 0.25f, false}, {1.0f, -1.0f, true},
@@ -515,8 +518,12 @@ TEST_CASE("cpu: results do not depend on the thread count") {
       CHECK(run_row_op(one, op, dtype, c, in) == expected);
       for (const auto& ctx : many) CHECK(run_row_op(*ctx, op, dtype, c, in) == expected);
     }
+    // K = 300 is no multiple of any vector width; 5 and 67 rows leave
+    // remainders after the register tiles, 16 is the few-rows kernel's
+    // widest, 130 spans three of its row blocks.
     for (const GemmCase& g : {GemmCase{{1, 300}, 301}, GemmCase{{2, 300}, 301}, GemmCase{{5, 300}, 301},
-                              GemmCase{{40, 300}, 301}, GemmCase{{67, 300}, 1000}}) {
+                              GemmCase{{16, 300}, 301}, GemmCase{{40, 300}, 301}, GemmCase{{67, 300}, 1000},
+                              GemmCase{{130, 300}, 37}}) {
       INFO("gemm a " << shape_text(g.a_shape) << " n " << g.n);
       const int64_t rows = numel(g.a_shape) / 300;
       const std::vector<float> a = rounded(random_values(size_t(rows * 300), 78, -1.0f, 1.0f), dtype);

@@ -1223,63 +1223,46 @@ int fakecaps_ops_called() {
   return value;
 }
 
+const std::string kFakecapsConfig =
+    std::string("[runtime]\nbackend = \"fakecaps\"\nplugin_dir = \"") + RILL_FAKE_PLUGIN_DIR + "\"\n";
+
+// A forward pass of desc (small_desc()'s weights) on fakecaps is refused with
+// every needle in the message, before the backend runs any op.
+void expect_refused_before_ops(const rill_model_desc& desc, const std::vector<std::string>& needles) {
+  Fixture f(desc, kFakecapsConfig.c_str());
+  f.set_all_weights();
+  rill_tensor* h = f.hidden(1, 2, std::vector<float>(32, 0.5f));
+  const int before = fakecaps_ops_called();
+  expect_failure(rill_model_forward(f.model, nullptr, h, nullptr, 0), RILL_ERROR_UNSUPPORTED, needles);
+  CHECK_MESSAGE(fakecaps_ops_called() == before, "ops ran before the refusal");
+}
+
 TEST_CASE("a backend's capability query refuses a model before any op is queued") {
-  const std::string config =
-      std::string("[runtime]\nbackend = \"fakecaps\"\nplugin_dir = \"") + RILL_FAKE_PLUGIN_DIR + "\"\n";
   // The same weight shapes as small_desc(), with head_dim 8 over 2 query heads.
   rill_model_desc wide = small_desc();
   wide.num_heads = 2;
   wide.num_kv_heads = 1;
   wide.head_dim = 8;
-  {
-    Fixture f(wide, config.c_str());
-    f.set_all_weights();
-    rill_tensor* h = f.hidden(1, 2, std::vector<float>(32, 0.5f));
-    const int before = fakecaps_ops_called();
-    expect_failure(rill_model_forward(f.model, nullptr, h, nullptr, 0), RILL_ERROR_UNSUPPORTED,
-                   {"rill_model_forward", "fakecaps", "attention", "head_dim", "at most 4", "given 8"});
-    CHECK_MESSAGE(fakecaps_ops_called() == before, "ops ran before the refusal");
-  }
+  expect_refused_before_ops(wide, {"rill_model_forward", "fakecaps", "attention", "head_dim", "at most 4", "given 8"});
   // A sliding window or soft-cap needs attention_ex, which fakecaps lacks.
   for (const auto& edit : {+[](rill_model_desc& d) { d.sliding_window = 1; },
                            +[](rill_model_desc& d) { d.attn_logit_softcapping = 30.0f; }}) {
     rill_model_desc windowed = small_desc();
     edit(windowed);
-    Fixture f(windowed, config.c_str());
-    f.set_all_weights();
-    rill_tensor* h = f.hidden(1, 2, std::vector<float>(32, 0.5f));
-    const int before = fakecaps_ops_called();
-    expect_failure(rill_model_forward(f.model, nullptr, h, nullptr, 0), RILL_ERROR_UNSUPPORTED,
-                   {"rill_model_forward", "fakecaps", "does not implement the op attention_ex"});
-    CHECK_MESSAGE(fakecaps_ops_called() == before, "ops ran before the refusal");
+    expect_refused_before_ops(windowed, {"rill_model_forward", "fakecaps", "does not implement the op attention_ex"});
   }
-  {
-    // Rope scaling runs as rope_freqs, which fakecaps lacks.
-    rill_model_desc scaled = small_desc();
-    scaled.rope_type = RILL_ROPE_LINEAR;
-    scaled.rope_factor = 4;
-    Fixture f(scaled, config.c_str());
-    f.set_all_weights();
-    rill_tensor* h = f.hidden(1, 2, std::vector<float>(32, 0.5f));
-    const int before = fakecaps_ops_called();
-    expect_failure(rill_model_forward(f.model, nullptr, h, nullptr, 0), RILL_ERROR_UNSUPPORTED,
-                   {"rill_model_forward", "fakecaps", "does not implement the op rope_freqs"});
-    CHECK_MESSAGE(fakecaps_ops_called() == before, "ops ran before the refusal");
-  }
-  {
-    // clip_qkv runs as clamp (interface version 5), which fakecaps (version 3) lacks.
-    rill_model_desc clipped = small_desc();
-    clipped.clip_qkv = 8.0f;
-    Fixture f(clipped, config.c_str());
-    f.set_all_weights();
-    rill_tensor* h = f.hidden(1, 2, std::vector<float>(32, 0.5f));
-    const int before = fakecaps_ops_called();
-    expect_failure(rill_model_forward(f.model, nullptr, h, nullptr, 0), RILL_ERROR_UNSUPPORTED,
-                   {"rill_model_forward", "fakecaps", "interface version 3", "does not implement the op clamp"});
-    CHECK_MESSAGE(fakecaps_ops_called() == before, "ops ran before the refusal");
-  }
+  // Rope scaling runs as rope_freqs, which fakecaps lacks.
+  rill_model_desc scaled = small_desc();
+  scaled.rope_type = RILL_ROPE_LINEAR;
+  scaled.rope_factor = 4;
+  expect_refused_before_ops(scaled, {"rill_model_forward", "fakecaps", "does not implement the op rope_freqs"});
+  // clip_qkv runs as clamp (interface version 5), which fakecaps (version 3) lacks.
+  rill_model_desc clipped = small_desc();
+  clipped.clip_qkv = 8.0f;
+  expect_refused_before_ops(clipped,
+                            {"rill_model_forward", "fakecaps", "interface version 3", "does not implement the op clamp"});
   // head_dim 4 is within the limit: the forward pass runs the ops.
-  Fixture f(small_desc(), config.c_str());
+  Fixture f(small_desc(), kFakecapsConfig.c_str());
   f.set_all_weights();
   rill_tensor* h = f.hidden(1, 2, std::vector<float>(32, 0.5f));
   const int before = fakecaps_ops_called();

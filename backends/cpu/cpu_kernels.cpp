@@ -1,8 +1,9 @@
 // Picks the kernel table for the running CPU: the widest ISA it supports. The
 // environment variable RILL_CPU_ISA forces one, to test each ISA's kernels on
 // one machine: "scalar" (the portable kernels), "avx2" (where the CPU has
-// AVX2, FMA and F16C; else a warning and the portable kernels); "auto" or
-// unset picks.
+// AVX2, FMA and F16C; else a warning and the portable kernels), "avx512" (the
+// AVX2 table with the AVX-512F GEMM, where the CPU has both; else a warning and
+// the widest of the others); "auto" or unset picks.
 #if defined(RILL_CPU_HAVE_AVX2_KERNELS)
 #include <cpuid.h>
 #endif
@@ -30,6 +31,28 @@ bool cpu_has_avx2() {
 #endif
 }
 
+bool cpu_has_avx512f() {
+#if defined(RILL_CPU_HAVE_AVX2_KERNELS)
+  // libgcc's check includes the operating system's support for the zmm state.
+  __builtin_cpu_init();
+  return cpu_has_avx2() && __builtin_cpu_supports("avx512f");
+#else
+  return false;
+#endif
+}
+
+#if defined(RILL_CPU_HAVE_AVX2_KERNELS)
+// The AVX2 kernels with the AVX-512F GEMM: the GEMM is where the wider
+// registers pay (a register tile of four rows); the other ops are bound by
+// memory or by conversions that AVX-512F does not speed up.
+Kernels with_avx512_gemm() {
+  Kernels table = avx2::kKernels;
+  table.isa = "AVX2+FMA+F16C, AVX-512F GEMM";
+  table.gemm_rows = avx512::gemm_rows;
+  return table;
+}
+#endif
+
 void warn(const std::string& message) {
   const rill_host_services* host = host_services();
   if (host && host->log) host->log(RILL_LOG_WARNING, "cpu", message.c_str());
@@ -43,10 +66,17 @@ const Kernels& select_kernels() {
     warn("RILL_CPU_ISA: 'avx2' asked for, but this CPU or build lacks AVX2+FMA+F16C; using the scalar kernels");
     return scalar::kKernels;
   }
-  if (!choice.empty() && choice != "auto" && choice != "avx2") {
-    warn("RILL_CPU_ISA: expected 'scalar', 'avx2' or 'auto', got '" + choice + "'; using auto");
+#if defined(RILL_CPU_HAVE_AVX2_KERNELS)
+  if (choice == "avx2") return avx2::kKernels;
+#endif
+  if (choice == "avx512" && !cpu_has_avx512f()) {
+    warn("RILL_CPU_ISA: 'avx512' asked for, but this CPU or build lacks AVX-512F; using auto");
+  } else if (!choice.empty() && choice != "auto" && choice != "avx512") {
+    warn("RILL_CPU_ISA: expected 'scalar', 'avx2', 'avx512' or 'auto', got '" + choice + "'; using auto");
   }
 #if defined(RILL_CPU_HAVE_AVX2_KERNELS)
+  static const Kernels avx512_gemm = with_avx512_gemm();
+  if (cpu_has_avx512f()) return avx512_gemm;
   if (cpu_has_avx2()) return avx2::kKernels;
 #endif
   return scalar::kKernels;

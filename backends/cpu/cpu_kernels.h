@@ -46,11 +46,11 @@ struct FusedAddNormArgs {
   float update_scale;
 };
 
-// The GEMM kernel for few rows of a: out[m, n] = alpha * a[m]·w[n] + beta*out[m, n] + bias[n]
-// for all m < rows and n in the range given to the call.
-struct GemmFewRowsArgs {
+// The GEMM kernel for a block of rows of a: out[m, n] = alpha * a[m]·w[n] +
+// beta*out[m, n] + bias[n] for all m < rows and n in the range given to the call.
+struct GemmRowsArgs {
   rill_dtype dtype;      // of w, bias and out
-  int64_t rows;          // M, at most kGemmFewRowsMax
+  int64_t rows;          // M, at most kGemmRowBlock
   int64_t n;             // N
   int64_t k;             // K
   const float* a;        // [rows, k] in f32
@@ -72,21 +72,33 @@ struct ActivationArgs {
   char* out;
 };
 
-// The widest M the few-rows GEMM kernel takes: decode-sized batches, where
-// the work is streaming the weights once.
+// Up to this many rows (decode-sized batches, where the work is streaming the
+// weights once) rill's own GEMM kernel runs for every dtype; above it, f32
+// weights go to OpenBLAS where it is built in.
 constexpr int64_t kGemmFewRowsMax = 16;
-// Output features per block of the few-rows kernel.
+// The most rows of a one call of the GEMM kernel takes: each block of weights
+// is widened once per row block, so more rows share its cost.
+constexpr int64_t kGemmRowBlock = 64;
+// Output features per block of the GEMM kernel.
 constexpr int64_t kGemmBlockN = 4;
 
+template <rill_dtype DT>
+inline constexpr int64_t kElemSize = DT == RILL_DTYPE_F32 ? 4 : 2;
+
+// Bytes ahead of the current element that the row loops prefetch. One core
+// streaming a single array leaves the memory system mostly idle without it:
+// the hardware prefetchers keep too few lines in flight to hide the latency.
+constexpr int64_t kPrefetchBytes = 2048;
+
 struct Kernels {
-  const char* isa;  // "AVX2+FMA+F16C", "scalar"
+  const char* isa;  // "AVX2+FMA+F16C, AVX-512F GEMM", "AVX2+FMA+F16C", "scalar"
   void (*residual_add)(const ResidualAddArgs& args, int64_t row_begin, int64_t row_end);
   void (*rms_norm)(const NormArgs& args, int64_t row_begin, int64_t row_end);
   void (*layer_norm)(const NormArgs& args, int64_t row_begin, int64_t row_end);
   void (*fused_add_rms_norm)(const FusedAddNormArgs& args, int64_t row_begin, int64_t row_end);
   void (*fused_add_layer_norm)(const FusedAddNormArgs& args, int64_t row_begin, int64_t row_end);
   // Blocks [block_begin, block_end) of kGemmBlockN output features each.
-  void (*gemm_few_rows)(const GemmFewRowsArgs& args, int64_t block_begin, int64_t block_end);
+  void (*gemm_rows)(const GemmRowsArgs& args, int64_t block_begin, int64_t block_end);
   // Elements [begin, end); an element's result does not depend on the range.
   void (*activation)(const ActivationArgs& args, int64_t begin, int64_t end);
   // dst[i] = exp(src[i]) in f32 (a few ulp: SiLU built on it is within 2.1);
@@ -105,6 +117,11 @@ extern const Kernels kKernels;
 }
 namespace avx2 {
 extern const Kernels kKernels;
+}
+// The GEMM kernel in AVX-512F (cpu_gemm_avx512.cpp), put in place of the AVX2
+// table's where the CPU has it.
+namespace avx512 {
+void gemm_rows(const GemmRowsArgs& args, int64_t block_begin, int64_t block_end);
 }
 
 }  // namespace rill::cpu

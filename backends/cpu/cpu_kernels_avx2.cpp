@@ -15,6 +15,9 @@ namespace {
 constexpr const char* kIsaName = "AVX2+FMA+F16C";
 constexpr int64_t kWidth = 8;
 using V = __m256;
+// Rows of a per GEMM register tile: 2 x 4 accumulators, 4 weight vectors and
+// one a vector fill 13 of the 16 ymm registers.
+constexpr int kGemmTileRows = 2;
 
 // bf16 -> f32: widen to 32 bits and shift into the top half.
 inline V bf16x8_to_f32(__m128i h) { return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16)); }

@@ -13,6 +13,8 @@ namespace {
 constexpr const char* kIsaName = "scalar";
 constexpr int64_t kWidth = 1;
 using V = float;
+// Rows of a per GEMM register tile.
+constexpr int kGemmTileRows = 2;
 
 template <rill_dtype DT>
 inline V vload(const void* p, int64_t i) {

@@ -65,12 +65,13 @@ const float* a_as_f32(const rill_backend_tensor* a, int64_t count, float* dst) {
   return dst;
 }
 
-// Runs the few-rows kernel for `rows` rows of a_f32 starting at row `row0`.
-void gemm_few_rows(rill_backend_context* ctx, const rill_backend_tensor* w, const rill_backend_tensor* bias,
+// Runs rill's GEMM kernel for `rows` (at most kGemmRowBlock) rows of a_f32
+// starting at row `row0`.
+void gemm_row_block(rill_backend_context* ctx, const rill_backend_tensor* w, const rill_backend_tensor* bias,
                    float alpha, float beta, const rill_backend_tensor* out, const float* a_f32, int64_t row0,
                    int64_t rows) {
   const int64_t n = w->shape[0], k = w->shape[1];
-  GemmFewRowsArgs args;
+  GemmRowsArgs args;
   args.dtype = w->dtype;
   args.rows = rows;
   args.n = n;
@@ -84,7 +85,7 @@ void gemm_few_rows(rill_backend_context* ctx, const rill_backend_tensor* w, cons
   args.beta = beta;
   const int64_t blocks = (n + kGemmBlockN - 1) / kGemmBlockN;
   const int64_t macs_per_block = std::max<int64_t>(1, kGemmBlockN * k * rows);
-  const auto kernel = kernels().gemm_few_rows;
+  const auto kernel = kernels().gemm_rows;
   ctx->pool.parallel_for(blocks, (kMinMacsPerChunk + macs_per_block - 1) / macs_per_block,
                          [&](int64_t begin, int64_t end, unsigned) { kernel(args, begin, end); });
 }
@@ -211,8 +212,8 @@ rill_status op_gemm(rill_backend_context* ctx, const rill_backend_tensor* a, con
   float* a_scratch = scratch(ctx, a_floats);
   if (a_floats > 0 && !a_scratch) return scratch_failure(a_floats);
   const float* a_f32 = a_as_f32(a, rows * k, a_scratch);
-  for (int64_t row0 = 0; row0 < rows; row0 += kGemmFewRowsMax) {
-    gemm_few_rows(ctx, w, bias, alpha, beta, out, a_f32, row0, std::min(kGemmFewRowsMax, rows - row0));
+  for (int64_t row0 = 0; row0 < rows; row0 += kGemmRowBlock) {
+    gemm_row_block(ctx, w, bias, alpha, beta, out, a_f32, row0, std::min(kGemmRowBlock, rows - row0));
   }
   return RILL_OK;
 }

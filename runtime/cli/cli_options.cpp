@@ -156,10 +156,9 @@ int RuntimeOptions::config_text(const char* command, std::string& config) const 
   return 0;
 }
 
-bool output_overwrites_input(const char* command, const std::string& output,
-                             const std::vector<std::pair<const char*, std::string>>& inputs) {
+bool output_overwrites_input(const char* command, const Operand& output, const std::vector<Operand>& inputs) {
   std::error_code ignored;
-  const std::filesystem::path out = std::filesystem::u8path(output);
+  const std::filesystem::path out = std::filesystem::u8path(output.second);
   if (!std::filesystem::exists(out, ignored)) return false;
   for (const auto& [option, input] : inputs) {
     const std::filesystem::path in = std::filesystem::u8path(input);
@@ -169,8 +168,8 @@ bool output_overwrites_input(const char* command, const std::string& output,
     }
     for (const auto& candidate : candidates) {
       if (std::filesystem::equivalent(out, candidate, ignored)) {
-        std::fprintf(stderr, "rill %s: --output %s is %s's file %s: refusing to write over an input\n", command,
-                     output.c_str(), option, candidate.u8string().c_str());
+        std::fprintf(stderr, "rill %s: %s %s is %s's file %s: refusing to write over an input\n", command,
+                     output.first, output.second.c_str(), option, candidate.u8string().c_str());
         return true;
       }
     }

@@ -56,12 +56,15 @@ struct RuntimeOptions {
   int config_text(const char* command, std::string& config) const;
 };
 
-// True, after printing "rill COMMAND: --output PATH is OPTION's file PATH",
-// when output already exists as one of the inputs (option, path) — or as a
-// file inside an input that is a folder. Commands check this before they
+// An operand as the user gave it: its name on the command line ("--model",
+// or "IN" when given by position) and its value.
+using Operand = std::pair<const char*, std::string>;
+
+// True, after printing "rill COMMAND: NAME PATH is OPTION's file PATH", when
+// output (NAME PATH) already exists as one of the inputs (OPTION, path) — or
+// as a file inside an input that is a folder. Commands check this before they
 // start: writing over an input (a memory-mapped checkpoint, say) destroys it.
-bool output_overwrites_input(const char* command, const std::string& output,
-                             const std::vector<std::pair<const char*, std::string>>& inputs);
+bool output_overwrites_input(const char* command, const Operand& output, const std::vector<Operand>& inputs);
 
 double seconds_since(std::chrono::steady_clock::time_point start);
 

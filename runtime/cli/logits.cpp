@@ -96,7 +96,7 @@ int logits_main(int argc, char** argv) {
       return 2;
     }
   }
-  if (output_overwrites_input("logits", output_path, {{"--model", model_path}})) return 2;
+  if (output_overwrites_input("logits", {"--output", output_path}, {{"--model", model_path}})) return 2;
   rill_lm_load_options options;
   rill_lm_load_options_init(&options);
   if (!set_load_dtypes("logits", dtype_name, weight_format_name, options)) return 2;

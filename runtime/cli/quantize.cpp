@@ -109,6 +109,9 @@ int quantize_main(int argc, char** argv) {
   // IN and OUT are the two positional operands or --model / --output; the
   // format is --format (or its older name --type).
   std::string model_path, output_path, type_name;
+  // How IN and OUT were given ("IN" or "--model", ...), for the messages that name them.
+  const char* model_operand = "IN";
+  const char* output_operand = "OUT";
   int positionals = 0;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
@@ -132,6 +135,8 @@ int quantize_main(int argc, char** argv) {
     }
     const char* name = value == &model_path ? "IN" : value == &output_path ? "OUT" : "--format";
     if (!take(*value, name, argv[++i])) return 2;
+    if (value == &model_path) model_operand = "--model";
+    if (value == &output_path) output_operand = "--output";
   }
   for (const auto& [value, name] : {std::pair{&model_path, "IN (or --model)"},
                                     std::pair{&output_path, "OUT (or --output)"}, std::pair{&type_name, "--format"}}) {
@@ -150,7 +155,7 @@ int quantize_main(int argc, char** argv) {
                  type_name.c_str());
     return 2;
   }
-  if (output_overwrites_input("quantize", output_path, {{"--model", model_path}})) return 2;
+  if (output_overwrites_input("quantize", {output_operand, output_path}, {{model_operand, model_path}})) return 2;
 
   rill::gguf::Writer writer;
   QuantizeSource source;

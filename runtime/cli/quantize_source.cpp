@@ -2,11 +2,11 @@
 
 #include <nlohmann/json.hpp>
 
-#include <cmath>
 #include <set>
 
 #include "gguf_names.h"
 #include "gguf_types.h"
+#include "hf_config.h"
 #include "io/json_release.h"
 #include "io/text_file.h"
 
@@ -24,106 +24,54 @@ bool safetensors_type_id(const std::string& dtype, uint32_t& out) {
   return true;
 }
 
-// The config.json keys that change nothing a GGUF file carries (bookkeeping,
-// training-only settings, and keys checked by value below).
-const std::set<std::string>& bookkeeping_keys() {
-  static const std::set<std::string> kKeys = {
-      "_name_or_path",  "architectures",   "transformers_version", "torch_dtype",  "initializer_range",
-      "use_cache",      "attention_dropout", "pad_token_id",        "pretraining_tp", "model_type",
-      "bos_token_id",   "eos_token_id",    "max_window_layers",    "sliding_window", "vocab_size",
-      "tie_word_embeddings", "head_dim",   "rope_scaling",         "attention_bias", "mlp_bias",
-      "use_sliding_window", "hidden_act"};
-  return kKeys;
-}
-
-// The config's shape, as the tensors are checked against it.
-struct Shape {
-  int64_t layers = 0, heads = 0, kv_heads = 0;
-  bool tied = false;
+// A setting of the config's descriptor that GGUF's llama and qwen2 keys
+// cannot carry, by the config.json key that set it: refused, since rill's
+// loader would read the file back without it.
+struct Uncarried {
+  const char* key;
+  bool present;
+  const char* why;
 };
 
-// config.json read into the architecture's GGUF keys; false with error naming the key.
-bool write_config(const json& c, const std::string& arch, rill::gguf::Writer& w, Shape& shape, std::string& error) {
-  auto bad = [&](const std::string& key, const std::string& text) {
-    error = "config.json: '" + key + "': " + text;
-    return false;
-  };
-  auto integer = [&](const char* key, int64_t fallback, int64_t& out) {
-    const auto v = c.find(key);
-    if (v == c.end() || v->is_null()) {
-      if (fallback < 0) return bad(key, "required, but absent");
-      out = fallback;
-      return true;
-    }
-    if (!v->is_number_unsigned() || v->get<uint64_t>() < 1 || v->get<uint64_t>() > INT32_MAX) {
-      return bad(key, "expected an integer from 1 to 2^31 - 1, got " + v->dump());
-    }
-    out = v->get<int64_t>();
-    return true;
-  };
-  auto number = [&](const char* key, double fallback, double& out) {
-    const auto v = c.find(key);
-    if (v == c.end()) {
-      out = fallback;
-      return true;
-    }
-    if (!v->is_number() || !std::isfinite(v->get<double>())) return bad(key, "expected a number, got " + v->dump());
-    out = v->get<double>();
-    return true;
-  };
-  // Keys whose only value rill's GGUF loader can represent is the default.
-  auto only = [&](const char* key, const json& expected, const std::string& why) {
-    const auto v = c.find(key);
-    return v == c.end() || *v == expected ||
-           bad(key, "expected " + expected.dump() + " (" + why + "), got " + v->dump());
-  };
-  for (const auto& [key, value] : c.items()) {
-    static const std::set<std::string> kMapped = {"hidden_size", "intermediate_size", "num_hidden_layers",
-                                                  "num_attention_heads", "num_key_value_heads", "rms_norm_eps",
-                                                  "rope_theta", "max_position_embeddings"};
-    if (bookkeeping_keys().count(key) == 0 && kMapped.count(key) == 0) {
-      return bad(key, "not understood for " + arch + "; rill refuses settings its GGUF files cannot carry, since "
-                      "they may change the computation");
+// The descriptor (config.json as rill maps it) as the architecture's GGUF
+// keys; false with error naming the config.json key GGUF cannot carry.
+bool write_config(const rill::lm::HfConfig& config, const json& object, const std::string& source,
+                  const std::string& arch, rill::gguf::Writer& w, std::string& error) {
+  const rill_model_desc& d = config.desc;
+  const bool qwen2 = arch == "qwen2";
+  for (const Uncarried& u : {
+           Uncarried{"hidden_act", d.activation != RILL_MLP_SILU_GLU, "the activation GGUF's architecture implies is silu"},
+           Uncarried{"rope_scaling", d.rope_type != RILL_ROPE_DEFAULT, "rill writes no rope scaling keys"},
+           Uncarried{"mlp_bias", d.mlp_bias != 0, "GGUF's architecture has no MLP biases"},
+           Uncarried{"attention_bias", (d.qkv_bias != 0) != qwen2 || d.o_bias != 0,
+                     "GGUF's architecture fixes its attention biases"},
+           Uncarried{"use_sliding_window", d.sliding_window != 0, "GGUF's architecture has no sliding window"}}) {
+    if (u.present) {
+      const auto given = object.find(u.key);
+      error = source + ": '" + u.key + "': GGUF's " + arch + " cannot carry it (" + u.why + "), got " +
+              (given != object.end() ? given->dump() : "its default");
+      return false;
     }
   }
-  if (!only("hidden_act", "silu", "the activation GGUF's " + arch + " implies") ||
-      !only("rope_scaling", nullptr, "rill writes no rope scaling keys") ||
-      !only("mlp_bias", false, "GGUF's " + arch + " has no MLP biases") ||
-      !only("use_sliding_window", false, "GGUF's " + arch + " has no sliding window") ||
-      !only("attention_bias", arch == "qwen2", "GGUF's " + arch + " attention biases are fixed")) {
-    return false;
-  }
-  int64_t hidden = 0, ffn = 0, context = 0, head_dim = 0, vocab = 0;
-  int64_t &layers = shape.layers, &heads = shape.heads, &kv_heads = shape.kv_heads;
-  double eps = 0, theta = 0;
-  if (!integer("hidden_size", -1, hidden) || !integer("intermediate_size", -1, ffn) ||
-      !integer("num_hidden_layers", -1, layers) || !integer("num_attention_heads", -1, heads) ||
-      !integer("num_key_value_heads", heads, kv_heads) || !integer("max_position_embeddings", 0, context) ||
-      !integer("head_dim", hidden / heads, head_dim) || !integer("vocab_size", 0, vocab) ||
-      !number("rms_norm_eps", 1e-6, eps) || !number("rope_theta", 10000.0, theta)) {
-    return false;
-  }
-  const auto tie = c.find("tie_word_embeddings");
-  if (tie != c.end() && !tie->is_boolean()) {
-    return bad("tie_word_embeddings", "expected true or false, got " + tie->dump());
-  }
-  shape.tied = tie != c.end() && tie->get<bool>();
+  const int32_t head_dim = d.head_dim != 0 ? d.head_dim : d.hidden_size / d.num_heads;  // 0: the quotient
   const std::string p = arch + ".";
   w.set_string("general.architecture", arch);
-  w.set_u32(p + "block_count", static_cast<uint32_t>(layers));
-  if (context > 0) w.set_u32(p + "context_length", static_cast<uint32_t>(context));
-  w.set_u32(p + "embedding_length", static_cast<uint32_t>(hidden));
-  w.set_u32(p + "feed_forward_length", static_cast<uint32_t>(ffn));
-  w.set_u32(p + "attention.head_count", static_cast<uint32_t>(heads));
-  w.set_u32(p + "attention.head_count_kv", static_cast<uint32_t>(kv_heads));
-  w.set_f32(p + "rope.freq_base", static_cast<float>(theta));
-  w.set_f32(p + "attention.layer_norm_rms_epsilon", static_cast<float>(eps));
+  w.set_u32(p + "block_count", static_cast<uint32_t>(d.num_layers));
+  if (config.max_position_embeddings > 0) {
+    w.set_u32(p + "context_length", static_cast<uint32_t>(config.max_position_embeddings));
+  }
+  w.set_u32(p + "embedding_length", static_cast<uint32_t>(d.hidden_size));
+  w.set_u32(p + "feed_forward_length", static_cast<uint32_t>(d.intermediate_size));
+  w.set_u32(p + "attention.head_count", static_cast<uint32_t>(d.num_heads));
+  w.set_u32(p + "attention.head_count_kv", static_cast<uint32_t>(d.num_kv_heads != 0 ? d.num_kv_heads : d.num_heads));
+  w.set_f32(p + "rope.freq_base", d.rope_theta);
+  w.set_f32(p + "attention.layer_norm_rms_epsilon", d.norm_eps);
   w.set_u32(p + "rope.dimension_count", static_cast<uint32_t>(head_dim));  // every dim rotates
-  if (head_dim != hidden / heads) {
+  if (head_dim != d.hidden_size / d.num_heads) {
     w.set_u32(p + "attention.key_length", static_cast<uint32_t>(head_dim));
     w.set_u32(p + "attention.value_length", static_cast<uint32_t>(head_dim));
   }
-  if (vocab > 0) w.set_u32(p + "vocab_size", static_cast<uint32_t>(vocab));
+  w.set_u32(p + "vocab_size", static_cast<uint32_t>(config.vocab_size));
   return true;
 }
 
@@ -149,23 +97,12 @@ bool read_json(const std::string& path, json& out, std::string& error) {
 
 // Every tensor the architecture's loader needs is there (the loader would
 // refuse the written file otherwise); false with error naming the first missing.
-bool has_every_tensor(const std::vector<SourceTensor>& tensors, const std::string& arch, const Shape& shape,
+bool has_every_tensor(const std::vector<SourceTensor>& tensors, const rill_model_desc& desc, bool tied,
                       const std::string& folder, std::string& error) {
   std::set<std::string> have;
   for (const SourceTensor& t : tensors) have.insert(t.name);
-  std::vector<std::string> needed = {"token_embd.weight", "output_norm.weight"};
-  if (!shape.tied) needed.push_back("output.weight");
-  for (int64_t i = 0; i < shape.layers; ++i) {
-    const std::string blk = "blk." + std::to_string(i) + ".";
-    for (const char* name : {"attn_norm.weight", "ffn_norm.weight", "attn_q.weight", "attn_k.weight", "attn_v.weight",
-                             "attn_output.weight", "ffn_gate.weight", "ffn_up.weight", "ffn_down.weight"}) {
-      needed.push_back(blk + name);
-    }
-    if (arch == "qwen2") {
-      for (const char* name : {"attn_q.bias", "attn_k.bias", "attn_v.bias"}) needed.push_back(blk + name);
-    }
-  }
-  for (const std::string& name : needed) {
+  for (const std::string& name :
+       rill::gguf::required_tensors(desc.num_layers, tied, desc.qkv_bias != 0, desc.o_bias != 0)) {
     if (have.count(name) == 0) {
       error = folder + ": the checkpoint lacks the tensor GGUF calls '" + name + "'";
       return false;
@@ -192,36 +129,37 @@ bool read_gguf_source(const std::string& path, rill::gguf::Writer& writer, Quant
 }
 
 bool read_hf_source(const std::string& folder, rill::gguf::Writer& writer, QuantizeSource& out, std::string& error) {
-  json config;
-  const rill::io::JsonRelease release(config);
-  if (!read_json(folder + "/config.json", config, error)) return false;
-  const auto type = config.find("model_type");
-  if (type == config.end() || !type->is_string()) {
-    error = folder + "/config.json: 'model_type': expected a string";
+  const std::string config_path = folder + "/config.json";
+  json object;
+  const rill::io::JsonRelease release(object);
+  if (!read_json(config_path, object, error)) return false;
+  // The families whose GGUF metadata this writer maps and rill's loader reads
+  // back, checked first: another family's keys would be refused before it.
+  const auto type = object.find("model_type");
+  if (type == object.end() || !type->is_string()) {
+    error = config_path + ": 'model_type': expected a string";
     return false;
   }
-  // The families whose GGUF metadata this writer maps and rill's loader reads back.
   const std::string arch = type->get<std::string>();
   if (arch != "llama" && arch != "qwen2") {
-    error = folder + "/config.json: 'model_type': \"" + arch +
+    error = config_path + ": 'model_type': \"" + arch +
             "\" is not supported from a Hugging Face folder; supported: llama, qwen2";
     return false;
   }
+  // config.json as rill's loader maps it (every key checked, unknown ones refused).
+  rill::lm::HfConfig config;
+  if (rill::lm::hf_config_from_json(config_path, object.dump(), config, error) != RILL_OK) return false;
   const rill::gguf::Architecture& a = rill::gguf::architectures().at(arch);
-  Shape shape;
-  if (!write_config(config, arch, writer, shape, error)) {
-    error = folder + "/" + error;
+  if (!write_config(config, object, config_path, arch, writer, error)) return false;
+  out.layers = config.desc.num_layers;
+  if (config.bos_token_id >= 0) writer.set_u32("tokenizer.ggml.bos_token_id", static_cast<uint32_t>(config.bos_token_id));
+  if (config.eos_token_ids.size() > 1) {
+    error = config_path + ": 'eos_token_id': expected one token id (GGUF holds one), got " +
+            std::to_string(config.eos_token_ids.size());
     return false;
   }
-  out.layers = shape.layers;
-  for (const char* key : {"bos_token_id", "eos_token_id"}) {
-    const auto id = config.find(key);
-    if (id == config.end() || id->is_null()) continue;
-    if (!id->is_number_unsigned() || id->get<uint64_t>() > INT32_MAX) {
-      error = folder + "/config.json: '" + key + "': expected a token id (GGUF holds one), got " + id->dump();
-      return false;
-    }
-    writer.set_u32(std::string("tokenizer.ggml.") + key, id->get<uint32_t>());
+  if (!config.eos_token_ids.empty()) {
+    writer.set_u32("tokenizer.ggml.eos_token_id", static_cast<uint32_t>(config.eos_token_ids[0]));
   }
   json tokenizer;
   const rill::io::JsonRelease release_tokenizer(tokenizer);
@@ -234,7 +172,7 @@ bool read_hf_source(const std::string& folder, rill::gguf::Writer& writer, Quant
   for (const auto& shard : out.shards) {
     for (const rill::io::SafetensorsTensor& t : shard->tensors()) {
       if (t.name.size() >= 19 && t.name.compare(t.name.size() - 19, 19, "rotary_emb.inv_freq") == 0) continue;
-      if (shape.tied && t.name == "lm_head.weight") continue;  // the embedding serves as the head
+      if (config.tie_word_embeddings && t.name == "lm_head.weight") continue;  // the embedding serves as the head
       SourceTensor s{};
       if (!rill::gguf::gguf_tensor_name(t.name, a, s.name)) {
         error = shard->path() + ": tensor '" + t.name + "' is not one rill maps for " + arch;
@@ -250,7 +188,8 @@ bool read_hf_source(const std::string& folder, rill::gguf::Writer& writer, Quant
       s.bytes = t.bytes;
       const bool q = s.name.find(".attn_q.") != std::string::npos, k = s.name.find(".attn_k.") != std::string::npos;
       if (a.permuted_qk && (q || k)) {
-        const uint64_t h = static_cast<uint64_t>(q ? shape.heads : shape.kv_heads), rows = s.dims.back();
+        const int32_t heads = q || config.desc.num_kv_heads == 0 ? config.desc.num_heads : config.desc.num_kv_heads;
+        const uint64_t h = static_cast<uint64_t>(heads), rows = s.dims.back();
         if (rows % (2 * h) != 0) {
           error = shard->path() + ": tensor '" + t.name + "': " + std::to_string(rows) +
                   " rows do not split into " + std::to_string(h) + " heads of an even size";
@@ -262,7 +201,7 @@ bool read_hf_source(const std::string& folder, rill::gguf::Writer& writer, Quant
       out.tensors.push_back(std::move(s));
     }
   }
-  return has_every_tensor(out.tensors, arch, shape, folder, error);
+  return has_every_tensor(out.tensors, config.desc, config.tie_word_embeddings, folder, error);
 }
 
 }  // namespace rill_cli

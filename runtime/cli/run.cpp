@@ -133,7 +133,7 @@ int run_main(int argc, char** argv) {
     }
   }
 
-  if (output_overwrites_input("run", output_path,
+  if (output_overwrites_input("run", {"--output", output_path},
                               {{"--config", config_path}, {"--weights", weights_path}, {"--input", input_path}})) {
     return 2;
   }

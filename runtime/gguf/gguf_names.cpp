@@ -134,6 +134,22 @@ bool gguf_tensor_name(const std::string& name, const Architecture& a, std::strin
   return false;
 }
 
+std::vector<std::string> required_tensors(int64_t layers, bool tied, bool qkv_bias, bool o_bias) {
+  std::vector<std::string> names;
+  for (const auto& global : global_tensor_names()) {
+    if (!(tied && global.first == "output.weight")) names.push_back(global.first);
+  }
+  for (int64_t i = 0; i < layers; ++i) {
+    for (const auto& layer : layer_tensor_names()) {
+      const std::string& name = layer.first;
+      const bool bias = name.size() > 5 && name.compare(name.size() - 5, 5, ".bias") == 0;
+      if (bias && !(name == "attn_output.bias" ? o_bias : qkv_bias)) continue;
+      names.push_back("blk." + std::to_string(i) + "." + name);
+    }
+  }
+  return names;
+}
+
 std::vector<unsigned char> permute_rows(const unsigned char* data, uint64_t rows, uint64_t row_bytes,
                                         uint64_t heads) {
   return move_rows(data, rows, row_bytes, heads, true);

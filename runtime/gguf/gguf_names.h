@@ -37,6 +37,13 @@ bool hf_tensor_name(const std::string& name, const Architecture& a, std::string&
 // GGUF's name for Hugging Face tensor name; false for a name rill does not map.
 bool gguf_tensor_name(const std::string& name, const Architecture& a, std::string& out);
 
+// The tensors (GGUF's names) a file of an architecture without own names
+// (llama, qwen2) must hold for rill's loader: the embedding, the final norm,
+// the head unless tied, and in each of layers blocks both norms and every
+// projection weight, with the q/k/v biases when qkv_bias and the output
+// projection's when o_bias.
+std::vector<std::string> required_tensors(int64_t layers, bool tied, bool qkv_bias, bool o_bias);
+
 // llama.cpp's q/k permutation: its converter stores the rows of each of heads
 // heads as (half, 2) where Hugging Face has (2, half), i.e. GGUF row 2*i + t
 // of a head is Hugging Face's row t*half + i. rows must split into heads of an

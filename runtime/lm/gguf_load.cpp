@@ -290,8 +290,11 @@ rill_status load_gguf(const char* fn, rill_context& ctx, const std::string& path
                                               gguf::supported_architectures());
     }
     HfConfig config;
-    RILL_CHECK(hf_config_from_json(fn, path + " (its " + arch + " metadata as config.json)",
-                                   config_json(contents, arch, found->second), config));
+    if (const rill_status mapped = hf_config_from_json(path + " (its " + arch + " metadata as config.json)",
+                                                       config_json(contents, arch, found->second), config, error);
+        mapped != RILL_OK) {
+      return fail(mapped, std::string(fn) + ": " + error);
+    }
     if (options.override_dtype == 0 && !config.torch_dtype_problem.empty()) {
       return fail(RILL_ERROR_UNSUPPORTED, where + config.torch_dtype_problem);
     }

@@ -12,7 +12,6 @@
 #include <set>
 #include <sstream>
 
-#include "errors.h"
 #include "io/json_release.h"
 #include "io/text_file.h"
 
@@ -806,19 +805,19 @@ std::string supported_model_types() {
 
 namespace {
 
-// config.json's object (source names it in messages) into config.
-rill_status config_from_object(const std::string& f, const json& object, const std::string& source,
-                               HfConfig& config) {
+// config.json's object (source names it in messages) into config; throws
+// ConfigError.
+void config_from_object(const json& object, const std::string& source, HfConfig& config) {
   Keys k(object, source);
   config.model_type = k.string("model_type", "");
   const auto family = families().find(config.model_type);
   if (const auto refused = refused_families().find(config.model_type); refused != refused_families().end()) {
-    return fail(RILL_ERROR_UNSUPPORTED, f + ": " + source + ": model_type \"" + config.model_type +
-                                            "\" is not supported: " + refused->second);
+    throw ConfigError{RILL_ERROR_UNSUPPORTED, source + ": model_type \"" + config.model_type +
+                                                  "\" is not supported: " + refused->second};
   }
   if (family == families().end()) {
-    return fail(RILL_ERROR_UNSUPPORTED, f + ": " + source + ": model_type \"" + config.model_type +
-                                            "\" is not supported; supported: " + supported_model_types());
+    throw ConfigError{RILL_ERROR_UNSUPPORTED, source + ": model_type \"" + config.model_type +
+                                                  "\" is not supported; supported: " + supported_model_types()};
   }
   Mapping m{toml::table{}, config};
   common_keys(k);
@@ -837,45 +836,45 @@ rill_status config_from_object(const std::string& f, const json& object, const s
   const std::string described = source + " (as the [model] table)";
   const rill_status status = rill_model_desc_from_toml(text.str().c_str(), described.c_str(), &config.desc);
   if (status != RILL_OK) {
-    return fail(status, f + ": " + source + ": the decoder it describes is refused: " + rill_last_error());
+    throw ConfigError{status, source + ": the decoder it describes is refused: " + rill_last_error()};
   }
-  return RILL_OK;
 }
 
 }  // namespace
 
-rill_status read_hf_config(const char* function, const std::string& folder, HfConfig& out) {
-  const std::string f(function);
+rill_status read_hf_config(const std::string& folder, HfConfig& out, std::string& error) {
   try {
     const std::string path = folder + "/config.json";
     bool exists = false;
     json object = read_json(path, exists);
     const io::JsonRelease release(object);
-    if (!exists) return fail(RILL_ERROR_IO, f + ": " + path + ": cannot open (a Hugging Face model folder holds it)");
+    if (!exists) throw ConfigError{RILL_ERROR_IO, path + ": cannot open (a Hugging Face model folder holds it)"};
     HfConfig config;
-    RILL_CHECK(config_from_object(f, object, path, config));
+    config_from_object(object, path, config);
     read_generation_config(folder + "/generation_config.json", config);
     out = std::move(config);
     return RILL_OK;
   } catch (const ConfigError& e) {
-    return fail(e.status, f + ": " + e.message);
+    error = e.message;
+    return e.status;
   }
 }
 
-rill_status hf_config_from_json(const char* function, const std::string& source, const std::string& json_text,
-                                HfConfig& out) {
-  const std::string f(function);
+rill_status hf_config_from_json(const std::string& source, const std::string& json_text, HfConfig& out,
+                                std::string& error) {
   try {
     json object = json::parse(json_text);
     const io::JsonRelease release(object);
     HfConfig config;
-    RILL_CHECK(config_from_object(f, object, source, config));
+    config_from_object(object, source, config);
     out = std::move(config);
     return RILL_OK;
   } catch (const ConfigError& e) {
-    return fail(e.status, f + ": " + e.message);
+    error = e.message;
+    return e.status;
   } catch (const json::exception& e) {
-    return fail(RILL_ERROR_INTERNAL, f + ": " + source + ": " + e.what());
+    error = source + ": " + e.what();
+    return RILL_ERROR_INTERNAL;
   }
 }
 

@@ -56,18 +56,18 @@ struct HfConfig {
 constexpr size_t kMaxEosIds = 8;
 
 // Reads folder/config.json and, when present, folder/generation_config.json.
-// Returns RILL_OK, or a status with rill_last_error() "function: file: ..."
-// naming the key at fault and its value: RILL_ERROR_IO for a file that cannot
-// be read, RILL_ERROR_CONFIG for bad JSON, a key of the wrong type or a value
-// out of range, RILL_ERROR_UNSUPPORTED for a model_type or a key rill cannot
-// run.
-rill_status read_hf_config(const char* function, const std::string& folder, HfConfig& out);
+// Returns RILL_OK, or a status with error "file: ..." naming the key at fault
+// and its value (the caller adds its context): RILL_ERROR_IO for a file that
+// cannot be read, RILL_ERROR_CONFIG for bad JSON, a key of the wrong type or a
+// value out of range, RILL_ERROR_UNSUPPORTED for a model_type or a key rill
+// cannot run.
+rill_status read_hf_config(const std::string& folder, HfConfig& out, std::string& error);
 
 // The same for a config.json object given as JSON text (a GGUF file's
 // metadata mapped onto Hugging Face's keys); source names it in messages.
 // Leaves the generation settings at their defaults.
-rill_status hf_config_from_json(const char* function, const std::string& source, const std::string& json_text,
-                                HfConfig& out);
+rill_status hf_config_from_json(const std::string& source, const std::string& json_text, HfConfig& out,
+                                std::string& error);
 
 // "llama, mistral, qwen2": the model_types read_hf_config maps.
 std::string supported_model_types();

@@ -250,7 +250,10 @@ rill_status load(const char* fn, rill_context& ctx, const std::string& folder, c
                  rill_lm*& out) {
   const std::string f(fn);
   HfConfig config;
-  RILL_CHECK(read_hf_config(fn, folder, config));
+  std::string config_error;
+  if (const rill_status read = read_hf_config(folder, config, config_error); read != RILL_OK) {
+    return fail(read, f + ": " + config_error);
+  }
   if (options.override_dtype == 0 && !config.torch_dtype_problem.empty()) {
     return fail(RILL_ERROR_UNSUPPORTED, f + ": " + folder + "/config.json: " + config.torch_dtype_problem);
   }

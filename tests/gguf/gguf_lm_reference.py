@@ -47,18 +47,12 @@ import sys
 import tempfile
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, os.pardir, "torch"))
-sys.path.insert(0, os.path.join(HERE, os.pardir, "tokenizer"))
-sys.path.insert(0, os.path.join(HERE, os.pardir, "generate"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, "torch"))
 from outcome import SKIP, conclude  # noqa: E402
+from reference_imports import require, use_test_folders  # noqa: E402
 
-try:
-    import numpy as np
-    import torch
-except ImportError as missing:
-    print(f"skipped: {missing}")
-    sys.exit(SKIP)
+use_test_folders("tokenizer", "generate")
+np, torch = require("numpy", "torch")
 
 from lm_reference import SIZES, TOKENS, randomize, reference_logits, rounded_copy, run_logits  # noqa: E402
 from tolerance import check, check_control  # noqa: E402

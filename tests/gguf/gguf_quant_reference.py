@@ -50,17 +50,12 @@ import sys
 import tempfile
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, os.pardir, "torch"))
-sys.path.insert(0, os.path.join(HERE, os.pardir, "python"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, "torch"))
 from outcome import SKIP, conclude  # noqa: E402
+from reference_imports import require, use_test_folders  # noqa: E402
 
-try:
-    import numpy as np
-    import torch
-except ImportError as missing:
-    print(f"skipped: {missing}")
-    sys.exit(SKIP)
+use_test_folders("python")
+np, torch = require("numpy", "torch")
 
 from gguf_lm_reference import gguf_name, make_model, write_gguf  # noqa: E402  (its paths too)
 from lm_reference import reference_logits  # noqa: E402
@@ -284,15 +279,19 @@ def check_weight_format(args, gguf, rill, transformers, quantizer, workdir, fmt,
 
 
 def check_quantize_refusals(args, workdir):
-    """rill quantize refuses to write over its input, names a bad format and an operand given twice."""
+    """rill quantize refuses to write over its input (naming the operands as given), names a bad format and an
+    operand given twice."""
     failures = []
     source = next(os.path.join(workdir, f) for f in sorted(os.listdir(workdir)) if "_f32_for_" in f)
-    for label, extra, expected in (("output is the input", ["--output", source, "--type", "q8_0"], "refusing"),
-                                   ("bad type", ["--output", source + ".out", "--type", "q3_k"], "--format"),
-                                   ("IN twice", [source, source + ".out", "--format", "q8_0"], "IN given twice"),
-                                   ("format twice", ["--output", source + ".out", "--format", "q8_0", "--type",
-                                                     "q4_0"], "--format given twice")):
-        proc = subprocess.run([args.rill, "quantize", "--model", source] + extra, capture_output=True, text=True)
+    model = ["--model", source]
+    for label, argv, expected in (
+            ("output is the input", model + ["--output", source, "--type", "q8_0"], f"--output {source} is --model's"),
+            ("output is the input, by position", [source, source, "--format", "q8_0"], f"OUT {source} is IN's"),
+            ("bad type", model + ["--output", source + ".out", "--type", "q3_k"], "--format"),
+            ("IN twice", model + [source, source + ".out", "--format", "q8_0"], "IN given twice"),
+            ("format twice", model + ["--output", source + ".out", "--format", "q8_0", "--type", "q4_0"],
+             "--format given twice")):
+        proc = subprocess.run([args.rill, "quantize"] + argv, capture_output=True, text=True)
         ok = proc.returncode != 0 and expected in proc.stderr
         print(f"  rill quantize refuses: {label}: {'ok' if ok else 'FAIL'}: {proc.stderr.strip()}")
         if not ok:

@@ -43,17 +43,12 @@ import sys
 import tempfile
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, os.pardir, "torch"))
-sys.path.insert(0, os.path.join(HERE, os.pardir, "tokenizer"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, "torch"))
 from outcome import SKIP, conclude  # noqa: E402
+from reference_imports import require, use_test_folders  # noqa: E402
 
-try:
-    import numpy as np  # noqa: F401
-    import torch
-except ImportError as missing:
-    print(f"skipped: {missing}")
-    sys.exit(SKIP)
+use_test_folders("tokenizer")
+np, torch = require("numpy", "torch")
 
 from gguf_lm_reference import make_model, write_gguf  # noqa: E402
 from gguf_quant_reference import WIDE, Quantizer, block_format, check_logits  # noqa: E402

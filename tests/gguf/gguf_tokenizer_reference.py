@@ -30,16 +30,16 @@ pre-tokenizer are refused by name.
 Exit codes: 0 passed, 1 failed, 77 skipped (tokenizers, transformers or gguf missing).
 """
 import argparse
-import glob
 import json
 import os
 import sys
 import tempfile
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, os.pardir, "tokenizer"))
-sys.path.insert(0, os.path.join(HERE, os.pardir, "torch"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, "torch"))
 from outcome import SKIP, conclude  # noqa: E402
+from reference_imports import require, use_test_folders, use_venv  # noqa: E402
+
+use_test_folders("tokenizer")
 from tokenizer_reference import CORPUS, build_tokenizers, scrambled_texts  # noqa: E402
 
 # tokenizer_reference's kinds and the pre-tokenizer name llama.cpp gives each.
@@ -198,15 +198,8 @@ def main():
     parser.add_argument("--bindings", required=True, help="bindings/python")
     parser.add_argument("--venv", help="the reference venv (tests/torch/reference_venv.cmake)")
     args = parser.parse_args()
-    if args.venv:
-        sys.path += glob.glob(os.path.join(args.venv, "lib", "python*", "site-packages"))
-    try:
-        import gguf
-        import tokenizers as tk
-        import transformers  # noqa: F401  (the SentencePiece references)
-    except ImportError as missing:
-        print(f"skipped: {missing}")
-        return SKIP
+    use_venv(args.venv)
+    gguf, tk, _ = require("gguf", "tokenizers", "transformers")  # transformers: the SentencePiece references
     if not os.path.exists(args.library):
         print(f"skipped: {args.library} does not exist")
         return SKIP

@@ -6,10 +6,10 @@ tokenizer, model loading, logits and greedy sampler end to end. Both run in
 f32 (the f16 checkpoint widened exactly). Exit codes: 0 passed, 1 failed, 77 skipped
 (torch or transformers missing, or the backend unavailable)."""
 import argparse
-import glob
-import os
 import subprocess
 import sys
+
+from reference_imports import require, use_venv
 
 PROMPTS = ("A fool and his money", "The best way to", "Never")
 MAX_NEW_TOKENS = 32
@@ -55,14 +55,8 @@ def main():
     p.add_argument("--backend", default="cpu")
     p.add_argument("--venv", help="a venv made with --system-site-packages holding transformers")
     args = p.parse_args()
-    if args.venv:
-        sys.path += glob.glob(os.path.join(args.venv, "lib", "python*", "site-packages"))
-    try:
-        import torch  # noqa: F401
-        import transformers  # noqa: F401
-    except ImportError as missing:
-        print(f"skipped: {missing}")
-        return 77
+    use_venv(args.venv)
+    require("torch", "transformers")
 
     reference = transformers_greedy(args.model)
     failures = 0

@@ -87,21 +87,16 @@ import subprocess
 import sys
 import tempfile
 
-from outcome import SKIP, conclude  # exit codes and the closing lines
+from outcome import conclude  # exit codes and the closing lines
+from reference_imports import require, use_test_folders
 
-try:
-    import numpy as np
-    import torch
-    import torch.nn.functional as F
-except ImportError as missing:  # reported as skipped, never as passed
-    print(f"skipped: {missing}")
-    sys.exit(SKIP)
+np, torch, F = require("numpy", "torch", "torch.nn.functional")
 try:
     from safetensors.torch import save_file
 except ImportError:
     from safetensors_fallback import save_file
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, "python"))
+use_test_folders("python")
 from tolerance import compare  # noqa: E402  (the Python tests' one tolerance module)
 
 TORCH_DTYPES = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}

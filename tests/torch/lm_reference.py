@@ -45,15 +45,10 @@ import tempfile
 import time
 
 from outcome import SKIP, conclude  # exit codes and the closing lines
+from reference_imports import require, use_test_folders
 
-try:
-    import numpy as np
-    import torch
-except ImportError as missing:  # reported as skipped, never as passed
-    print(f"skipped: {missing}")
-    sys.exit(SKIP)
-
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, "python"))
+np, torch = require("numpy", "torch")
+use_test_folders("python")
 from tolerance import compare  # noqa: E402  (the Python tests' one tolerance module)
 
 TORCH_DTYPES = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}

@@ -11,13 +11,12 @@ comes from --venv (reference_venv.cmake). Exit codes: 0 passed, 1 a failure,
 """
 
 import argparse
-import glob
-import os
 import sys
 
 import numpy as np
 
-from outcome import SKIP, conclude
+from outcome import conclude
+from reference_imports import require, use_venv
 
 FORMATS = ("q8_0", "q4_0", "q4_k", "q5_k", "q6_k")
 # Per element, |x - dequantized| may not exceed this many quantization levels
@@ -90,19 +89,8 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--venv", help="a virtual environment holding gguf (see reference_venv.cmake)")
     args = parser.parse_args()
-    if args.venv:
-        sys.path += glob.glob(os.path.join(args.venv, "lib", "python*", "site-packages"))
-    try:
-        import gguf
-        import gguf.quants
-    except ImportError as exc:
-        print(f"skipped: gguf is not importable ({exc})")
-        return SKIP
-    try:
-        import rill
-    except ImportError as exc:
-        print(f"skipped: the rill binding is not importable ({exc})")
-        return SKIP
+    use_venv(args.venv)
+    gguf, _, rill = require("gguf", "gguf.quants", "rill")
 
     rng = np.random.default_rng(12)
     failed = []

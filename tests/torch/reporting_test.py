@@ -15,11 +15,9 @@ import tempfile
 SKIP = 77
 HERE = os.path.dirname(os.path.abspath(__file__))
 
-try:
-    import torch  # noqa: F401  (layer_reference.py's own requirement)
-except ImportError as missing:
-    print(f"skipped: {missing}")
-    sys.exit(SKIP)
+from reference_imports import require
+
+require("torch")  # layer_reference.py's own requirement
 
 # The stand-in: `rill run ... --input X --output Y ...` as the real one is called.
 STAND_IN = '''#!{python}

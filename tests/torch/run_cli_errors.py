@@ -11,11 +11,9 @@ import subprocess
 import sys
 import tempfile
 
-try:
-    import numpy as np
-except ImportError as missing:
-    print(f"skipped: {missing}")
-    sys.exit(77)
+from reference_imports import require
+
+(np,) = require("numpy")
 
 CONFIG = """[runtime]
 backend = "cpu"
