@@ -63,9 +63,7 @@ rill_bench_venv || { echo "bench-llamacpp.sh: the venv could not be made" >&2; e
 
 # The models: one set of random weights, as Hugging Face folders in the float dtypes asked for
 # (f32 for the quantized ones) and GGUF files: llama.cpp's conversion of each float folder,
-# `rill quantize` of the f32 folder for each quantized format. Not of a bf16 folder: `rill
-# quantize` keeps 1-dim tensors in the folder's dtype, and llama.cpp's CPU backend cannot add
-# a bf16 bias to f32 activations.
+# `rill quantize` of the f32 folder for each quantized format.
 models="$cache/models"
 prefix="$models/$shape-random"
 mkdir -p "$models"
@@ -74,9 +72,7 @@ folder_dtypes=$(for d in $dtypes; do case "$d" in q*) echo f32 ;; *) echo "$d" ;
 for d in $dtypes; do
   [ -f "$prefix-$d.gguf" ] && continue
   case "$d" in
-    q*)
-      "$venv/bin/python" "$helper" quantize-source "$shape" "$prefix-f32" "$prefix-f32-full-vocab"
-      "$rill" quantize "$prefix-f32-full-vocab" "$prefix-$d.gguf.part" --format "$d" ;;
+    q*) "$rill" quantize "$prefix-f32" "$prefix-$d.gguf.part" --format "$d" ;;
     *) "$venv/bin/python" "$helper" convert "$llama_src" "$prefix-$d" "$prefix-$d.gguf.part" "$d" "$shape" ;;
   esac
   mv "$prefix-$d.gguf.part" "$prefix-$d.gguf"

@@ -8,10 +8,6 @@ an idle machine, the table, llama.cpp's logits beside rill's.
       shape's tokenizer: models/fortune's of the REPO checkout for qwen2 shapes, a Llama-3-style
       byte-level BPE trained as tests/tokenizer/tokenizer_reference.py does for llama shapes.
       Existing folders are kept; the weights are the same whichever dtypes one asks for.
-  quantize-source SHAPE FOLDER OUT_FOLDER
-      OUT_FOLDER: FOLDER's files as links, but a tokenizer.json padded with unreachable tokens to
-      the shape's vocab_size: a GGUF's token list sets llama.cpp's vocabulary size, so `rill
-      quantize` must write as many tokens as the embedding has rows.
   unpermute-qk FOLDER OUT_FOLDER
       a copy of the llama FOLDER whose q_proj/k_proj rows are in llama.cpp's GGUF order, so that
       `rill quantize` of it writes a file without the q/k permutation (a negative control).
@@ -35,7 +31,7 @@ an idle machine, the table, llama.cpp's logits beside rill's.
       compares rill's logits (.npy [T, vocab]) with llama.cpp's (raw float32, T x vocab) against
       FORMAT's bounds (LIMITS); exits 1 on a miss (with --expect-miss: 1 unless it misses).
 
-make, quantize-source, unpermute-qk and convert run in a venv with transformers 4.47.1,
+make, unpermute-qk and convert run in a venv with transformers 4.47.1,
 tokenizers 0.21.4 and llama.cpp's converter requirements; compare needs numpy; the others need
 only Python's standard library.
 """
@@ -49,8 +45,8 @@ import sys
 from pathlib import Path
 
 # family: the transformers class; config: its arguments; id_span: the ids the benchmark's prompt
-# spreads over. Full vocabularies: the tokenizers are smaller, and the converter (or
-# quantize-source) pads the GGUF vocabulary to vocab_size, so rill and llama.cpp run the same
+# spreads over. Full vocabularies: the tokenizers are smaller, and the converter (or `rill
+# quantize`) pads the GGUF vocabulary to vocab_size, so rill and llama.cpp run the same
 # embedding and (tied) LM head. rope_scaling stays out of the Llama shape: `rill quantize`
 # refuses it, and it changes no cost.
 SHAPES = {
@@ -123,24 +119,6 @@ def make(shape: str, prefix: str, repo: str, dtypes: str) -> None:
         model.save_pretrained(folder)
         write_tokenizer(shape, folder, repo)
         print(f"wrote {folder}")
-
-
-def quantize_source(shape: str, folder: str, out: str) -> None:
-    source, target = Path(folder), Path(out)
-    target.mkdir(parents=True, exist_ok=True)
-    for file in source.iterdir():
-        if file.name != "tokenizer.json" and not (target / file.name).exists():
-            (target / file.name).symlink_to(file.resolve())
-    data = json.load(open(source / "tokenizer.json", encoding="utf-8"))
-    vocab = data["model"]["vocab"]
-    ids = list(vocab.values()) + [t["id"] for t in data["added_tokens"]]
-    vocab_size = SHAPES[shape]["config"]["vocab_size"]
-    # Byte-level strings without merges that make them: never produced by encoding.
-    for i in range(max(ids) + 1, vocab_size):
-        vocab[f"<unused_{i}>"] = i
-    with open(target / "tokenizer.json", "w", encoding="utf-8") as f:
-        json.dump(data, f)
-    print(f"wrote {target} ({vocab_size} tokens)")
 
 
 def unpermute_qk(folder: str, out: str) -> None:
@@ -280,14 +258,12 @@ def table(results_tsv: str) -> None:
 
 if __name__ == "__main__":
     command, operands = (sys.argv[1], sys.argv[2:]) if len(sys.argv) > 1 else ("", [])
-    shaped = {"make": 4, "quantize-source": 3, "ids": 2, "title": 1, "convert": 5}
+    shaped = {"make": 4, "ids": 2, "title": 1, "convert": 5}
     if command in shaped and len(operands) == shaped[command] and \
             (operands[-1] if command == "convert" else operands[0]) not in SHAPES:
         sys.exit(f"{command}: SHAPE: expected one of {', '.join(SHAPES)}")
     if command == "make" and len(operands) == 4:
         make(*operands)
-    elif command == "quantize-source" and len(operands) == 3:
-        quantize_source(*operands)
     elif command == "unpermute-qk" and len(operands) == 2:
         unpermute_qk(*operands)
     elif command == "ids" and len(operands) == 2:

@@ -46,17 +46,16 @@ trap 'rm -rf "$work"' EXIT
 failed=0
 for shape in tiny-llama tiny-qwen2; do
   "$venv/bin/python" "$helper" make "$shape" "$work/$shape" "$repo" f32 >/dev/null
-  "$venv/bin/python" "$helper" quantize-source "$shape" "$work/$shape-f32" "$work/$shape-full" >/dev/null
   ids=$(python3 "$helper" ids "$shape" 24)
   for format in q8_0 q4_k_m; do
     file="$work/$shape-$format.gguf"
-    "$rill" quantize "$work/$shape-full" "$file" --format "$format"
+    "$rill" quantize "$work/$shape-f32" "$file" --format "$format"
     "$logits_tool" "$file" "$ids" "$work/llama.f32" >/dev/null
     "$rill" logits --model "$file" --ids "$ids" --output "$work/rill.npy" --backend cpu >/dev/null
     "$venv/bin/python" "$helper" compare "$work/rill.npy" "$work/llama.f32" "$format" "$shape $format" || failed=1
     if [ "$shape" = tiny-llama ]; then  # control: the file without the q/k permutation
       [ -d "$work/$shape-unpermuted" ] ||
-        "$venv/bin/python" "$helper" unpermute-qk "$work/$shape-full" "$work/$shape-unpermuted" >/dev/null
+        "$venv/bin/python" "$helper" unpermute-qk "$work/$shape-f32" "$work/$shape-unpermuted" >/dev/null
       "$rill" quantize "$work/$shape-unpermuted" "$work/control.gguf" --format "$format"
       "$rill" logits --model "$work/control.gguf" --ids "$ids" --output "$work/rill.npy" --backend cpu >/dev/null
       "$venv/bin/python" "$helper" compare "$work/rill.npy" "$work/llama.f32" "$format" \

@@ -26,15 +26,16 @@ void print_help(std::FILE* to) {
                "whose metadata, tokenizer and tensor names are kept, or a Hugging Face folder of a llama or\n"
                "qwen2 model (config.json, tokenizer.json with a byte-level BPE, model.safetensors or its\n"
                "shards), written as llama.cpp's converter names and lays it out. Norms, biases and other\n"
-               "1-dim tensors stay as they are, and tensors IN already holds in a block format are copied\n"
-               "unchanged. OUT is written beside its path and renamed into place once complete; it may not\n"
+               "1-dim tensors stay unquantized (f16 and bf16 ones are written in f32, as llama.cpp needs),\n"
+               "and tensors IN already holds in a block format are copied unchanged. OUT is written beside its path and renamed into place once complete; it may not\n"
                "be IN.\n"
                "  --format T, --type T\n"
                "             q8_0, q4_0, q4_k, q5_k or q6_k: every matrix in that format;\n"
                "             q4_k_m or q5_k_m: llama.cpp's mixes, q4_k / q5_k with q6_k for output.weight\n"
                "             and for attn_v and ffn_down of the layers llama.cpp gives more bits\n"
                "             (the first and last eighth, and every third between)\n"
-               "Each matrix's rows must be whole blocks (32 elements; 256 for the K formats).\n");
+               "Each matrix's rows must be whole blocks of 32 elements. A matrix whose rows are not whole\n"
+               "blocks of 256 gets q8_0 where T asks for a K format.\n");
 }
 
 struct Type {
@@ -77,6 +78,14 @@ rill_dtype format_of(const Type& type, const std::string& name, int64_t layers) 
     layer = layer * 10 + (name[i] - '0');
   }
   return v_or_down && more_bits_layer(layer, layers) ? RILL_DTYPE_Q6_K : type.base;
+}
+
+// The format a matrix with rows of cols elements gets: a K format needs whole blocks of 256,
+// and rows that are not (Qwen2-0.5B's 896) fall back to q8_0, the one format rill has that is
+// at least as accurate (llama.cpp falls back to q5_0/q5_1 there, formats rill does not run).
+rill_dtype fitting_format(rill_dtype format, uint64_t cols) {
+  const bool k_format = rill_dtype_block_elements(format) == 256;
+  return k_format && cols % 256 != 0 ? RILL_DTYPE_Q8_0 : format;
 }
 
 int fail(const std::string& message) {
@@ -162,23 +171,35 @@ int quantize_main(int argc, char** argv) {
 
   std::vector<std::vector<unsigned char>> quantized;
   quantized.reserve(source.tensors.size());
+  std::vector<std::vector<float>> vectors;
+  vectors.reserve(source.tensors.size());
   std::vector<float> row;
-  int64_t matrices = 0;
+  int64_t matrices = 0, fallbacks = 0;
   for (const SourceTensor& t : source.tensors) {
     const std::string& name = t.name;
     rill_dtype stored = RILL_DTYPE_F32;
     const bool known = rill::gguf::tensor_type_to_rill(t.type_id, stored);
+    if (known && (stored == RILL_DTYPE_F16 || stored == RILL_DTYPE_BF16) && t.dims.size() == 1) {
+      // Norm weights and biases are written in f32, as llama.cpp's converter does: its CPU
+      // backend cannot add or multiply an f32 activation with a 16-bit vector.
+      vectors.emplace_back(static_cast<size_t>(t.dims[0]));
+      rill::convert_to_f32(stored, t.data, vectors.back().data(), vectors.back().size());
+      writer.add_tensor(name, t.dims, 0 /* F32 */, vectors.back().data(), vectors.back().size() * sizeof(float));
+      continue;
+    }
     if (!known || rill::quant::is_block(stored) || t.dims.size() != 2) {
       // A block tensor or a vector: copied as it is (any type: rill quantize is no loader).
       writer.add_tensor(name, t.dims, t.type_id, t.data, t.bytes);
       continue;
     }
-    const rill_dtype format = format_of(*type, name, source.layers);
     const uint64_t cols = t.dims[0], rows = t.dims[1];
+    const rill_dtype chosen = format_of(*type, name, source.layers);
+    const rill_dtype format = fitting_format(chosen, cols);
+    if (format != chosen) ++fallbacks;
     if (cols % rill_dtype_block_elements(format) != 0) {
       return fail(model_path + ": tensor '" + name + "': rows of " + std::to_string(cols) + " elements are not whole " +
                   rill_dtype_name(format) + " blocks of " + std::to_string(rill_dtype_block_elements(format)) +
-                  "; choose q8_0 or q4_0 (blocks of 32)");
+                  " (no block format fits)");
     }
     const size_t row_bytes = rill::quant::row_bytes(format, static_cast<int64_t>(cols));
     quantized.emplace_back(static_cast<size_t>(rows) * row_bytes);
@@ -200,6 +221,10 @@ int quantize_main(int argc, char** argv) {
   if (writer.write(output_path, source.alignment, error) != RILL_OK) return fail(error);
   std::fprintf(stderr, "rill quantize: %s: %lld matrices quantized (%s), %zu tensors written\n", output_path.c_str(),
                static_cast<long long>(matrices), type->name, source.tensors.size());
+  if (fallbacks > 0) {
+    std::fprintf(stderr, "rill quantize: %lld of them in q8_0: their rows are not whole K-format blocks of 256\n",
+                 static_cast<long long>(fallbacks));
+  }
   return 0;
 }
 

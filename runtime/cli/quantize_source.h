@@ -45,8 +45,9 @@ bool read_gguf_source(const std::string& path, rill::gguf::Writer& writer, Quant
 bool read_hf_source(const std::string& folder, rill::gguf::Writer& writer, QuantizeSource& out, std::string& error);
 
 // tokenizer.json (parsed; read from path) as tokenizer.ggml.* metadata on
-// writer: a byte-level BPE, else false with error naming what GGUF cannot carry.
-bool write_hf_tokenizer(const nlohmann::json& tokenizer, const std::string& path, rill::gguf::Writer& writer,
-                        std::string& error);
+// writer: a byte-level BPE, its token list padded to vocab_size (the model's
+// embedding rows), else false with error naming what GGUF cannot carry.
+bool write_hf_tokenizer(const nlohmann::json& tokenizer, const std::string& path, int64_t vocab_size,
+                        rill::gguf::Writer& writer, std::string& error);
 
 }  // namespace rill_cli

@@ -17,7 +17,7 @@ namespace {
 
 using nlohmann::json;
 
-constexpr int32_t kTypeNormal = 1, kTypeControl = 3, kTypeUserDefined = 4;  // llama.cpp's token types
+constexpr int32_t kTypeNormal = 1, kTypeControl = 3, kTypeUserDefined = 4, kTypeUnused = 5;  // llama.cpp's token types
 
 struct Refusal {
   std::string message;
@@ -94,7 +94,7 @@ void added_ends(const json& processor, std::vector<int64_t>& before, std::vector
   }
 }
 
-void write_tokenizer(const json& t, rill::gguf::Writer& w) {
+void write_tokenizer(const json& t, int64_t vocab_size, rill::gguf::Writer& w) {
   const json& model = member(t, "model", "model");
   if (!is_type(model, "BPE")) {
     refuse("model.type", "expected \"BPE\" (a byte-level BPE; SentencePiece vocabularies are not converted), got " +
@@ -131,6 +131,17 @@ void write_tokenizer(const json& t, rill::gguf::Writer& w) {
     tokens.push_back(entry.first);
     types.push_back(entry.second);
   }
+  // llama.cpp sizes its vocabulary by the token list, and refuses a file whose embedding has more
+  // rows: the ids the tokenizer never produces get unused placeholder tokens, as its converter
+  // writes them.
+  if (static_cast<int64_t>(tokens.size()) > vocab_size) {
+    refuse("model.vocab", std::to_string(tokens.size()) + " tokens, more than config.json's vocab_size " +
+                              std::to_string(vocab_size) + " (the model's embedding rows)");
+  }
+  while (static_cast<int64_t>(tokens.size()) < vocab_size) {
+    tokens.push_back("[PAD" + std::to_string(tokens.size()) + "]");
+    types.push_back(kTypeUnused);
+  }
   std::vector<std::string> merges;
   for (const json& m : member(model, "merges", "model.merges")) {
     if (m.is_string()) merges.push_back(m.get<std::string>());
@@ -156,10 +167,10 @@ void write_tokenizer(const json& t, rill::gguf::Writer& w) {
 
 }  // namespace
 
-bool write_hf_tokenizer(const nlohmann::json& tokenizer, const std::string& path, rill::gguf::Writer& writer,
-                        std::string& error) {
+bool write_hf_tokenizer(const nlohmann::json& tokenizer, const std::string& path, int64_t vocab_size,
+                        rill::gguf::Writer& writer, std::string& error) {
   try {
-    write_tokenizer(tokenizer, writer);
+    write_tokenizer(tokenizer, vocab_size, writer);
   } catch (const json::exception& e) {
     error = path + ": " + e.what();
     return false;

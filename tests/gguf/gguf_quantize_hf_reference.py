@@ -17,6 +17,10 @@ from their folders. Checks:
   gguf_quant_reference's limits (tolerance.py's "quant_lm").
 - The tokenizer in the file encodes and decodes tokenizer_reference's corpus
   as PyPI tokenizers does with the tokenizer.json: 0 differences.
+- A bf16 qwen2 folder with rows of 160 and a vocabulary larger than its
+  tokenizer, as q4_k_m: q8_0 where K blocks do not fit a row, the mix
+  elsewhere, norms and biases in f32, the token list padded to the
+  vocabulary; its logits as above.
 - Refusals, each naming the problem and leaving no output file: a folder
   without config.json, an unsupported model_type, a missing shard, a
   SentencePiece (non-byte-level) tokenizer.json.
@@ -47,7 +51,7 @@ use_test_folders("tokenizer")
 np, torch = require("numpy", "torch")
 
 from gguf_lm_reference import make_model, write_gguf  # noqa: E402
-from gguf_quant_reference import WIDE, Quantizer, check_logits  # noqa: E402
+from gguf_quant_reference import WIDE, Quantizer, block_format, check_logits  # noqa: E402
 
 # (tokenizer_reference kind, the pre-tokenizer llama.cpp names, rill quantize --type, shard size)
 CASES = {"llama": ("llama3", "llama-bpe", "q4_k_m", "300KB"), "qwen2": ("qwen2", "qwen2", "q8_0", None)}
@@ -143,6 +147,48 @@ def check_case(args, gguf, rill, transformers, tk, trained, quantizer, workdir, 
     return failures, folder
 
 
+def check_narrow_bf16(args, gguf, rill, transformers, tk, trained, quantizer, workdir, seed):
+    """A bf16 qwen2 folder with rows of 160 (not whole 256-blocks, as Qwen2-0.5B's 896) and a vocabulary
+    larger than its tokenizer, as q4_k_m: matrices whose rows do not hold whole K blocks are q8_0, the
+    others follow the mix; norms and biases are f32; the token list is padded to the vocabulary."""
+    label = "hf qwen2 bf16 narrow q4_k_m"
+    data = trained["qwen2"]
+    vocab = tk.Tokenizer.from_str(json.dumps(data)).get_vocab(with_added_tokens=True)
+    vocab_size = max(vocab.values()) + 1 + 5
+    model, _, ids = make_model(transformers, "qwen2", seed, vocab_size=vocab_size, hidden_size=160,
+                               intermediate_size=512)
+    model = model.to(torch.bfloat16)
+    folder = os.path.join(workdir, "qwen2_bf16_hf")
+    model.save_pretrained(folder, safe_serialization=True)
+    model = model.to(torch.float32)  # the bf16 values, exactly, for the reference
+    with open(os.path.join(folder, "tokenizer.json"), "w", encoding="utf-8") as f:
+        json.dump(data, f)
+    out = os.path.join(workdir, "qwen2_bf16_q4_k_m.gguf")
+    proc = quantize(args, folder, out, "q4_k_m")
+    if proc.returncode != 0:
+        return [f"{label}: rill quantize failed ({proc.returncode}): {proc.stderr.strip()}"]
+    print(f"  {label}: {proc.stderr.strip()}")
+    failures = []
+    reader = gguf.GGUFReader(out)
+    layers = model.config.num_hidden_layers
+    wrong = []
+    for t in reader.tensors:
+        shape = [int(d) for d in t.shape]
+        expected = "F32" if len(shape) == 1 else block_format("q4_k_m", t.name, layers, shape[0]).upper()
+        if t.tensor_type.name != expected:
+            wrong.append(f"{t.name} {shape}: {t.tensor_type.name}, expected {expected}")
+    formats = sorted({t.tensor_type.name for t in reader.tensors})
+    print(f"  {label}: tensor types {formats}, {len(wrong)} unexpected")
+    if wrong:
+        failures.append(f"{label}: tensor types: {wrong}")
+    tokens = len(reader.fields["tokenizer.ggml.tokens"].data)
+    print(f"  {label}: {tokens} tokens for a vocabulary of {vocab_size}")
+    if tokens != vocab_size:
+        failures.append(f"{label}: {tokens} tokens in the file, expected the vocabulary's {vocab_size}")
+    failures += check_logits(args, rill, out, label, model, "qwen2", "q4_k_m", quantizer, ids, control=False)
+    return failures
+
+
 def check_refusals(args, workdir, folder):
     """Bad folders are refused by name, and no output file is left."""
     failures = []
@@ -217,6 +263,7 @@ def main():
             f, folders[arch] = check_case(args, gguf, rill, transformers, tk, trained, quantizer, workdir, arch,
                                                30 + seed)
             failed += f
+        failed += check_narrow_bf16(args, gguf, rill, transformers, tk, trained, quantizer, workdir, 40)
         failed += check_refusals(args, workdir, folders["llama"])
     return conclude(failed, None, "cpu", f"rill quantize from Hugging Face folders passed in {time.time() - start:.0f} s")
 
