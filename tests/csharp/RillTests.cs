@@ -109,6 +109,7 @@ static class RillTests
         { "int32_t", new[] { typeof(int) } },
         { "uint32_t", new[] { typeof(uint) } },
         { "int64_t", new[] { typeof(long) } },
+        { "uint64_t", new[] { typeof(ulong) } },
         { "size_t", new[] { typeof(UIntPtr) } },
         { "size_t*", new[] { typeof(UIntPtr).MakeByRefType() } },
         { "char*", new[] { typeof(byte[]), typeof(IntPtr) } }, // arguments: UTF-8 bytes; results: borrowed
