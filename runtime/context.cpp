@@ -61,17 +61,17 @@ rill_status read_file(const char* function, const char* path, std::string& out) 
 }
 
 // rill_context_vulkan_wait and _signal: checks the runtime's part of the
-// arguments and hands the call to the backend's op.
-using SemaphoreOp = rill_status (*)(rill_backend_context*, uint64_t, uint64_t);
-rill_status timeline_call(const char* fn, rill_context* ctx, uint64_t semaphore, uint64_t value,
-                          SemaphoreOp rill_backend_ops::*op, size_t op_offset) {
+// arguments and hands the call to the backend's op, which lookup_op finds
+// (nullptr when the backend has none).
+template <class LookupOp>
+rill_status timeline_call(const char* fn, rill_context* ctx, uint64_t semaphore, uint64_t value, LookupOp lookup_op) {
   return guarded(fn, [&] {
     const auto invalid = [&](const std::string& what) {
       return fail(RILL_ERROR_INVALID_ARGUMENT, std::string(fn) + ": " + what);
     };
     if (ctx == nullptr) return invalid("ctx: expected a context, got NULL");
     if (semaphore == 0) return invalid("semaphore: expected a VkSemaphore, got 0 (VK_NULL_HANDLE)");
-    const SemaphoreOp call = backend_op(*ctx->backend, op_offset, op);
+    const auto call = lookup_op(*ctx->backend);
     if (call == nullptr) {
       const std::string got = "got one on " + ctx->backend->name;
       return fail(RILL_ERROR_UNSUPPORTED, std::string(fn) + ": ctx: expected a context on the Vulkan backend, " + got);
@@ -137,13 +137,13 @@ RILL_API rill_status rill_context_create_on_vulkan_device(const char* config_tom
 }
 
 RILL_API rill_status rill_context_vulkan_wait(rill_context* ctx, uint64_t semaphore, uint64_t value) {
-  return rill::timeline_call("rill_context_vulkan_wait", ctx, semaphore, value, &rill_backend_ops::wait_semaphore,
-                             offsetof(rill_backend_ops, wait_semaphore));
+  return rill::timeline_call("rill_context_vulkan_wait", ctx, semaphore, value,
+                             [](const rill::Backend& b) { return RILL_BACKEND_OP(b, wait_semaphore); });
 }
 
 RILL_API rill_status rill_context_vulkan_signal(rill_context* ctx, uint64_t semaphore, uint64_t value) {
-  return rill::timeline_call("rill_context_vulkan_signal", ctx, semaphore, value, &rill_backend_ops::signal_semaphore,
-                             offsetof(rill_backend_ops, signal_semaphore));
+  return rill::timeline_call("rill_context_vulkan_signal", ctx, semaphore, value,
+                             [](const rill::Backend& b) { return RILL_BACKEND_OP(b, signal_semaphore); });
 }
 
 RILL_API void rill_context_destroy(rill_context* ctx) {

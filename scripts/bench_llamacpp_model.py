@@ -256,30 +256,31 @@ def table(results_tsv: str) -> None:
           f"1-minute load average before the runs: {min(loads):.2f} to {max(loads):.2f}")
 
 
+def title(shape: str) -> None:
+    print(SHAPES[shape]["title"])
+
+
+# Each command: its function, its operand count and which operand names a shape (None: none does).
+COMMANDS = {
+    "make": (make, 4, 0),
+    "unpermute-qk": (unpermute_qk, 2, None),
+    "ids": (ids, 2, 0),
+    "title": (title, 1, 0),
+    "convert": (convert, 5, 4),
+    "wait-idle": (wait_idle, 1, None),
+    "rill-stats": (rill_stats, 2, None),
+    "llama-bench-ts": (llama_bench_ts, 1, None),
+    "table": (table, 1, None),
+}
+
+
 if __name__ == "__main__":
     command, operands = (sys.argv[1], sys.argv[2:]) if len(sys.argv) > 1 else ("", [])
-    shaped = {"make": 4, "ids": 2, "title": 1, "convert": 5}
-    if command in shaped and len(operands) == shaped[command] and \
-            (operands[-1] if command == "convert" else operands[0]) not in SHAPES:
-        sys.exit(f"{command}: SHAPE: expected one of {', '.join(SHAPES)}")
-    if command == "make" and len(operands) == 4:
-        make(*operands)
-    elif command == "unpermute-qk" and len(operands) == 2:
-        unpermute_qk(*operands)
-    elif command == "ids" and len(operands) == 2:
-        ids(*operands)
-    elif command == "title" and len(operands) == 1:
-        print(SHAPES[operands[0]]["title"])
-    elif command == "convert" and len(operands) == 5:
-        convert(*operands)
-    elif command == "wait-idle" and len(operands) == 1:
-        wait_idle(*operands)
-    elif command == "rill-stats" and len(operands) == 2:
-        rill_stats(*operands)
-    elif command == "llama-bench-ts" and len(operands) == 1:
-        llama_bench_ts(*operands)
-    elif command == "table" and len(operands) == 1:
-        table(*operands)
+    if command in COMMANDS and len(operands) == COMMANDS[command][1]:
+        function, _, shape_at = COMMANDS[command]
+        if shape_at is not None and operands[shape_at] not in SHAPES:
+            sys.exit(f"{command}: SHAPE: expected one of {', '.join(SHAPES)}, got {operands[shape_at]!r}")
+        function(*operands)
     elif command == "compare" and len(operands) in (4, 5) and operands[2] in LIMITS and \
             operands[4:] in ([], ["--expect-miss"]):
         compare(*operands[:4], expect_miss=len(operands) == 5)
