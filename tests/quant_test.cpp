@@ -193,7 +193,7 @@ TEST_CASE("rill_gemm on block weights: f16 and bf16 activations") {
 }
 
 TEST_CASE("cpu: rill_gemm on block weights: the same bits from every ISA's kernels and any thread count") {
-  // The AVX2 and AVX-512 VNNI kernels compute tiles of 1 x 8 and 2 x 4
+  // The AVX2 and AVX-512 VNNI kernels compute tiles of 1 x 8 and 4 x 2
   // outputs: 5 rows and 67 columns leave a partial tile on both edges, and
   // K = 896 and 4864 are Qwen2-0.5B's (Q8_0 and Q4_0 only for 896, which is
   // not whole 256-element blocks). "auto" is AVX-512 VNNI where the CPU has it.

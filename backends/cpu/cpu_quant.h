@@ -54,7 +54,7 @@ extern const Kernels kKernels;
 using TileDot = void (*)(const char* w, size_t w_stride, const ActBlock* a, int64_t a_stride, int64_t k, float* out);
 
 // The activation rows of a prefill tile (its weight rows: 8 / kPrefillTileRows).
-constexpr int kPrefillTileRows = 2;
+constexpr int kPrefillTileRows = 4;
 
 // decode: 1 activation row x 8 weight rows; prefill: kPrefillTileRows x 8 / kPrefillTileRows.
 struct TileSet {

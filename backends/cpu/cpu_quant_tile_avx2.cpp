@@ -4,6 +4,8 @@
 // and madd widens them to int32.
 #include <immintrin.h>
 
+#include <cstring>
+
 #include "cpu_convert.h"
 #include "cpu_quant.h"
 

@@ -4,6 +4,8 @@
 // cpu_quant_gemm.cpp has checked AVX512-VNNI and AVX512-VL.
 #include <immintrin.h>
 
+#include <cstring>
+
 #include "cpu_convert.h"
 #include "cpu_quant.h"
 
