@@ -200,7 +200,13 @@ TEST_CASE("cpu: rill_gemm on block weights: the same bits from every ISA's kerne
   const int64_t n = 67;
   for (const int64_t k : {int64_t{896}, int64_t{4864}}) {
     for (const int64_t rows : {int64_t{1}, int64_t{5}}) {
-      const std::vector<float> a = normal(static_cast<size_t>(rows * k), 21);
+      std::vector<float> a = normal(static_cast<size_t>(rows * k), 21);
+      // Row 0 tests the edges of the activations' quantization: one block of
+      // subnormal values (whose 1 / d overflows: the zero among them meets
+      // 0 * inf), then zeros.
+      for (size_t i = 0; i < 32; ++i) a[i] *= 1e-40f;
+      a[5] = 0.0f;
+      std::fill(a.begin() + 32, a.begin() + k, 0.0f);
       for (rill_dtype dtype : kBlockDtypes) {
         if (k % static_cast<int64_t>(rill_dtype_block_elements(dtype)) != 0) continue;
         CAPTURE(rill_dtype_name(dtype));

@@ -61,9 +61,14 @@ struct TileSet {
   TileDot decode, prefill;
 };
 
-// The tiles of one ISA, by format. A format without tiles runs on its RowDot.
+// 32 activations quantized as cpu_quant_gemm.cpp's quantize_block does, bit for bit.
+using QuantizeBlock = void (*)(const float* x, ActBlock* out);
+
+// The tiles of one ISA, by format (a format without tiles runs on its RowDot),
+// and its activation quantizer.
 struct Tiles {
   TileSet q8_0, q4_0, q4_k, q5_k, q6_k;
+  QuantizeBlock quantize_block;
 };
 
 namespace avx2 {

@@ -61,29 +61,36 @@ auto for_format(const Table& table, rill_dtype dtype) {
   }
 }
 
-// One row of k activations of dtype DT as k / 32 blocks: d = max|x| / 127 and
-// q = x / d rounded to nearest (even on ties). A block holding a NaN or an
-// infinity gets d = NaN, so that the outputs it feeds are NaN, as in f32.
+// 32 activations as one block: d = max|x| / 127 and q = x / d rounded to
+// nearest (even on ties). A block holding a NaN or an infinity gets d = NaN,
+// so that the outputs it feeds are NaN, as in f32.
+void quantize_block(const float* x, ActBlock* out) {
+  float amax = 0.0f;
+  bool finite = true;
+  for (int l = 0; l < quant::kBlock32; ++l) {
+    finite = finite && std::isfinite(x[l]);
+    amax = std::fmax(amax, std::fabs(x[l]));
+  }
+  const float d = finite ? amax / 127.0f : std::numeric_limits<float>::quiet_NaN();
+  const float id = d > 0.0f ? 1.0f / d : 0.0f;
+  int32_t sum = 0;
+  for (int l = 0; l < quant::kBlock32; ++l) {
+    const float q = std::fmin(127.0f, std::fmax(-127.0f, std::nearbyint(x[l] * id)));
+    out->q[l] = static_cast<int8_t>(q);
+    sum += out->q[l];
+  }
+  out->d = d;
+  out->sum = sum;
+}
+
+// One row of k activations of dtype DT as k / 32 blocks.
 template <rill_dtype DT>
-void quantize_activations(const void* row, int64_t k, ActBlock* out) {
+void quantize_activations(const void* row, int64_t k, ActBlock* out, const Tiles* tiles) {
+  const QuantizeBlock quantize = tiles ? tiles->quantize_block : quantize_block;
   for (int64_t b = 0; b < k / quant::kBlock32; ++b) {
-    float x[quant::kBlock32], amax = 0.0f;
-    bool finite = true;
-    for (int l = 0; l < quant::kBlock32; ++l) {
-      x[l] = load_scalar<DT>(row, b * quant::kBlock32 + l);
-      finite = finite && std::isfinite(x[l]);
-      amax = std::fmax(amax, std::fabs(x[l]));
-    }
-    const float d = finite ? amax / 127.0f : std::numeric_limits<float>::quiet_NaN();
-    const float id = d > 0.0f ? 1.0f / d : 0.0f;
-    int32_t sum = 0;
-    for (int l = 0; l < quant::kBlock32; ++l) {
-      const float q = std::fmin(127.0f, std::fmax(-127.0f, std::nearbyint(x[l] * id)));
-      out[b].q[l] = static_cast<int8_t>(q);
-      sum += out[b].q[l];
-    }
-    out[b].d = d;
-    out[b].sum = sum;
+    float x[quant::kBlock32];
+    for (int l = 0; l < quant::kBlock32; ++l) x[l] = load_scalar<DT>(row, b * quant::kBlock32 + l);
+    quantize(x, out + b);
   }
 }
 
@@ -110,13 +117,14 @@ rill_status gemm(rill_backend_context* ctx, const rill_backend_tensor* a, const 
   const int64_t blocks = k / quant::kBlock32;
   std::vector<ActBlock> acts(static_cast<size_t>(rows * blocks));
   const char* a_data = tensor_data(a);
+  const Tiles* tiles = tiles_for_this_call();
   ctx->pool.parallel_for(rows, 1, [&](int64_t r0, int64_t r1, unsigned) {
     for (int64_t r = r0; r < r1; ++r) {
-      quantize_activations<DT>(a_data + r * k * static_cast<int64_t>(dtype_bytes(DT)), k, acts.data() + r * blocks);
+      quantize_activations<DT>(a_data + r * k * static_cast<int64_t>(dtype_bytes(DT)), k, acts.data() + r * blocks,
+                               tiles);
     }
   });
   const RowDot dot = for_format(kernels_for_this_call(), w->dtype);
-  const Tiles* tiles = tiles_for_this_call();
   const size_t w_row_bytes = quant::row_bytes(w->dtype, k);
   const char* w_data = tensor_data(w);
   const OutputWriter<DT> write{alpha, beta, tensor_data(bias), tensor_data(out), n};

@@ -5,6 +5,7 @@
 #include <immintrin.h>
 
 #include <cstring>
+#include <limits>
 
 #include "cpu_convert.h"
 #include "cpu_quant.h"
