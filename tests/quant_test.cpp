@@ -1,8 +1,8 @@
 // Quantized weights through the C API: the block dtypes' sizes and shape rules,
 // every activation operand refusing them, rill_gemm on block weights against
 // the double-precision reference on the dequantized weights (tolerance.h's
-// per-format limits, and a negative control), the portable and AVX2 kernels
-// and any thread count giving the same bits, and rill_get_rows from block
+// per-format limits, and a negative control), the portable, AVX2 and
+// AVX-512 VNNI kernels and any thread count giving the same bits, and rill_get_rows from block
 // tables. Bit-exactness of the formats against GGUF's reference is checked by
 // tests/torch/quant_reference.py (PyPI's gguf).
 // Runs on the backend named by RILL_TEST_BACKEND (default "cpu"; a backend
@@ -192,24 +192,40 @@ TEST_CASE("rill_gemm on block weights: f16 and bf16 activations") {
   rill_tensor_destroy(w);
 }
 
-TEST_CASE("cpu: rill_gemm on block weights: the same bits from the portable and AVX2 kernels and any thread count") {
-  const int64_t rows = 5, n = 67, k = 512;
-  const std::vector<float> a = normal(static_cast<size_t>(rows * k), 21);
-  for (rill_dtype dtype : kBlockDtypes) {
-    CAPTURE(rill_dtype_name(dtype));
-    std::vector<std::vector<float>> results;
-    for (const char* threads : {"1", "3", "8"}) {
-      ScopedContext c(std::string("[runtime]\nbackend = \"cpu\"\n[backend.cpu]\nthreads = ") + threads + "\n");
-      rill_tensor* w = quantized_weights(c, dtype, n, k, 23);
-      results.push_back(run_gemm(c, w, a, {}, rows, n, k));
-      {
-        const ScopedIsa portable("scalar");
-        results.push_back(run_gemm(c, w, a, {}, rows, n, k));
+TEST_CASE("cpu: rill_gemm on block weights: the same bits from every ISA's kernels and any thread count") {
+  // The AVX2 and AVX-512 VNNI kernels compute tiles of 1 x 8 and 4 x 2
+  // outputs: 5 rows and 67 columns leave a partial tile on both edges, and
+  // K = 896 and 4864 are Qwen2-0.5B's (Q8_0 and Q4_0 only for 896, which is
+  // not whole 256-element blocks). "auto" is AVX-512 VNNI where the CPU has it.
+  const int64_t n = 67;
+  for (const int64_t k : {int64_t{896}, int64_t{4864}}) {
+    for (const int64_t rows : {int64_t{1}, int64_t{5}}) {
+      std::vector<float> a = normal(static_cast<size_t>(rows * k), 21);
+      // Row 0 tests the edges of the activations' quantization: one block of
+      // subnormal values (whose 1 / d overflows: the zero among them meets
+      // 0 * inf), then zeros.
+      for (size_t i = 0; i < 32; ++i) a[i] *= 1e-40f;
+      a[5] = 0.0f;
+      std::fill(a.begin() + 32, a.begin() + k, 0.0f);
+      for (rill_dtype dtype : kBlockDtypes) {
+        if (k % static_cast<int64_t>(rill_dtype_block_elements(dtype)) != 0) continue;
+        CAPTURE(rill_dtype_name(dtype));
+        CAPTURE(k);
+        CAPTURE(rows);
+        std::vector<std::vector<float>> results;
+        for (const char* threads : {"1", "3", "8"}) {
+          ScopedContext c(std::string("[runtime]\nbackend = \"cpu\"\n[backend.cpu]\nthreads = ") + threads + "\n");
+          rill_tensor* w = quantized_weights(c, dtype, n, k, 23);
+          for (const char* isa : {"auto", "avx2", "scalar"}) {
+            const ScopedIsa chosen(isa);
+            results.push_back(run_gemm(c, w, a, {}, rows, n, k));
+          }
+          rill_tensor_destroy(w);
+        }
+        for (const std::vector<float>& r : results) {
+          CHECK(std::memcmp(r.data(), results[0].data(), r.size() * sizeof(float)) == 0);
+        }
       }
-      rill_tensor_destroy(w);
-    }
-    for (const std::vector<float>& r : results) {
-      CHECK(std::memcmp(r.data(), results[0].data(), r.size() * sizeof(float)) == 0);
     }
   }
 }

@@ -16,8 +16,6 @@
 
 namespace rill::cpu {
 
-namespace {
-
 bool cpu_has_avx2() {
 #if defined(RILL_CPU_HAVE_AVX2_KERNELS)
   __builtin_cpu_init();
@@ -30,6 +28,8 @@ bool cpu_has_avx2() {
   return false;
 #endif
 }
+
+namespace {
 
 bool cpu_has_avx512f() {
 #if defined(RILL_CPU_HAVE_AVX2_KERNELS)

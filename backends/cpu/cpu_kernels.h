@@ -111,6 +111,9 @@ struct Kernels {
 // The kernels for the running CPU, chosen on first use.
 const Kernels& kernels();
 
+// Whether this CPU and build run the AVX2 kernels (AVX2, FMA and F16C).
+bool cpu_has_avx2();
+
 // Per-ISA tables (cpu_kernels_<isa>.cpp).
 namespace scalar {
 extern const Kernels kKernels;

@@ -6,6 +6,7 @@
 // for any thread count.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 #include "cpu_internal.h"
@@ -44,6 +45,37 @@ extern const Kernels kKernels;
 }
 namespace avx2 {
 extern const Kernels kKernels;
+}
+
+// Eight outputs at once (cpu_quant_tile.inc): out[i] is the row dot of
+// activation row i / C (a + (i / C) * a_stride blocks) and weight row i % C
+// (w + (i % C) * w_stride bytes), bitwise equal to the format's RowDot, for a
+// tile of R x C = 8 outputs.
+using TileDot = void (*)(const char* w, size_t w_stride, const ActBlock* a, int64_t a_stride, int64_t k, float* out);
+
+// The activation rows of a prefill tile (its weight rows: 8 / kPrefillTileRows).
+constexpr int kPrefillTileRows = 4;
+
+// decode: 1 activation row x 8 weight rows; prefill: kPrefillTileRows x 8 / kPrefillTileRows.
+struct TileSet {
+  TileDot decode, prefill;
+};
+
+// 32 activations quantized as cpu_quant_gemm.cpp's quantize_block does, bit for bit.
+using QuantizeBlock = void (*)(const float* x, ActBlock* out);
+
+// The tiles of one ISA, by format (a format without tiles runs on its RowDot),
+// and its activation quantizer.
+struct Tiles {
+  TileSet q8_0, q4_0, q4_k, q5_k, q6_k;
+  QuantizeBlock quantize_block;
+};
+
+namespace avx2 {
+extern const Tiles kTiles;
+}
+namespace avx512_vnni {
+extern const Tiles kTiles;
 }
 
 // The f32 steps every ISA shares. Static: each translation unit keeps its own

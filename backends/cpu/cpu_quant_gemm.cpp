@@ -1,8 +1,12 @@
 // GEMM on block-format weights: the activations are quantized per 32-element
-// block (ActBlock), then each output element is one row dot (cpu_quant_dot.inc)
-// computed by one thread, so results do not depend on the thread count. The
-// ISA is chosen at each call: RILL_CPU_ISA=scalar forces the portable kernels,
-// as for the other CPU kernels. Row gathers (get_rows) from tables of any dtype.
+// block (ActBlock), then the outputs are computed in tiles of eight
+// (cpu_quant_tile.inc) where the ISA has them, else one row dot
+// (cpu_quant_dot.inc) per output. A tile gives bitwise its row dots' results
+// and each output is computed by one thread, so results depend neither on the
+// ISA nor on the thread count. The ISA is chosen at each call, as for the
+// other CPU kernels: RILL_CPU_ISA=scalar forces the portable kernels,
+// RILL_CPU_ISA=avx2 the AVX2 tiles where AVX-512 VNNI would be chosen.
+// Row gathers (get_rows) from tables of any dtype.
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -11,6 +15,7 @@
 #include <vector>
 
 #include "cpu_convert.h"
+#include "cpu_kernels.h"
 #include "cpu_quant.h"
 #include "quant.h"
 
@@ -18,9 +23,13 @@ namespace rill::cpu {
 namespace quantized {
 namespace {
 
-const Kernels& kernels_for_this_call() {
+bool forced_isa(const char* isa) {
   const char* forced = std::getenv("RILL_CPU_ISA");
-  if (forced && std::strcmp(forced, "scalar") == 0) return scalar::kKernels;
+  return forced && std::strcmp(forced, isa) == 0;
+}
+
+const Kernels& kernels_for_this_call() {
+  if (forced_isa("scalar")) return scalar::kKernels;
 #if defined(RILL_CPU_HAVE_AVX2_KERNELS)
   __builtin_cpu_init();
   if (__builtin_cpu_supports("avx2")) return avx2::kKernels;
@@ -28,41 +37,78 @@ const Kernels& kernels_for_this_call() {
   return scalar::kKernels;
 }
 
-RowDot row_dot(const Kernels& k, rill_dtype dtype) {
+// Null where the outputs are row dots only.
+const Tiles* tiles_for_this_call() {
+  if (forced_isa("scalar")) return nullptr;
+#if defined(RILL_CPU_HAVE_AVX2_KERNELS)
+  __builtin_cpu_init();
+  const bool vnni = cpu_has_avx2() && __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512vl");
+  if (vnni && !forced_isa("avx2")) return &avx512_vnni::kTiles;
+  if (cpu_has_avx2()) return &avx2::kTiles;
+#endif
+  return nullptr;
+}
+
+// A table's entry for a block dtype (Kernels' RowDot, Tiles' TileSet).
+template <class Table>
+auto for_format(const Table& table, rill_dtype dtype) {
   switch (dtype) {
-    case RILL_DTYPE_Q8_0: return k.q8_0;
-    case RILL_DTYPE_Q4_0: return k.q4_0;
-    case RILL_DTYPE_Q4_K: return k.q4_k;
-    case RILL_DTYPE_Q5_K: return k.q5_k;
-    default: return k.q6_k;
+    case RILL_DTYPE_Q8_0: return table.q8_0;
+    case RILL_DTYPE_Q4_0: return table.q4_0;
+    case RILL_DTYPE_Q4_K: return table.q4_k;
+    case RILL_DTYPE_Q5_K: return table.q5_k;
+    default: return table.q6_k;
   }
 }
 
-// One row of k activations of dtype DT as k / 32 blocks: d = max|x| / 127 and
-// q = x / d rounded to nearest (even on ties). A block holding a NaN or an
-// infinity gets d = NaN, so that the outputs it feeds are NaN, as in f32.
+// 32 activations as one block: d = max|x| / 127 and q = x / d rounded to
+// nearest (even on ties). A block holding a NaN or an infinity gets d = NaN,
+// so that the outputs it feeds are NaN, as in f32.
+void quantize_block(const float* x, ActBlock* out) {
+  float amax = 0.0f;
+  bool finite = true;
+  for (int l = 0; l < quant::kBlock32; ++l) {
+    finite = finite && std::isfinite(x[l]);
+    amax = std::fmax(amax, std::fabs(x[l]));
+  }
+  const float d = finite ? amax / 127.0f : std::numeric_limits<float>::quiet_NaN();
+  const float id = d > 0.0f ? 1.0f / d : 0.0f;
+  int32_t sum = 0;
+  for (int l = 0; l < quant::kBlock32; ++l) {
+    const float q = std::fmin(127.0f, std::fmax(-127.0f, std::nearbyint(x[l] * id)));
+    out->q[l] = static_cast<int8_t>(q);
+    sum += out->q[l];
+  }
+  out->d = d;
+  out->sum = sum;
+}
+
+// One row of k activations of dtype DT as k / 32 blocks.
 template <rill_dtype DT>
-void quantize_activations(const void* row, int64_t k, ActBlock* out) {
+void quantize_activations(const void* row, int64_t k, ActBlock* out, const Tiles* tiles) {
+  const QuantizeBlock quantize = tiles ? tiles->quantize_block : quantize_block;
   for (int64_t b = 0; b < k / quant::kBlock32; ++b) {
-    float x[quant::kBlock32], amax = 0.0f;
-    bool finite = true;
-    for (int l = 0; l < quant::kBlock32; ++l) {
-      x[l] = load_scalar<DT>(row, b * quant::kBlock32 + l);
-      finite = finite && std::isfinite(x[l]);
-      amax = std::fmax(amax, std::fabs(x[l]));
-    }
-    const float d = finite ? amax / 127.0f : std::numeric_limits<float>::quiet_NaN();
-    const float id = d > 0.0f ? 1.0f / d : 0.0f;
-    int32_t sum = 0;
-    for (int l = 0; l < quant::kBlock32; ++l) {
-      const float q = std::fmin(127.0f, std::fmax(-127.0f, std::nearbyint(x[l] * id)));
-      out[b].q[l] = static_cast<int8_t>(q);
-      sum += out[b].q[l];
-    }
-    out[b].d = d;
-    out[b].sum = sum;
+    float x[quant::kBlock32];
+    for (int l = 0; l < quant::kBlock32; ++l) x[l] = load_scalar<DT>(row, b * quant::kBlock32 + l);
+    quantize(x, out + b);
   }
 }
+
+// Output (r, c) from its row dot: alpha, beta and the bias applied as f32 steps.
+template <rill_dtype DT>
+struct OutputWriter {
+  float alpha, beta;
+  const void* bias;
+  void* out;
+  int64_t n;
+
+  void operator()(int64_t r, int64_t c, float dot) const {
+    float v = alpha * dot;
+    if (beta != 0.0f) v += beta * load_scalar<DT>(out, r * n + c);
+    if (bias) v += load_scalar<DT>(bias, c);
+    store_scalar<DT>(out, r * n + c, v);
+  }
+};
 
 template <rill_dtype DT>
 rill_status gemm(rill_backend_context* ctx, const rill_backend_tensor* a, const rill_backend_tensor* w,
@@ -71,25 +117,46 @@ rill_status gemm(rill_backend_context* ctx, const rill_backend_tensor* a, const 
   const int64_t blocks = k / quant::kBlock32;
   std::vector<ActBlock> acts(static_cast<size_t>(rows * blocks));
   const char* a_data = tensor_data(a);
+  const Tiles* tiles = tiles_for_this_call();
   ctx->pool.parallel_for(rows, 1, [&](int64_t r0, int64_t r1, unsigned) {
     for (int64_t r = r0; r < r1; ++r) {
-      quantize_activations<DT>(a_data + r * k * static_cast<int64_t>(dtype_bytes(DT)), k, acts.data() + r * blocks);
+      quantize_activations<DT>(a_data + r * k * static_cast<int64_t>(dtype_bytes(DT)), k, acts.data() + r * blocks,
+                               tiles);
     }
   });
-  const RowDot dot = row_dot(kernels_for_this_call(), w->dtype);
+  const RowDot dot = for_format(kernels_for_this_call(), w->dtype);
   const size_t w_row_bytes = quant::row_bytes(w->dtype, k);
   const char* w_data = tensor_data(w);
-  const void* bias_data = tensor_data(bias);
-  void* out_data = tensor_data(out);
-  ctx->pool.parallel_for(n, std::max<int64_t>(1, 65536 / k), [&](int64_t c0, int64_t c1, unsigned) {
-    for (int64_t c = c0; c < c1; ++c) {
-      const char* w_row = w_data + c * static_cast<int64_t>(w_row_bytes);
-      const float b = bias_data ? load_scalar<DT>(bias_data, c) : 0.0f;
-      for (int64_t r = 0; r < rows; ++r) {
-        float v = alpha * dot(w_row, acts.data() + r * blocks, k);
-        if (beta != 0.0f) v += beta * load_scalar<DT>(out_data, r * n + c);
-        if (bias_data) v += b;
-        store_scalar<DT>(out_data, r * n + c, v);
+  const OutputWriter<DT> write{alpha, beta, tensor_data(bias), tensor_data(out), n};
+  constexpr int64_t kTileCols = 8, kRows = kPrefillTileRows, kCols = kTileCols / kPrefillTileRows;
+  // Each task owns whole groups of eight weight rows (the last may be short),
+  // with every activation row: one weight group stays in cache while the
+  // activations stream past it.
+  const int64_t groups = (n + kTileCols - 1) / kTileCols;
+  ctx->pool.parallel_for(groups, std::max<int64_t>(1, 8192 / k), [&](int64_t g0, int64_t g1, unsigned) {
+    float tile_out[kTileCols];
+    for (int64_t g = g0; g < g1; ++g) {
+      const int64_t c0 = g * kTileCols;
+      const char* w_group = w_data + c0 * static_cast<int64_t>(w_row_bytes);
+      if (tiles == nullptr || c0 + kTileCols > n) {
+        for (int64_t c = c0; c < std::min(n, c0 + kTileCols); ++c) {
+          const char* w_row = w_data + c * static_cast<int64_t>(w_row_bytes);
+          for (int64_t r = 0; r < rows; ++r) write(r, c, dot(w_row, acts.data() + r * blocks, k));
+        }
+        continue;
+      }
+      const TileSet set = for_format(*tiles, w->dtype);
+      int64_t r = 0;
+      for (; r + kRows <= rows; r += kRows) {
+        for (int64_t part = 0; part < kTileCols / kCols; ++part) {
+          set.prefill(w_group + part * kCols * static_cast<int64_t>(w_row_bytes), w_row_bytes,
+                      acts.data() + r * blocks, blocks, k, tile_out);
+          for (int64_t i = 0; i < kTileCols; ++i) write(r + i / kCols, c0 + part * kCols + i % kCols, tile_out[i]);
+        }
+      }
+      for (; r < rows; ++r) {
+        set.decode(w_group, w_row_bytes, acts.data() + r * blocks, blocks, k, tile_out);
+        for (int64_t i = 0; i < kTileCols; ++i) write(r, c0 + i, tile_out[i]);
       }
     }
   });

@@ -1,0 +1,22 @@
+// The AVX-512 VNNI tiles of the quantized GEMM (cpu_quant_tile.inc): one
+// vpdpbusd multiplies the unsigned weight levels with the signed activations
+// and adds each four products into an int32 lane, exactly. Only called after
+// cpu_quant_gemm.cpp has checked AVX512-VNNI and AVX512-VL.
+#include <immintrin.h>
+
+#include <cstring>
+#include <limits>
+
+#include "cpu_convert.h"
+#include "cpu_quant.h"
+
+namespace rill::cpu::quantized::avx512_vnni {
+namespace {
+
+inline __m256i dot_u8_s8(__m256i u, __m256i s) { return _mm256_dpbusd_epi32(_mm256_setzero_si256(), u, s); }
+
+}  // namespace
+
+#include "cpu_quant_tile.inc"
+
+}  // namespace rill::cpu::quantized::avx512_vnni
