@@ -12,6 +12,7 @@
 
 #include "gguf_reader.h"
 #include "gguf_writer.h"
+#include "hf_config.h"
 #include "io/checkpoint.h"
 
 namespace rill_cli {
@@ -37,12 +38,19 @@ struct QuantizeSource {
 // A GGUF file: its metadata copied onto writer, its tensors as they are.
 bool read_gguf_source(const std::string& path, rill::gguf::Writer& writer, QuantizeSource& out, std::string& error);
 
-// A Hugging Face folder of a family rill's GGUF loader reads back (llama,
-// qwen2): config.json as the architecture's metadata, tokenizer.json (a
-// byte-level BPE) as tokenizer.ggml.*, the checkpoint's tensors renamed (and
-// q/k rows permuted for llama) as llama.cpp's converter writes them. Anything
-// the file could not carry is refused by name in error.
+// A Hugging Face folder of a family whose GGUF architecture is marked
+// from_hf_folders (gguf_names.h): config.json as the architecture's metadata,
+// tokenizer.json (a byte-level BPE) as tokenizer.ggml.*, the checkpoint's
+// tensors renamed (q/k rows permuted for llama, Gemma's norm weights stored as
+// 1 + w) as llama.cpp's converter writes them. Anything the file could not
+// carry is refused by name in error.
 bool read_hf_source(const std::string& folder, rill::gguf::Writer& writer, QuantizeSource& out, std::string& error);
+
+// config (config.json as rill maps it; object, read from source) as the GGUF
+// architecture arch's metadata keys on writer, else false with error naming
+// the config.json key the keys cannot carry.
+bool write_hf_metadata(const rill::lm::HfConfig& config, const nlohmann::json& object, const std::string& source,
+                       const std::string& arch, rill::gguf::Writer& writer, std::string& error);
 
 // tokenizer.json (parsed; read from path) as tokenizer.ggml.* metadata on
 // writer: a byte-level BPE, its token list padded to vocab_size (the model's
