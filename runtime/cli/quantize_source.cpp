@@ -140,7 +140,7 @@ bool read_hf_source(const std::string& folder, rill::gguf::Writer& writer, Quant
   const rill::io::JsonRelease release_tokenizer(tokenizer);
   const std::string tokenizer_path = folder + "/tokenizer.json";
   if (!read_json(tokenizer_path, tokenizer, error) ||
-      !write_hf_tokenizer(tokenizer, tokenizer_path, config.vocab_size, writer, error)) {
+      !write_hf_tokenizer(tokenizer, tokenizer_path, config.vocab_size, arch, writer, error)) {
     return false;
   }
   if (rill::io::open_checkpoint(folder, out.shards, error) != RILL_OK) return false;

@@ -40,7 +40,7 @@ bool read_gguf_source(const std::string& path, rill::gguf::Writer& writer, Quant
 
 // A Hugging Face folder of a family whose GGUF architecture is marked
 // from_hf_folders (gguf_names.h): config.json as the architecture's metadata,
-// tokenizer.json (a byte-level BPE) as tokenizer.ggml.*, the checkpoint's
+// tokenizer.json (a byte-level or SentencePiece BPE) as tokenizer.ggml.*, the checkpoint's
 // tensors renamed (q/k rows permuted for llama, Gemma's norm weights stored as
 // 1 + w) as llama.cpp's converter writes them. Anything the file could not
 // carry is refused by name in error.
@@ -53,9 +53,10 @@ bool write_hf_metadata(const rill::lm::HfConfig& config, const nlohmann::json& o
                        const std::string& arch, rill::gguf::Writer& writer, std::string& error);
 
 // tokenizer.json (parsed; read from path) as tokenizer.ggml.* metadata on
-// writer: a byte-level BPE, its token list padded to vocab_size (the model's
-// embedding rows), else false with error naming what GGUF cannot carry.
+// writer for the GGUF architecture arch: a byte-level BPE or a SentencePiece
+// BPE, its token list padded to vocab_size (the model's embedding rows), else
+// false with error naming what GGUF cannot carry.
 bool write_hf_tokenizer(const nlohmann::json& tokenizer, const std::string& path, int64_t vocab_size,
-                        rill::gguf::Writer& writer, std::string& error);
+                        const std::string& arch, rill::gguf::Writer& writer, std::string& error);
 
 }  // namespace rill_cli

@@ -24,17 +24,24 @@ straight from its folder. Checks:
   tokenizer, as q4_k_m: q8_0 where K blocks do not fit a row, the mix
   elsewhere, norms and biases in f32, the token list padded to the
   vocabulary; its logits as above.
+- SentencePiece BPE tokenizer.json files as transformers' Llama and Gemma
+  converters write them (gguf_tokenizer_reference's stand-ins for a
+  SentencePiece model), quantized in the llama and gemma folders: the GGUF
+  tokenizer (model "llama", scores) encodes and decodes the corpus as
+  tokenizers does: 0 differences.
 - Refusals, each naming the problem and leaving no output file: a folder
   without config.json, an unsupported model_type, a missing shard, a
-  SentencePiece (non-byte-level) tokenizer.json.
+  Unigram tokenizer.json, a byte-fallback BPE trained by tokenizers (its
+  merges are not every split) and a Metaspace pre-tokenizer.
 
 Negative controls: the tensors compared with `rill quantize` of a file
 written without the family's convention (llama's q/k permutation, Gemma's
 1 + w norms, Qwen3's and Gemma 3's q and k norms in place) must differ; the
-4-bit files' logits
-against transformers on the unquantized weights must fail the limit; the
+4-bit files' logits against transformers on the unquantized weights must
+fail the limit; the
 tokenizer written with the qwen2 pre-tokenizer name for the Llama 3 data
-must differ from tokenizers.
+must differ from tokenizers; the SentencePiece tokenizer.json with its
+merges reversed must differ too.
 
 Exit codes: 0 passed, 1 a failure, 77 skipped (torch, transformers, gguf,
 tokenizers or the binding missing).
@@ -232,6 +239,55 @@ def check_narrow_bf16(args, gguf, rill, transformers, tk, trained, quantizer, wo
     return failures
 
 
+def check_sentencepiece(args, rill, tk, trained, workdir, folders):
+    """SentencePiece BPE tokenizer.json files, as transformers' LlamaConverter and GemmaConvert write them
+    (gguf_tokenizer_reference's stand-ins for a SentencePiece model, Llama 2's layout with a space prefix
+    and Gemma's without), in the llama and gemma folders: the GGUF tokenizer (model "llama", scores,
+    types) encodes and decodes the corpus as tokenizers does with the tokenizer.json. Control: the
+    merges in reverse order must differ; a BPE trained by tokenizers (not every split a merge) and a
+    Metaspace pre-tokenizer are refused by name."""
+    from gguf_tokenizer_reference import differences, sentencepiece_pieces, transformers_reference
+    failures = []
+
+    def quantize_with(name, arch, data):
+        folder = os.path.join(workdir, f"spm_{name}")
+        shutil.copytree(folders[arch], folder)
+        with open(os.path.join(folder, "tokenizer.json"), "w", encoding="utf-8") as f:
+            json.dump(data, f)
+        out = os.path.join(workdir, f"spm_{name}.gguf")
+        return quantize(args, folder, out, "q8_0"), out
+
+    for label, arch, gemma in (("llama2", "llama", False), ("gemma", "gemma", True)):
+        ref = transformers_reference(sentencepiece_pieces(trained["llama2"], gemma), gemma, not gemma)
+        data = json.loads(ref.backend_tokenizer.to_str())
+        proc, out = quantize_with(label, arch, data)
+        if proc.returncode != 0:
+            failures.append(f"SentencePiece {label}: rill quantize failed: {proc.stderr.strip()}")
+            continue
+        count = differences(rill, ref, out, f"SentencePiece {label}")
+        print(f"  SentencePiece {label} tokenizer.json ({len(data['model']['merges'])} merges): {count} differences")
+        if count:
+            failures.append(f"SentencePiece {label}: the tokenizer differs from tokenizers in {count} checks")
+        if gemma:
+            continue
+        reversed_merges = dict(data, model=dict(data["model"], merges=data["model"]["merges"][::-1]))
+        proc, out = quantize_with("reversed", arch, reversed_merges)
+        wrong = differences(rill, ref, out, "control", quiet=True) if proc.returncode == 0 else 0
+        print(f"  SentencePiece {label} control: merges reversed: {wrong} differences")
+        if wrong == 0:
+            failures.append(f"SentencePiece control: reversed merges gave no differences ({proc.stderr.strip()})")
+    metaspace = dict(trained["llama2"], normalizer=None, pre_tokenizer=trained["metaspace"]["pre_tokenizer"])
+    for name, data, expected in (("trained", trained["llama2"], "'model.merges'"),
+                                 ("metaspace", metaspace, "'pre_tokenizer': expected null or a split")):
+        proc, out = quantize_with(name, "llama", data)
+        ok = proc.returncode == 1 and expected in proc.stderr and not os.path.exists(out)
+        print(f"  refuses a SentencePiece tokenizer.json ({name}): {'ok' if ok else 'FAIL'}: {proc.stderr.strip()}")
+        if not ok:
+            failures.append(f"SentencePiece {name}: expected a refusal naming {expected}, got ({proc.returncode}) "
+                            f"{proc.stderr.strip()}")
+    return failures
+
+
 def check_refusals(args, workdir, folder):
     """Bad folders are refused by name, and no output file is left."""
     failures = []
@@ -307,6 +363,7 @@ def main():
                                                30 + seed)
             failed += f
         failed += check_narrow_bf16(args, gguf, rill, transformers, tk, trained, quantizer, workdir, 40)
+        failed += check_sentencepiece(args, rill, tk, trained, workdir, folders)
         failed += check_refusals(args, workdir, folders["llama"])
     return conclude(failed, None, "cpu", f"rill quantize from Hugging Face folders passed in {time.time() - start:.0f} s")
 
