@@ -249,11 +249,17 @@ std::vector<float> sentencepiece_scores(const std::vector<std::string>& tokens,
                                    std::to_string(r) + "); GGUF's scores rank whole pieces");
       }
       last = piece->second;
-      scores[last] = static_cast<float>(-++group);
+      ++group;
+      scores[last] = -static_cast<float>(group);
     }
     ++merges_of[last];
   }
   for (size_t i = 0; i < tokens.size(); ++i) {
+    if (tokens[i].size() > rill::gguf::kMaxSentencePieceBytes) {
+      refuse("model.vocab", "token " + std::to_string(i) + " has " + std::to_string(tokens[i].size()) +
+                                " bytes; a SentencePiece piece may have at most " +
+                                std::to_string(rill::gguf::kMaxSentencePieceBytes));
+    }
     int64_t splits = 0;
     for (size_t at = next_code_point(tokens[i], 0); at < tokens[i].size(); at = next_code_point(tokens[i], at)) {
       splits += ids.count(tokens[i].substr(0, at)) != 0 && ids.count(tokens[i].substr(at)) != 0;
@@ -284,7 +290,7 @@ void write_sentencepiece(const json& t, const json& model, int64_t vocab_size, c
   const bool space_prefix = sentencepiece_space_prefix(t);
   check_sentencepiece_decoder(t, space_prefix);
   const bool gemma = arch.compare(0, 5, "gemma") == 0;
-  const json& unk = model.value("unk_token", json());
+  const json unk = model.value("unk_token", json());
   TokensById by_id = tokens_by_id(t, model);
   int64_t unk_id = -1;
   for (auto& [id, entry] : by_id) {

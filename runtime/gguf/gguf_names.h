@@ -4,6 +4,7 @@
 // loader reads files through it and `rill quantize` writes them through it.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -70,5 +71,11 @@ inline constexpr const char* kLlamaBpePattern =
     R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
 inline constexpr const char* kQwen2Pattern =
     R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+
+// The longest SentencePiece piece (tokenizer.ggml.model "llama") rill reads
+// and writes: generating merges from scores looks up every split of every
+// piece, quadratic in its length. SentencePiece's pieces are short (16
+// characters by default); the bound keeps a hostile file from making it a hang.
+inline constexpr size_t kMaxSentencePieceBytes = 1024;
 
 }  // namespace rill::gguf
