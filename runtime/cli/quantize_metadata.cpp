@@ -3,7 +3,7 @@
 // (runtime/lm/gguf_load.cpp), with the keys llama.cpp's converter writes.
 // A setting the keys cannot carry is refused by the config.json key that set
 // it, since rill's loader would read the file back without it.
-#include "quantize_source.h"
+#include "quantize_metadata.h"
 
 namespace rill_cli {
 namespace {

@@ -11,6 +11,7 @@
 #include "hf_config.h"
 #include "io/json_release.h"
 #include "io/text_file.h"
+#include "quantize_metadata.h"
 
 namespace rill_cli {
 namespace {

@@ -12,7 +12,6 @@
 
 #include "gguf_reader.h"
 #include "gguf_writer.h"
-#include "hf_config.h"
 #include "io/checkpoint.h"
 
 namespace rill_cli {
@@ -45,12 +44,6 @@ bool read_gguf_source(const std::string& path, rill::gguf::Writer& writer, Quant
 // 1 + w) as llama.cpp's converter writes them. Anything the file could not
 // carry is refused by name in error.
 bool read_hf_source(const std::string& folder, rill::gguf::Writer& writer, QuantizeSource& out, std::string& error);
-
-// config (config.json as rill maps it; object, read from source) as the GGUF
-// architecture arch's metadata keys on writer, else false with error naming
-// the config.json key the keys cannot carry.
-bool write_hf_metadata(const rill::lm::HfConfig& config, const nlohmann::json& object, const std::string& source,
-                       const std::string& arch, rill::gguf::Writer& writer, std::string& error);
 
 // tokenizer.json (parsed; read from path) as tokenizer.ggml.* metadata on
 // writer for the GGUF architecture arch: a byte-level BPE or a SentencePiece
