@@ -67,6 +67,20 @@ SHAPES = {
         vocab_size=1024, hidden_size=256, intermediate_size=768, num_hidden_layers=2,
         num_attention_heads=4, num_key_value_heads=2, head_dim=64, max_position_embeddings=512,
         rope_theta=500000.0, rms_norm_eps=1e-5, tie_word_embeddings=True, initializer_range=0.1)),
+    # Gemma's 1 + w norms, tanh GeGLU and scaled embedding; Gemma 2's sandwich norms, soft-caps and
+    # a sliding window shorter than the check's ids; Phi-3's fused qkv and gate_up matrices.
+    "tiny-gemma": dict(family="gemma", id_span=1000, title="small Gemma", config=dict(
+        vocab_size=1024, hidden_size=256, intermediate_size=768, num_hidden_layers=2,
+        num_attention_heads=4, num_key_value_heads=1, head_dim=64, max_position_embeddings=512,
+        rms_norm_eps=1e-6, initializer_range=0.1)),
+    "tiny-gemma2": dict(family="gemma2", id_span=1000, title="small Gemma 2", config=dict(
+        vocab_size=1024, hidden_size=256, intermediate_size=768, num_hidden_layers=2,
+        num_attention_heads=4, num_key_value_heads=2, head_dim=64, query_pre_attn_scalar=64,
+        sliding_window=16, max_position_embeddings=512, rms_norm_eps=1e-6, initializer_range=0.1)),
+    "tiny-phi3": dict(family="phi3", id_span=1000, title="small Phi-3", config=dict(
+        vocab_size=1024, hidden_size=256, intermediate_size=768, num_hidden_layers=2,
+        num_attention_heads=4, num_key_value_heads=4, max_position_embeddings=512,
+        original_max_position_embeddings=512, rms_norm_eps=1e-5, initializer_range=0.1, pad_token_id=0)),
 }
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json")
 DTYPES = ("f32", "f16", "bf16")
@@ -105,7 +119,10 @@ def make(shape: str, prefix: str, repo: str, dtypes: str) -> None:
         return
     family = SHAPES[shape]["family"]
     config_class, model_class = {"qwen2": (transformers.Qwen2Config, transformers.Qwen2ForCausalLM),
-                                 "llama": (transformers.LlamaConfig, transformers.LlamaForCausalLM)}[family]
+                                 "llama": (transformers.LlamaConfig, transformers.LlamaForCausalLM),
+                                 "gemma": (transformers.GemmaConfig, transformers.GemmaForCausalLM),
+                                 "gemma2": (transformers.Gemma2Config, transformers.Gemma2ForCausalLM),
+                                 "phi3": (transformers.Phi3Config, transformers.Phi3ForCausalLM)}[family]
     torch.manual_seed(0)
     config = config_class(**SHAPES[shape]["config"], bos_token_id=0, eos_token_id=1, torch_dtype="float32")
     model = model_class(config).eval()
@@ -180,7 +197,7 @@ def convert(llama_cpp_dir: str, folder: str, out: str, outtype: str, shape: str)
     # The converter identifies a BPE pre-tokenizer by hashing its output on a test text and
     # refuses unknown ones. The benchmark feeds token ids, never text, so the tokenizer only
     # has to load: label it as the family's.
-    pre = {"qwen2": "qwen2", "llama": "llama-bpe"}[SHAPES[shape]["family"]]
+    pre = "qwen2" if SHAPES[shape]["family"] == "qwen2" else "llama-bpe"
     converter.TextModel.get_vocab_base_pre = lambda self, tokenizer: pre
     sys.argv = ["convert_hf_to_gguf.py", folder, "--outfile", out, "--outtype", outtype]
     converter.main()

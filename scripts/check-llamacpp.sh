@@ -4,8 +4,8 @@
 #   scripts/check-llamacpp.sh [--rill PATH]
 #
 # Builds llama.cpp as scripts/bench-llamacpp.sh does (scripts/llamacpp-common.sh, the same
-# cache) and scripts/llamacpp_logits.cpp against it. Makes a small random llama and qwen2
-# Hugging Face folder with transformers, writes each as q8_0 and q4_k_m with `rill quantize`,
+# cache) and scripts/llamacpp_logits.cpp against it. Makes a small random llama, qwen2, gemma,
+# gemma2 and phi3 Hugging Face folder with transformers, writes each as q8_0 and q4_k_m with `rill quantize`,
 # and compares the logits of a fixed id sequence from llama.cpp (llamacpp_logits) and from rill
 # (`rill logits --backend cpu`) on the same file: NMSE and the worst element against the
 # format's bounds (LIMITS in scripts/bench_llamacpp_model.py). Negative control: rill's logits of
@@ -44,7 +44,7 @@ fi
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 failed=0
-for shape in tiny-llama tiny-qwen2; do
+for shape in tiny-llama tiny-qwen2 tiny-gemma tiny-gemma2 tiny-phi3; do
   "$venv/bin/python" "$helper" make "$shape" "$work/$shape" "$repo" f32 >/dev/null
   ids=$(python3 "$helper" ids "$shape" 24)
   for format in q8_0 q4_k_m; do

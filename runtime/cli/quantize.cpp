@@ -10,6 +10,7 @@
 #include "cli_options.h"
 #include "commands.h"
 #include "dtype_convert.h"
+#include "gguf_names.h"
 #include "gguf_types.h"
 #include "quant.h"
 #include "quantize_source.h"
@@ -23,10 +24,11 @@ void print_help(std::FILE* to) {
                "usage: rill quantize IN OUT.gguf --format T\n"
                "       rill quantize --model IN --output OUT.gguf --type T\n\n"
                "Writes IN (f32, f16 or bf16 weights) with its weight matrices quantized. IN is a GGUF file,\n"
-               "whose metadata, tokenizer and tensor names are kept, or a Hugging Face folder of a llama or\n"
-               "qwen2 model (config.json, tokenizer.json with a byte-level BPE, model.safetensors or its\n"
-               "shards), written as llama.cpp's converter names and lays it out. Norms, biases and other\n"
-               "1-dim tensors stay unquantized (f16 and bf16 ones are written in f32, as llama.cpp needs),\n"
+               "whose metadata, tokenizer and tensor names are kept, or a Hugging Face folder (config.json,\n"
+               "tokenizer.json with a byte-level or SentencePiece BPE, model.safetensors or its shards),\n"
+               "written as llama.cpp's converter names and lays it out, of model_type\n"
+               "  %s.\n"
+               "Norms, biases and other 1-dim tensors stay unquantized (f16 and bf16 ones are written in f32, as llama.cpp needs),\n"
                "and tensors IN already holds in a block format are copied unchanged. OUT is written beside its path and renamed into place once complete; it may not\n"
                "be IN.\n"
                "  --format T, --type T\n"
@@ -35,7 +37,8 @@ void print_help(std::FILE* to) {
                "             and for attn_v and ffn_down of the layers llama.cpp gives more bits\n"
                "             (the first and last eighth, and every third between)\n"
                "Each matrix's rows must be whole blocks of 32 elements. A matrix whose rows are not whole\n"
-               "blocks of 256 gets q8_0 where T asks for a K format.\n");
+               "blocks of 256 gets q8_0 where T asks for a K format.\n",
+               rill::gguf::hf_folder_architectures().c_str());
 }
 
 struct Type {

@@ -2,13 +2,16 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cstring>
 #include <set>
 
+#include "dtype_convert.h"
 #include "gguf_names.h"
 #include "gguf_types.h"
 #include "hf_config.h"
 #include "io/json_release.h"
 #include "io/text_file.h"
+#include "quantize_metadata.h"
 
 namespace rill_cli {
 namespace {
@@ -24,55 +27,24 @@ bool safetensors_type_id(const std::string& dtype, uint32_t& out) {
   return true;
 }
 
-// A setting of the config's descriptor that GGUF's llama and qwen2 keys
-// cannot carry, by the config.json key that set it: refused, since rill's
-// loader would read the file back without it.
-struct Uncarried {
-  const char* key;
-  bool present;
-  const char* why;
-};
+bool ends_with(const std::string& text, const char* suffix) {
+  const size_t n = std::strlen(suffix);
+  return text.size() >= n && text.compare(text.size() - n, n, suffix) == 0;
+}
 
-// The descriptor (config.json as rill maps it) as the architecture's GGUF
-// keys; false with error naming the config.json key GGUF cannot carry.
-bool write_config(const rill::lm::HfConfig& config, const json& object, const std::string& source,
-                  const std::string& arch, rill::gguf::Writer& w, std::string& error) {
-  const rill_model_desc& d = config.desc;
-  const bool qwen2 = arch == "qwen2";
-  for (const Uncarried& u : {
-           Uncarried{"hidden_act", d.activation != RILL_MLP_SILU_GLU, "the activation GGUF's architecture implies is silu"},
-           Uncarried{"rope_scaling", d.rope_type != RILL_ROPE_DEFAULT, "rill writes no rope scaling keys"},
-           Uncarried{"mlp_bias", d.mlp_bias != 0, "GGUF's architecture has no MLP biases"},
-           Uncarried{"attention_bias", (d.qkv_bias != 0) != qwen2 || d.o_bias != 0,
-                     "GGUF's architecture fixes its attention biases"},
-           Uncarried{"use_sliding_window", d.sliding_window != 0, "GGUF's architecture has no sliding window"}}) {
-    if (u.present) {
-      const auto given = object.find(u.key);
-      error = source + ": '" + u.key + "': GGUF's " + arch + " cannot carry it (" + u.why + "), got " +
-              (given != object.end() ? given->dump() : "its default");
-      return false;
-    }
+// A norm weight (F32, F16 or BF16) in f32 with offset added to each element.
+std::vector<unsigned char> offset_norm(const SourceTensor& t, float offset) {
+  rill_dtype dtype = RILL_DTYPE_F32;
+  rill::gguf::tensor_type_to_rill(t.type_id, dtype);
+  const size_t count = static_cast<size_t>(t.dims[0]);
+  std::vector<float> values(count);
+  rill::convert_to_f32(dtype, t.data, values.data(), count);
+  std::vector<unsigned char> bytes(count * sizeof(float));
+  for (size_t i = 0; i < count; ++i) {
+    const float v = values[i] + offset;
+    std::memcpy(bytes.data() + i * sizeof(float), &v, sizeof(float));
   }
-  const int32_t head_dim = d.head_dim != 0 ? d.head_dim : d.hidden_size / d.num_heads;  // 0: the quotient
-  const std::string p = arch + ".";
-  w.set_string("general.architecture", arch);
-  w.set_u32(p + "block_count", static_cast<uint32_t>(d.num_layers));
-  if (config.max_position_embeddings > 0) {
-    w.set_u32(p + "context_length", static_cast<uint32_t>(config.max_position_embeddings));
-  }
-  w.set_u32(p + "embedding_length", static_cast<uint32_t>(d.hidden_size));
-  w.set_u32(p + "feed_forward_length", static_cast<uint32_t>(d.intermediate_size));
-  w.set_u32(p + "attention.head_count", static_cast<uint32_t>(d.num_heads));
-  w.set_u32(p + "attention.head_count_kv", static_cast<uint32_t>(d.num_kv_heads != 0 ? d.num_kv_heads : d.num_heads));
-  w.set_f32(p + "rope.freq_base", d.rope_theta);
-  w.set_f32(p + "attention.layer_norm_rms_epsilon", d.norm_eps);
-  w.set_u32(p + "rope.dimension_count", static_cast<uint32_t>(head_dim));  // every dim rotates
-  if (head_dim != d.hidden_size / d.num_heads) {
-    w.set_u32(p + "attention.key_length", static_cast<uint32_t>(head_dim));
-    w.set_u32(p + "attention.value_length", static_cast<uint32_t>(head_dim));
-  }
-  w.set_u32(p + "vocab_size", static_cast<uint32_t>(config.vocab_size));
-  return true;
+  return bytes;
 }
 
 bool read_json(const std::string& path, json& out, std::string& error) {
@@ -97,12 +69,12 @@ bool read_json(const std::string& path, json& out, std::string& error) {
 
 // Every tensor the architecture's loader needs is there (the loader would
 // refuse the written file otherwise); false with error naming the first missing.
-bool has_every_tensor(const std::vector<SourceTensor>& tensors, const rill_model_desc& desc, bool tied,
-                      const std::string& folder, std::string& error) {
+bool has_every_tensor(const std::vector<SourceTensor>& tensors, const rill::gguf::Architecture& a,
+                      const rill_model_desc& desc, bool tied, const std::string& folder, std::string& error) {
   std::set<std::string> have;
   for (const SourceTensor& t : tensors) have.insert(t.name);
   for (const std::string& name :
-       rill::gguf::required_tensors(desc.num_layers, tied, desc.qkv_bias != 0, desc.o_bias != 0)) {
+       rill::gguf::required_tensors(a, desc.num_layers, tied, desc.qkv_bias != 0, desc.o_bias != 0)) {
     if (have.count(name) == 0) {
       error = folder + ": the checkpoint lacks the tensor GGUF calls '" + name + "'";
       return false;
@@ -140,17 +112,21 @@ bool read_hf_source(const std::string& folder, rill::gguf::Writer& writer, Quant
     error = config_path + ": 'model_type': expected a string";
     return false;
   }
-  const std::string arch = type->get<std::string>();
-  if (arch != "llama" && arch != "qwen2") {
-    error = config_path + ": 'model_type': \"" + arch +
-            "\" is not supported from a Hugging Face folder; supported: llama, qwen2";
+  const std::string model_type = type->get<std::string>();
+  std::string arch;
+  for (const auto& [name, architecture] : rill::gguf::architectures()) {
+    if (architecture.from_hf_folders && model_type == architecture.model_type) arch = name;
+  }
+  if (arch.empty()) {
+    error = config_path + ": 'model_type': \"" + model_type +
+            "\" is not supported from a Hugging Face folder; supported: " + rill::gguf::hf_folder_architectures();
     return false;
   }
   // config.json as rill's loader maps it (every key checked, unknown ones refused).
   rill::lm::HfConfig config;
   if (rill::lm::hf_config_from_json(config_path, object.dump(), config, error) != RILL_OK) return false;
   const rill::gguf::Architecture& a = rill::gguf::architectures().at(arch);
-  if (!write_config(config, object, config_path, arch, writer, error)) return false;
+  if (!write_hf_metadata(config, object, config_path, arch, writer, error)) return false;
   out.layers = config.desc.num_layers;
   if (config.bos_token_id >= 0) writer.set_u32("tokenizer.ggml.bos_token_id", static_cast<uint32_t>(config.bos_token_id));
   if (config.eos_token_ids.size() > 1) {
@@ -165,14 +141,14 @@ bool read_hf_source(const std::string& folder, rill::gguf::Writer& writer, Quant
   const rill::io::JsonRelease release_tokenizer(tokenizer);
   const std::string tokenizer_path = folder + "/tokenizer.json";
   if (!read_json(tokenizer_path, tokenizer, error) ||
-      !write_hf_tokenizer(tokenizer, tokenizer_path, config.vocab_size, writer, error)) {
+      !write_hf_tokenizer(tokenizer, tokenizer_path, config.vocab_size, arch, writer, error)) {
     return false;
   }
   if (rill::io::open_checkpoint(folder, out.shards, error) != RILL_OK) return false;
 
   for (const auto& shard : out.shards) {
     for (const rill::io::SafetensorsTensor& t : shard->tensors()) {
-      if (t.name.size() >= 19 && t.name.compare(t.name.size() - 19, 19, "rotary_emb.inv_freq") == 0) continue;
+      if (ends_with(t.name, "rotary_emb.inv_freq")) continue;
       if (config.tie_word_embeddings && t.name == "lm_head.weight") continue;  // the embedding serves as the head
       SourceTensor s{};
       if (!rill::gguf::gguf_tensor_name(t.name, a, s.name)) {
@@ -187,6 +163,18 @@ bool read_hf_source(const std::string& folder, rill::gguf::Writer& writer, Quant
       for (auto d = t.shape.rbegin(); d != t.shape.rend(); ++d) s.dims.push_back(static_cast<uint64_t>(*d));
       s.data = static_cast<const unsigned char*>(t.data);
       s.bytes = t.bytes;
+      if (a.norms_hold_offset && ends_with(s.name, "norm.weight")) {
+        if (s.dims.size() != 1) {
+          error = shard->path() + ": tensor '" + t.name + "': expected a norm weight of 1 dim, got " +
+                  std::to_string(s.dims.size());
+          return false;
+        }
+        // Gemma's RMSNorm scales by 1 + w; GGUF stores 1 + w (llama.cpp's norm scales by the weight).
+        out.owned.push_back(offset_norm(s, config.desc.norm_weight_offset));
+        s.data = out.owned.back().data();
+        s.bytes = out.owned.back().size();
+        s.type_id = 0;  // F32
+      }
       const bool q = s.name.find(".attn_q.") != std::string::npos, k = s.name.find(".attn_k.") != std::string::npos;
       if (a.permuted_qk && (q || k)) {
         const int32_t heads = q || config.desc.num_kv_heads == 0 ? config.desc.num_heads : config.desc.num_kv_heads;
@@ -202,7 +190,7 @@ bool read_hf_source(const std::string& folder, rill::gguf::Writer& writer, Quant
       out.tensors.push_back(std::move(s));
     }
   }
-  return has_every_tensor(out.tensors, config.desc, config.tie_word_embeddings, folder, error);
+  return has_every_tensor(out.tensors, a, config.desc, config.tie_word_embeddings, folder, error);
 }
 
 }  // namespace rill_cli

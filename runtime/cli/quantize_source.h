@@ -37,17 +37,19 @@ struct QuantizeSource {
 // A GGUF file: its metadata copied onto writer, its tensors as they are.
 bool read_gguf_source(const std::string& path, rill::gguf::Writer& writer, QuantizeSource& out, std::string& error);
 
-// A Hugging Face folder of a family rill's GGUF loader reads back (llama,
-// qwen2): config.json as the architecture's metadata, tokenizer.json (a
-// byte-level BPE) as tokenizer.ggml.*, the checkpoint's tensors renamed (and
-// q/k rows permuted for llama) as llama.cpp's converter writes them. Anything
-// the file could not carry is refused by name in error.
+// A Hugging Face folder of a family whose GGUF architecture is marked
+// from_hf_folders (gguf_names.h): config.json as the architecture's metadata,
+// tokenizer.json (a byte-level or SentencePiece BPE) as tokenizer.ggml.*, the checkpoint's
+// tensors renamed (q/k rows permuted for llama, Gemma's norm weights stored as
+// 1 + w) as llama.cpp's converter writes them. Anything the file could not
+// carry is refused by name in error.
 bool read_hf_source(const std::string& folder, rill::gguf::Writer& writer, QuantizeSource& out, std::string& error);
 
 // tokenizer.json (parsed; read from path) as tokenizer.ggml.* metadata on
-// writer: a byte-level BPE, its token list padded to vocab_size (the model's
-// embedding rows), else false with error naming what GGUF cannot carry.
+// writer for the GGUF architecture arch: a byte-level BPE or a SentencePiece
+// BPE, its token list padded to vocab_size (the model's embedding rows), else
+// false with error naming what GGUF cannot carry.
 bool write_hf_tokenizer(const nlohmann::json& tokenizer, const std::string& path, int64_t vocab_size,
-                        rill::gguf::Writer& writer, std::string& error);
+                        const std::string& arch, rill::gguf::Writer& writer, std::string& error);
 
 }  // namespace rill_cli

@@ -1,5 +1,6 @@
 #include "gguf_names.h"
 
+#include <algorithm>
 #include <cstring>
 
 namespace rill::gguf {
@@ -58,14 +59,16 @@ std::vector<unsigned char> move_rows(const unsigned char* data, uint64_t rows, u
 
 const std::map<std::string, Architecture>& architectures() {
   static const std::map<std::string, Architecture> kArchitectures = {
-      {"gemma", {"gemma", false, true, {}}},
+      {"gemma", {"gemma", false, true, {}, {}, true}},
       {"gemma2",
        {"gemma2",
         false,
         true,
         {{"ffn_norm.weight", "pre_feedforward_layernorm.weight"},
          {"post_attention_norm.weight", "post_attention_layernorm.weight"},
-         {"post_ffw_norm.weight", "post_feedforward_layernorm.weight"}}}},
+         {"post_ffw_norm.weight", "post_feedforward_layernorm.weight"}},
+        {},
+        true}},
       {"gemma3",
        {"gemma3_text",
         false,
@@ -74,19 +77,25 @@ const std::map<std::string, Architecture>& architectures() {
          {"post_attention_norm.weight", "post_attention_layernorm.weight"},
          {"post_ffw_norm.weight", "post_feedforward_layernorm.weight"},
          {"attn_q_norm.weight", "self_attn.q_norm.weight"},
-         {"attn_k_norm.weight", "self_attn.k_norm.weight"}}}},
-      {"llama", {"llama", true, false, {}}},
+         {"attn_k_norm.weight", "self_attn.k_norm.weight"}},
+        {},
+        true}},
+      {"llama", {"llama", true, false, {}, {}, true}},
       {"phi3",
        {"phi3",
         false,
         false,
-        {{"attn_qkv.weight", "self_attn.qkv_proj.weight"}, {"ffn_up.weight", "mlp.gate_up_proj.weight"}}}},
-      {"qwen2", {"qwen2", false, false, {}}},
+        {{"attn_qkv.weight", "self_attn.qkv_proj.weight"}, {"ffn_up.weight", "mlp.gate_up_proj.weight"}},
+        {"attn_q.weight", "attn_k.weight", "attn_v.weight", "ffn_gate.weight"},
+        true}},
+      {"qwen2", {"qwen2", false, false, {}, {}, true}},
       {"qwen3",
        {"qwen3",
         false,
         false,
-        {{"attn_q_norm.weight", "self_attn.q_norm.weight"}, {"attn_k_norm.weight", "self_attn.k_norm.weight"}}}},
+        {{"attn_q_norm.weight", "self_attn.q_norm.weight"}, {"attn_k_norm.weight", "self_attn.k_norm.weight"}},
+        {},
+        true}},
   };
   return kArchitectures;
 }
@@ -94,6 +103,14 @@ const std::map<std::string, Architecture>& architectures() {
 std::string supported_architectures() {
   std::string list;
   for (const auto& a : architectures()) list += (list.empty() ? "" : ", ") + a.first;
+  return list;
+}
+
+std::string hf_folder_architectures() {
+  std::string list;
+  for (const auto& a : architectures()) {
+    if (a.second.from_hf_folders) list += (list.empty() ? "" : ", ") + std::string(a.second.model_type);
+  }
   return list;
 }
 
@@ -134,18 +151,24 @@ bool gguf_tensor_name(const std::string& name, const Architecture& a, std::strin
   return false;
 }
 
-std::vector<std::string> required_tensors(int64_t layers, bool tied, bool qkv_bias, bool o_bias) {
+std::vector<std::string> required_tensors(const Architecture& a, int64_t layers, bool tied, bool qkv_bias,
+                                          bool o_bias) {
   std::vector<std::string> names;
   for (const auto& global : global_tensor_names()) {
     if (!(tied && global.first == "output.weight")) names.push_back(global.first);
   }
+  std::vector<std::string> layer_names;
+  for (const auto& layer : layer_tensor_names()) {
+    const std::string& name = layer.first;
+    const bool bias = name.size() > 5 && name.compare(name.size() - 5, 5, ".bias") == 0;
+    if (bias && !(name == "attn_output.bias" ? o_bias : qkv_bias)) continue;
+    if (a.own_names.count(name) != 0) continue;  // listed below, as the architecture's own
+    if (std::find(a.fused_names.begin(), a.fused_names.end(), name) != a.fused_names.end()) continue;
+    layer_names.push_back(name);
+  }
+  for (const auto& own : a.own_names) layer_names.push_back(own.first);
   for (int64_t i = 0; i < layers; ++i) {
-    for (const auto& layer : layer_tensor_names()) {
-      const std::string& name = layer.first;
-      const bool bias = name.size() > 5 && name.compare(name.size() - 5, 5, ".bias") == 0;
-      if (bias && !(name == "attn_output.bias" ? o_bias : qkv_bias)) continue;
-      names.push_back("blk." + std::to_string(i) + "." + name);
-    }
+    for (const std::string& name : layer_names) names.push_back("blk." + std::to_string(i) + "." + name);
   }
   return names;
 }

@@ -21,6 +21,17 @@ void append_string(std::string& out, std::string_view text) {
 
 uint64_t padding(uint64_t offset, uint64_t alignment) { return (alignment - offset % alignment) % alignment; }
 
+// An array of numbers of type element as the file holds it.
+template <class T>
+std::string encode_array(ValueType element, const std::vector<T>& values) {
+  std::string encoded;
+  append<uint32_t>(encoded, static_cast<uint32_t>(ValueType::ARRAY));
+  append<uint32_t>(encoded, static_cast<uint32_t>(element));
+  append<uint64_t>(encoded, values.size());
+  for (const T v : values) append<T>(encoded, v);
+  return encoded;
+}
+
 }  // namespace
 
 void Writer::set(std::string_view key, std::string encoded) {
@@ -97,12 +108,11 @@ void Writer::set_strings(std::string_view key, const std::vector<std::string>& v
 }
 
 void Writer::set_i32s(std::string_view key, const std::vector<int32_t>& values) {
-  std::string encoded;
-  append<uint32_t>(encoded, static_cast<uint32_t>(ValueType::ARRAY));
-  append<uint32_t>(encoded, static_cast<uint32_t>(ValueType::I32));
-  append<uint64_t>(encoded, values.size());
-  for (const int32_t v : values) append<int32_t>(encoded, v);
-  set(key, std::move(encoded));
+  set(key, encode_array(ValueType::I32, values));
+}
+
+void Writer::set_f32s(std::string_view key, const std::vector<float>& values) {
+  set(key, encode_array(ValueType::F32, values));
 }
 
 void Writer::add_tensor(std::string_view name, std::vector<uint64_t> dims, uint32_t type_id, const void* data,

@@ -24,6 +24,7 @@ class Writer {
   void set_string(std::string_view key, std::string_view value);
   void set_strings(std::string_view key, const std::vector<std::string>& values);  // an array of strings
   void set_i32s(std::string_view key, const std::vector<int32_t>& values);         // an array of i32
+  void set_f32s(std::string_view key, const std::vector<float>& values);           // an array of f32
 
   // A tensor: dims in ggml's order (dims[0] varies fastest), type_id a GGUF
   // type, bytes of data (which must stay alive until write returns).

@@ -18,8 +18,6 @@ constexpr int64_t kTypeUnknown = 2;
 constexpr int64_t kTypeControl = 3;
 constexpr int64_t kTypeUserDefined = 4;
 
-// The longest SentencePiece piece read (see sentencepiece_model).
-constexpr size_t kMaxPieceBytes = 1024;
 
 class Keys {
  public:
@@ -240,13 +238,10 @@ void sentencepiece_model(const Keys& k, const gguf::Value* tokens, const gguf::V
   options.byte_fallback = true;
   for (uint64_t i = 0; i < tokens->size(); ++i) {
     const std::string token = token_at(tokens, i);
-    // Generating merges looks up every split of every piece: quadratic in a
-    // piece's length. SentencePiece's pieces are short (16 characters by
-    // default); a longer bound keeps a hostile file from making it a hang.
-    if (token.size() > kMaxPieceBytes) {
-      k.fail(RILL_ERROR_CONFIG, "tokenizer.ggml.tokens", "token " + std::to_string(i) + " has " +
-                                                             std::to_string(token.size()) + " bytes; at most " +
-                                                             std::to_string(kMaxPieceBytes) + " are supported");
+    if (token.size() > gguf::kMaxSentencePieceBytes) {
+      k.fail(RILL_ERROR_CONFIG, "tokenizer.ggml.tokens",
+             "token " + std::to_string(i) + " has " + std::to_string(token.size()) + " bytes; at most " +
+                 std::to_string(gguf::kMaxSentencePieceBytes) + " are supported");
     }
     if (!score_values->element_f64(i, scores[i])) k.fail(RILL_ERROR_CONFIG, "tokenizer.ggml.scores", "expected numbers");
     const int64_t type = token_type(k, types, i);

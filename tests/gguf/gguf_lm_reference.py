@@ -95,6 +95,7 @@ LAYER_NAMES = {
     # Qwen3's and Gemma 3's per-head norms (HeadNormed wraps q_proj and k_proj).
     "self_attn.q_proj.proj.weight": "attn_q.weight", "self_attn.q_proj.norm": "attn_q_norm.weight",
     "self_attn.k_proj.proj.weight": "attn_k.weight", "self_attn.k_proj.norm": "attn_k_norm.weight",
+    "self_attn.q_proj.proj.bias": "attn_q.bias", "self_attn.k_proj.proj.bias": "attn_k.bias",  # Qwen3's, zero
 }
 # Gemma 2's sandwich norms: its names where they differ from LAYER_NAMES.
 GEMMA2_NAMES = {  # also Gemma 3's

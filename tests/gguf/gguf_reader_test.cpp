@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -367,6 +368,36 @@ TEST_CASE("gguf names: every architecture's tensor names map both ways") {
   REQUIRE(rill::gguf::gguf_tensor_name("model.layers.0.post_attention_layernorm.weight",
                                        rill::gguf::architectures().at("gemma2"), out));
   CHECK(out == "blk.0.post_attention_norm.weight");
+}
+
+TEST_CASE("gguf names: the tensors each architecture's file must hold") {
+  const auto has = [](const std::vector<std::string>& names, const char* name) {
+    return std::find(names.begin(), names.end(), name) != names.end();
+  };
+  const auto& archs = rill::gguf::architectures();
+  const std::vector<std::string> llama = rill::gguf::required_tensors(archs.at("llama"), 2, true, false, false);
+  CHECK(llama.size() == 2 + 2 * 9);  // embedding, final norm; 2 norms and 7 projections per layer
+  CHECK_FALSE(has(llama, "output.weight"));
+  CHECK(has(llama, "blk.1.ffn_gate.weight"));
+  CHECK(has(rill::gguf::required_tensors(archs.at("qwen2"), 1, false, true, false), "blk.0.attn_v.bias"));
+  // Phi-3's fused matrices replace the separate ones.
+  const std::vector<std::string> phi3 = rill::gguf::required_tensors(archs.at("phi3"), 1, false, false, false);
+  CHECK(has(phi3, "output.weight"));
+  CHECK(has(phi3, "blk.0.attn_qkv.weight"));
+  CHECK(has(phi3, "blk.0.ffn_up.weight"));
+  for (const char* fused :
+       {"blk.0.attn_q.weight", "blk.0.attn_k.weight", "blk.0.attn_v.weight", "blk.0.ffn_gate.weight"}) {
+    CHECK_FALSE(has(phi3, fused));
+  }
+  CHECK(phi3.size() == 3 + 6);
+  // Gemma 3: the sandwich norms and the per-head q/k norms beside the common tensors.
+  const std::vector<std::string> gemma3 = rill::gguf::required_tensors(archs.at("gemma3"), 1, true, false, false);
+  for (const char* own : {"blk.0.post_attention_norm.weight", "blk.0.post_ffw_norm.weight", "blk.0.attn_q_norm.weight",
+                          "blk.0.attn_k_norm.weight", "blk.0.ffn_norm.weight", "blk.0.attn_q.weight"}) {
+    CHECK(has(gemma3, own));
+  }
+  CHECK(gemma3.size() == 2 + 13);
+  CHECK(rill::gguf::hf_folder_architectures() == "gemma, gemma2, gemma3_text, llama, phi3, qwen2, qwen3");
 }
 
 TEST_CASE("gguf names: llama.cpp's q/k row permutation") {

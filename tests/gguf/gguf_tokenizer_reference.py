@@ -123,8 +123,10 @@ def transformers_reference(pieces, gemma, add_space_prefix):
     tokenizer class on pieces. Only the SentencePiece file is stood in for:
     the converter reads the pieces from stand-ins of the protobuf model and of
     SentencePieceProcessor (which need the sentencepiece and protobuf packages)."""
+    import importlib
     from types import SimpleNamespace as NS
-    import transformers.convert_slow_tokenizer as cst
+    # The module, not transformers' function of the same name (which `import ... as` may give).
+    cst = importlib.import_module("transformers.convert_slow_tokenizer")
     from transformers import GemmaTokenizerFast, LlamaTokenizerFast
 
     proto = NS(pieces=[NS(piece=p, score=s, type=t) for p, s, t in pieces],
