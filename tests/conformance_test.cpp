@@ -468,6 +468,9 @@ TEST_CASE("gemm matches the double reference") {
       // Rows left after whole register tiles (4 + 2 + 1), and a row block of
       // the GEMM kernel (64) plus a remainder when it runs for many rows.
       {{7, 300}, 9}, {{70, 300}, 37},
+      // The panel kernel (many rows): K over two widened chunks of 256 and a
+      // remainder, 33 rows (a 32-row tile, then a padded one), N = 2 x 12 + 5.
+      {{33, 520}, 29},
   };
   const std::vector<GemmVariant> variants = {
       {1.0f, 0.0f, false}, {0.5f, 0.0f, true}, {1.0f, 1.0f, true}, {-2.0f, 0.25f, false}, {1.0f, -1.0f, true},
@@ -500,8 +503,9 @@ TEST_CASE("cpu: results do not depend on the thread count") {
   // Rows and output features are split across threads; each element's
   // arithmetic must stay the same, so every thread count agrees with one thread
   // bit for bit, and a second run agrees with the first. The GEMM shapes reach
-  // both the few-rows kernel and the OpenBLAS path with several column tiles
-  // and a remainder tile. CTest runs this under several OpenBLAS kernels.
+  // the few-rows kernel, the many-row panel kernel (f16/bf16; f32 without
+  // OpenBLAS) and the OpenBLAS path (f32) with several column tiles and a
+  // remainder tile. CTest runs this under several OpenBLAS kernels.
   rill::Context one("[runtime]\nbackend = \"cpu\"\n[backend.cpu]\nthreads = 1\n");
   std::vector<std::unique_ptr<rill::Context>> many;
   for (int threads : {2, 3, 5}) {
@@ -520,9 +524,11 @@ TEST_CASE("cpu: results do not depend on the thread count") {
     }
     // K = 300 is no multiple of any vector width; 5 and 67 rows leave
     // remainders after the register tiles, 16 is the few-rows kernel's
-    // widest, 130 spans three of its row blocks.
+    // widest, 17 the panel kernel's fewest (N = 301 and 37 leave partial
+    // blocks of its 6 or 12 columns), 130 spans three of its row blocks.
     for (const GemmCase& g : {GemmCase{{1, 300}, 301}, GemmCase{{2, 300}, 301}, GemmCase{{5, 300}, 301},
-                              GemmCase{{16, 300}, 301}, GemmCase{{40, 300}, 301}, GemmCase{{67, 300}, 1000},
+                              GemmCase{{16, 300}, 301}, GemmCase{{17, 300}, 301}, GemmCase{{40, 300}, 301},
+                              GemmCase{{67, 300}, 1000},
                               GemmCase{{130, 300}, 37}}) {
       INFO("gemm a " << shape_text(g.a_shape) << " n " << g.n);
       const int64_t rows = numel(g.a_shape) / 300;

@@ -14,13 +14,16 @@
 namespace {
 
 constexpr int64_t kRows = 16;
+// Rows past the CPU backend's few-rows GEMM: its many-row (panel) kernel.
+constexpr int64_t kManyRows = 40;
 constexpr int64_t kDim = 64;
 constexpr int kSteps = 40;
 
-// Runs kSteps of fused add+RMSNorm and a GEMM on a fresh CPU context seeded
-// by seed, with a pool of pool_threads; returns the final residual (empty on
-// failure, with error set).
-std::vector<float> run_stream(unsigned seed, std::string& error, int pool_threads = 1) {
+// Runs kSteps of fused add+RMSNorm and a GEMM on `rows` rows of `dtype` on a
+// fresh CPU context seeded by seed, with a pool of pool_threads; returns the
+// final residual (empty on failure, with error set).
+std::vector<float> run_stream(unsigned seed, std::string& error, int pool_threads = 1,
+                              rill_dtype dtype = RILL_DTYPE_F32, int64_t rows = kRows) {
   rill_context* ctx = nullptr;
   const std::string config =
       "[runtime]\nbackend = \"cpu\"\n[backend.cpu]\nthreads = " + std::to_string(pool_threads) + "\n";
@@ -28,9 +31,9 @@ std::vector<float> run_stream(unsigned seed, std::string& error, int pool_thread
     error = rill_last_error();
     return {};
   }
-  const int64_t shape[2] = {kRows, kDim}, square[2] = {kDim, kDim}, vec[1] = {kDim};
+  const int64_t shape[2] = {rows, kDim}, square[2] = {kDim, kDim}, vec[1] = {kDim};
   rill_tensor *x = nullptr, *residual = nullptr, *w = nullptr, *norm_weight = nullptr, *y = nullptr;
-  std::vector<float> values(kRows * kDim), weights(kDim * kDim), norm(kDim), result;
+  std::vector<float> values(rows * kDim), weights(kDim * kDim), norm(kDim), result;
   unsigned state = seed;
   auto next = [&state] {
     state = state * 1664525u + 1013904223u;
@@ -39,11 +42,11 @@ std::vector<float> run_stream(unsigned seed, std::string& error, int pool_thread
   for (float& v : values) v = next();
   for (float& v : weights) v = next() * 0.25f;
   for (float& v : norm) v = 1.0f + next();
-  bool ok = rill_tensor_create(ctx, RILL_DTYPE_F32, 2, shape, &x) == RILL_OK &&
-            rill_tensor_create(ctx, RILL_DTYPE_F32, 2, shape, &residual) == RILL_OK &&
-            rill_tensor_create(ctx, RILL_DTYPE_F32, 2, shape, &y) == RILL_OK &&
-            rill_tensor_create(ctx, RILL_DTYPE_F32, 2, square, &w) == RILL_OK &&
-            rill_tensor_create(ctx, RILL_DTYPE_F32, 1, vec, &norm_weight) == RILL_OK &&
+  bool ok = rill_tensor_create(ctx, dtype, 2, shape, &x) == RILL_OK &&
+            rill_tensor_create(ctx, dtype, 2, shape, &residual) == RILL_OK &&
+            rill_tensor_create(ctx, dtype, 2, shape, &y) == RILL_OK &&
+            rill_tensor_create(ctx, dtype, 2, square, &w) == RILL_OK &&
+            rill_tensor_create(ctx, dtype, 1, vec, &norm_weight) == RILL_OK &&
             rill_tensor_write_f32(x, values.data(), values.size()) == RILL_OK &&
             rill_tensor_write_f32(residual, values.data(), values.size()) == RILL_OK &&
             rill_tensor_write_f32(w, weights.data(), weights.size()) == RILL_OK &&
@@ -95,18 +98,27 @@ TEST_CASE("two contexts on two threads at once give the single-threaded results"
 }
 
 TEST_CASE("contexts with thread pools on two threads at once give the single-threaded results") {
-  std::string error_a, error_b;
-  const std::vector<float> expected = run_stream(3, error_a);
-  REQUIRE_MESSAGE(!expected.empty(), error_a);
-  std::vector<float> got_a, got_b;
-  std::thread a([&] { got_a = run_stream(3, error_a, 4); });
-  std::thread b([&] { got_b = run_stream(3, error_b, 3); });
-  a.join();
-  b.join();
-  REQUIRE_MESSAGE(got_a.size() == expected.size(), error_a);
-  REQUIRE_MESSAGE(got_b.size() == expected.size(), error_b);
-  CHECK(std::memcmp(got_a.data(), expected.data(), got_a.size() * sizeof(float)) == 0);
-  CHECK(std::memcmp(got_b.data(), expected.data(), got_b.size() * sizeof(float)) == 0);
+  // f32 decode-sized GEMMs, and f16 and bf16 ones with enough rows for the
+  // many-row kernel.
+  const struct {
+    rill_dtype dtype;
+    int64_t rows;
+  } streams[] = {{RILL_DTYPE_F32, kRows}, {RILL_DTYPE_F16, kManyRows}, {RILL_DTYPE_BF16, kManyRows}};
+  for (const auto& stream : streams) {
+    INFO(rill_dtype_name(stream.dtype) << ", " << stream.rows << " rows");
+    std::string error_a, error_b;
+    const std::vector<float> expected = run_stream(3, error_a, 1, stream.dtype, stream.rows);
+    REQUIRE_MESSAGE(!expected.empty(), error_a);
+    std::vector<float> got_a, got_b;
+    std::thread a([&] { got_a = run_stream(3, error_a, 4, stream.dtype, stream.rows); });
+    std::thread b([&] { got_b = run_stream(3, error_b, 3, stream.dtype, stream.rows); });
+    a.join();
+    b.join();
+    REQUIRE_MESSAGE(got_a.size() == expected.size(), error_a);
+    REQUIRE_MESSAGE(got_b.size() == expected.size(), error_b);
+    CHECK(std::memcmp(got_a.data(), expected.data(), got_a.size() * sizeof(float)) == 0);
+    CHECK(std::memcmp(got_b.data(), expected.data(), got_b.size() * sizeof(float)) == 0);
+  }
 }
 
 namespace {

@@ -1,4 +1,4 @@
-// The GEMM kernel in AVX-512F: twice the lanes of the AVX2 kernel and twice
+// The GEMM kernels in AVX-512F: twice the lanes of the AVX2 kernel and twice
 // its registers, so a register tile covers four rows of a. This file alone is
 // compiled with -mavx512f and is only called after cpu_kernels.cpp has checked
 // that the CPU and the operating system support it; the other ops keep their
@@ -24,6 +24,10 @@ using V = __m512;
 // Rows of a per register tile: 4 x 4 accumulators, 4 weight vectors and one a
 // vector take 21 of the 32 zmm registers.
 constexpr int kGemmTileRows = 4;
+// The panel kernel's tile: 2 vectors (32 rows of a) x 12 output features take
+// 24 accumulators, 2 a vectors and the broadcast weights.
+constexpr int kPanelTileVectors = 2;
+constexpr int kPanelCols = 12;
 
 template <rill_dtype DT>
 inline V vload(const void* p, int64_t i) {
@@ -70,5 +74,11 @@ inline float vhsum(V v) {
 void gemm_rows(const GemmRowsArgs& args, int64_t block_begin, int64_t block_end) {
   gemm_rows_kernel(args, block_begin, block_end);
 }
+
+void gemm_panel(const GemmRowsArgs& args, int64_t block_begin, int64_t block_end) {
+  gemm_panel_kernel(args, block_begin, block_end);
+}
+
+const int64_t kGemmPanelCols = kPanelCols;
 
 }  // namespace rill::cpu::avx512

@@ -49,6 +49,8 @@ Kernels with_avx512_gemm() {
   Kernels table = avx2::kKernels;
   table.isa = "AVX2+FMA+F16C, AVX-512F GEMM";
   table.gemm_rows = avx512::gemm_rows;
+  table.gemm_panel = avx512::gemm_panel;
+  table.gemm_panel_cols = avx512::kGemmPanelCols;
   return table;
 }
 #endif

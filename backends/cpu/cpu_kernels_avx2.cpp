@@ -18,6 +18,10 @@ using V = __m256;
 // Rows of a per GEMM register tile: 2 x 4 accumulators, 4 weight vectors and
 // one a vector fill 13 of the 16 ymm registers.
 constexpr int kGemmTileRows = 2;
+// The panel kernel's tile: 2 vectors (16 rows of a) x 6 output features take
+// 12 accumulators, 2 a vectors and one broadcast weight.
+constexpr int kPanelTileVectors = 2;
+constexpr int kPanelCols = 6;
 
 // bf16 -> f32: widen to 32 bits and shift into the top half.
 inline V bf16x8_to_f32(__m128i h) { return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16)); }

@@ -15,6 +15,9 @@ constexpr int64_t kWidth = 1;
 using V = float;
 // Rows of a per GEMM register tile.
 constexpr int kGemmTileRows = 2;
+// The panel kernel's tile: 4 rows of a x 4 output features.
+constexpr int kPanelTileVectors = 4;
+constexpr int kPanelCols = 4;
 
 template <rill_dtype DT>
 inline V vload(const void* p, int64_t i) {

@@ -3,15 +3,19 @@
 // Few rows (decode, rows <= kGemmFewRowsMax): rill's own kernel, which streams
 // each weight row once, converting 16-bit weights on the fly, with the output
 // features split across the context's threads.
-// More rows: OpenBLAS sgemm (16-bit weights widened to f32 one output tile at
-// a time, in cache, by the thread that multiplies the tile), called
-// single-threaded from the context's threads on fixed tiles of the output
-// features, so that only the context's pool runs, OpenBLAS's own threads never
-// compete with it, and results do not depend on the thread count. openblas_set_num_threads(1) is process-wide:
-// a host that also calls OpenBLAS itself should set its own thread count
-// before its calls. Without OpenBLAS (or with the environment
-// variable RILL_CPU_GEMM=rill, which tests use to cover this path), the
-// few-rows kernel runs over blocks of rows.
+// More rows of 16-bit weights: rill's panel kernel, one block of rows at a
+// time. The block's rows of a are packed so that a vector holds several rows
+// at one k; each thread takes blocks of output features and widens their
+// weights, a chunk at a time in L1, for every row of the block, so the weight
+// matrix is never converted as a whole.
+// More rows of f32 weights: OpenBLAS sgemm, called single-threaded from the
+// context's threads on fixed tiles of the output features, so that only the
+// context's pool runs, OpenBLAS's own threads never compete with it, and
+// results do not depend on the thread count. openblas_set_num_threads(1) is
+// process-wide: a host that also calls OpenBLAS itself should set its own
+// thread count before its calls. Without OpenBLAS (or with the environment
+// variable RILL_CPU_GEMM=rill, which tests use to cover this path), f32
+// weights take the panel kernel too.
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
@@ -65,29 +69,52 @@ const float* a_as_f32(const rill_backend_tensor* a, int64_t count, float* dst) {
   return dst;
 }
 
-// Runs rill's GEMM kernel for `rows` (at most kGemmRowBlock) rows of a_f32
-// starting at row `row0`.
+// Runs one of rill's GEMM kernels (gemm_rows on a block of a_f32's rows, or
+// gemm_panel on their packed panel, as `a` says) for `rows` (at most
+// kGemmRowBlock) rows starting at row `row0`.
 void gemm_row_block(rill_backend_context* ctx, const rill_backend_tensor* w, const rill_backend_tensor* bias,
-                   float alpha, float beta, const rill_backend_tensor* out, const float* a_f32, int64_t row0,
-                   int64_t rows) {
+                   float alpha, float beta, const rill_backend_tensor* out, const float* a, int64_t row0,
+                   int64_t rows, bool panel) {
   const int64_t n = w->shape[0], k = w->shape[1];
   GemmRowsArgs args;
   args.dtype = w->dtype;
   args.rows = rows;
   args.n = n;
   args.k = k;
-  args.a = a_f32 + row0 * k;
+  args.a = a;
   args.w = tensor_data(w);
   args.bias = tensor_data(bias);
   args.out = tensor_data(out) + row0 * n * static_cast<int64_t>(dtype_bytes(out->dtype));
   args.out_stride = n;
   args.alpha = alpha;
   args.beta = beta;
-  const int64_t blocks = (n + kGemmBlockN - 1) / kGemmBlockN;
-  const int64_t macs_per_block = std::max<int64_t>(1, kGemmBlockN * k * rows);
-  const auto kernel = kernels().gemm_rows;
+  const Kernels& kn = kernels();
+  const int64_t block_n = panel ? kn.gemm_panel_cols : kGemmBlockN;
+  const auto kernel = panel ? kn.gemm_panel : kn.gemm_rows;
+  const int64_t blocks = (n + block_n - 1) / block_n;
+  const int64_t macs_per_block = std::max<int64_t>(1, block_n * k * rows);
   ctx->pool.parallel_for(blocks, (kMinMacsPerChunk + macs_per_block - 1) / macs_per_block,
                          [&](int64_t begin, int64_t end, unsigned) { kernel(args, begin, end); });
+}
+
+int64_t panel_stride(int64_t rows) { return (rows + kGemmPanelPad - 1) / kGemmPanelPad * kGemmPanelPad; }
+
+// Packs `rows` rows of a (f32, k columns) as gemm_panel reads them:
+// panel[i * stride + m] = a[m, i], zeros in the padding rows.
+void pack_panel(rill_backend_context* ctx, const float* a, int64_t rows, int64_t k, float* panel) {
+  const int64_t stride = panel_stride(rows);
+  // Columns of a per step: each row's run of them shares cache lines.
+  constexpr int64_t kStep = 16;
+  ctx->pool.parallel_for((k + kStep - 1) / kStep, std::max<int64_t>(1, 4096 / (kStep * stride)),
+                         [&](int64_t s0, int64_t s1, unsigned) {
+                           for (int64_t i0 = s0 * kStep; i0 < std::min(k, s1 * kStep); i0 += kStep) {
+                             const int64_t i1 = std::min(k, i0 + kStep);
+                             for (int64_t m = 0; m < rows; ++m) {
+                               for (int64_t i = i0; i < i1; ++i) panel[i * stride + m] = a[m * k + i];
+                             }
+                             for (int64_t i = i0; i < i1; ++i) std::fill(panel + i * stride + rows, panel + (i + 1) * stride, 0.0f);
+                           }
+                         });
 }
 
 #if defined(RILL_CPU_HAVE_OPENBLAS)
@@ -136,7 +163,6 @@ bool use_blas() {
 rill_status gemm_blas(rill_backend_context* ctx, const rill_backend_tensor* a, const rill_backend_tensor* w,
                       const rill_backend_tensor* bias, float alpha, float beta, const rill_backend_tensor* out) {
   const int64_t rows = tensor_rows(a), k = tensor_cols(a), n = w->shape[0];
-  const bool f32 = a->dtype == RILL_DTYPE_F32;
   // Output features in tiles whose width depends only on the shape, never on
   // the thread count: OpenBLAS's arithmetic for an element depends on the
   // width of the call that computes it (its kernels treat full and remainder
@@ -145,50 +171,23 @@ rill_status gemm_blas(rill_backend_context* ctx, const rill_backend_tensor* a, c
   // at least kBlasTileMin, and at most kBlasTilesMax of them.
   const int64_t tile = std::max(kBlasTileMin, round_up((n + kBlasTilesMax - 1) / kBlasTilesMax, 16));
   const int64_t tiles = (n + tile - 1) / tile;
-  // Scratch: bias [n], then for 16-bit dtypes a [rows, k], c [rows, n] and
-  // one tile of w [tile, k] per thread. 16-bit weights are widened a tile at
-  // a time by the thread that multiplies it, right before its sgemm, so the
-  // f32 copy is still in that core's caches and never makes a round trip
-  // through memory.
-  const unsigned threads = ctx->pool.size();
-  const size_t floats = static_cast<size_t>(n) + (f32 ? 0
-                                                      : static_cast<size_t>(rows * k + rows * n) +
-                                                            static_cast<size_t>(threads) * static_cast<size_t>(tile * k));
-  float* base = scratch(ctx, floats);
-  if (!base) return scratch_failure(floats);
-  float* bias_f32 = base;
-  float* a_f32 = base + n;
-  float* c = f32 ? reinterpret_cast<float*>(tensor_data(out)) : a_f32 + rows * k;
-  float* w_tiles = f32 ? nullptr : c + rows * n;
-  const float* a_ptr = a_as_f32(a, rows * k, a_f32);
+  const size_t floats = static_cast<size_t>(n);
+  float* bias_f32 = scratch(ctx, floats);
+  if (!bias_f32) return scratch_failure(floats);
+  const float* a_ptr = reinterpret_cast<const float*>(tensor_data(a));
+  float* c = reinterpret_cast<float*>(tensor_data(out));
   prepare_addend(ctx, out, bias, beta, c, rows, n, bias_f32);
 
   openblas_set_num_threads(1);
-  const Kernels& kn = kernels();
-  const char* w_data = tensor_data(w);
-  const size_t w_elem = dtype_bytes(w->dtype);
-  ctx->pool.parallel_for(tiles, 1, [&](int64_t t0, int64_t t1, unsigned thread) {
+  const float* w_data = reinterpret_cast<const float*>(tensor_data(w));
+  ctx->pool.parallel_for(tiles, 1, [&](int64_t t0, int64_t t1, unsigned) {
     for (int64_t t = t0; t < t1; ++t) {
       const int64_t n0 = t * tile, width = std::min(tile, n - n0);
-      const float* w_tile = reinterpret_cast<const float*>(w_data) + n0 * k;
-      if (!f32) {
-        float* widened = w_tiles + static_cast<size_t>(thread) * static_cast<size_t>(tile * k);
-        kn.to_f32(w->dtype, w_data + n0 * k * static_cast<int64_t>(w_elem), widened, width * k);
-        w_tile = widened;
-      }
       cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<blasint>(rows), static_cast<blasint>(width),
-                  static_cast<blasint>(k), alpha, a_ptr, static_cast<blasint>(k), w_tile, static_cast<blasint>(k), 1.0f,
-                  c + n0, static_cast<blasint>(n));
+                  static_cast<blasint>(k), alpha, a_ptr, static_cast<blasint>(k), w_data + n0 * k,
+                  static_cast<blasint>(k), 1.0f, c + n0, static_cast<blasint>(n));
     }
   });
-
-  if (!f32) {
-    char* out_data = tensor_data(out);
-    const size_t elem = dtype_bytes(out->dtype);
-    ctx->pool.parallel_for(rows, std::max<int64_t>(1, 16384 / n), [&](int64_t r0, int64_t r1, unsigned) {
-      kn.from_f32(out->dtype, c + r0 * n, out_data + r0 * n * elem, (r1 - r0) * n);
-    });
-  }
   return RILL_OK;
 }
 #endif
@@ -197,7 +196,7 @@ rill_status gemm_blas(rill_backend_context* ctx, const rill_backend_tensor* a, c
 
 const char* gemm_engine() {
 #if defined(RILL_CPU_HAVE_OPENBLAS)
-  if (use_blas()) return "OpenBLAS sgemm";
+  if (use_blas()) return "OpenBLAS sgemm for f32, rill kernels for f16/bf16";
 #endif
   return "rill kernels";
 }
@@ -205,15 +204,21 @@ const char* gemm_engine() {
 rill_status op_gemm(rill_backend_context* ctx, const rill_backend_tensor* a, const rill_backend_tensor* w,
                     const rill_backend_tensor* bias, float alpha, float beta, const rill_backend_tensor* out) {
   const int64_t rows = tensor_rows(a), k = tensor_cols(a);
+  const bool many_rows = rows > kGemmFewRowsMax;
 #if defined(RILL_CPU_HAVE_OPENBLAS)
-  if (rows > kGemmFewRowsMax && use_blas()) return gemm_blas(ctx, a, w, bias, alpha, beta, out);
+  if (many_rows && w->dtype == RILL_DTYPE_F32 && use_blas()) return gemm_blas(ctx, a, w, bias, alpha, beta, out);
 #endif
   const size_t a_floats = a->dtype == RILL_DTYPE_F32 ? 0 : static_cast<size_t>(rows * k);
-  float* a_scratch = scratch(ctx, a_floats);
-  if (a_floats > 0 && !a_scratch) return scratch_failure(a_floats);
-  const float* a_f32 = a_as_f32(a, rows * k, a_scratch);
+  const size_t panel_floats = many_rows ? static_cast<size_t>(panel_stride(std::min(rows, kGemmRowBlock)) * k) : 0;
+  const size_t floats = a_floats + panel_floats;
+  float* scratch_base = scratch(ctx, floats);
+  if (floats > 0 && !scratch_base) return scratch_failure(floats);
+  const float* a_f32 = a_as_f32(a, rows * k, scratch_base);
+  float* panel = many_rows ? scratch_base + a_floats : nullptr;
   for (int64_t row0 = 0; row0 < rows; row0 += kGemmRowBlock) {
-    gemm_row_block(ctx, w, bias, alpha, beta, out, a_f32, row0, std::min(kGemmRowBlock, rows - row0));
+    const int64_t block = std::min(kGemmRowBlock, rows - row0);
+    if (panel) pack_panel(ctx, a_f32 + row0 * k, block, k, panel);
+    gemm_row_block(ctx, w, bias, alpha, beta, out, panel ? panel : a_f32 + row0 * k, row0, block, panel != nullptr);
   }
   return RILL_OK;
 }
