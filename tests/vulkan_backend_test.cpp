@@ -37,11 +37,15 @@ std::string g_last_error;
 std::vector<std::string> g_validation_logs;
 int g_memory_blocks_made = 0;  // "new memory block" debug messages: device memory allocations
 std::string g_pipeline_cache_log;  // the last "pipeline cache ..." message
+rill_log_level g_pipeline_cache_level = RILL_LOG_DEBUG;  // and its level
 
-void host_log(rill_log_level, const char*, const char* message) {
+void host_log(rill_log_level level, const char*, const char* message) {
   if (std::strncmp(message, "validation:", 11) == 0) g_validation_logs.emplace_back(message);
   if (std::strncmp(message, "new memory block", 16) == 0) ++g_memory_blocks_made;
-  if (std::strncmp(message, "pipeline cache", 14) == 0) g_pipeline_cache_log = message;
+  if (std::strncmp(message, "pipeline cache", 14) == 0) {
+    g_pipeline_cache_log = message;
+    g_pipeline_cache_level = level;
+  }
 }
 
 rill_status host_fail(rill_status status, const char* message) {
@@ -763,6 +767,7 @@ TEST_CASE("the pipeline cache is written on destruction, reused, and a corrupt o
   g_pipeline_cache_log.clear();
   run_with_pipeline_cache(path);  // no file yet
   CHECK(g_pipeline_cache_log.find("not used: cannot be opened") != std::string::npos);
+  CHECK(g_pipeline_cache_level == RILL_LOG_INFO);  // the first run: nothing wrong
   const std::vector<char> written = file_bytes(path);
   VkPipelineCacheHeaderVersionOne header{};
   REQUIRE(written.size() >= sizeof header);
@@ -790,6 +795,7 @@ TEST_CASE("the pipeline cache is written on destruction, reused, and a corrupt o
     g_pipeline_cache_log.clear();
     run_with_pipeline_cache(path);
     CHECK(g_pipeline_cache_log.find(why) != std::string::npos);
+    CHECK(g_pipeline_cache_level == RILL_LOG_WARNING);
     // Rewritten as a valid cache by the context that ignored it.
     CHECK(file_bytes(path).size() >= sizeof header);
     CHECK(file_bytes(path) != bytes);
