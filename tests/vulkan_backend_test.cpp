@@ -686,6 +686,18 @@ TEST_CASE("a buffer larger than maxMemoryAllocationSize is refused, naming both 
   CHECK(c.read(big) == values);
 }
 
+TEST_CASE("a read that starts in a frame with its staging nearly spent returns the bytes just written") {
+  Context c;
+  // 60 MiB of writes stay queued in one frame's 64 MiB of staging; the read's
+  // first piece then moves to the next frame, and its pieces alternate frames.
+  const std::vector<float> values = random_values(15u << 20, 85);
+  rill_backend_buffer* buffer = c.alloc(values.size() * 4);
+  REQUIRE(g_backend->buffer_write(c.ctx, buffer, 0, values.data(), values.size() * 4) == RILL_OK);
+  std::vector<float> got(values.size() / 3 + 5, 0.0f);  // 20 MiB and 20 bytes: two pieces
+  REQUIRE_MESSAGE(g_backend->buffer_read(c.ctx, buffer, 8, got.data(), got.size() * 4) == RILL_OK, g_last_error);
+  CHECK(std::equal(got.begin(), got.end(), values.begin() + 2));
+}
+
 TEST_CASE("a buffer freed while queued ops still read it is destroyed only after they ran") {
   Context c;
   const int64_t cols = 4096;
