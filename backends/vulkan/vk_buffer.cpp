@@ -275,43 +275,40 @@ rill_status buffer_read(rill_backend_context* ctx, rill_backend_buffer* buffer, 
   rill_status status = check_usable(ctx);
   if (status != RILL_OK) return status;
   auto* destination = static_cast<unsigned char*>(dst);
-  /* Pieces are recorded into one frame while its staging budget lasts, then
-     a single submission and wait serves them all. */
-  struct Pending {
-    const unsigned char* staged;
-    uint64_t done;
-    uint64_t bytes;
+  /* Each piece is submitted on its own, and the host copies a piece out while
+     the device transfers the next: the two overlap, and only two pieces of
+     staging (one per frame) are in use, which a CPU device still finds in
+     its caches. A piece's frame is recorded again (and its staging reused)
+     only after the piece has been copied out. */
+  struct Submitted {
+    Frame* frame = nullptr;
+    const unsigned char* staged = nullptr;
+    uint64_t done = 0;
+    uint64_t bytes = 0;
   };
-  std::vector<Pending> batch;
-  Frame* batch_frame = nullptr;
-  const auto complete_batch = [&]() -> rill_status {
+  Submitted previous;
+  const auto copy_out = [&](const Submitted& piece) -> rill_status {
+    const rill_status waited = wait_for_frame(ctx, piece.frame);
+    if (waited == RILL_OK) std::memcpy(destination + piece.done, piece.staged, piece.bytes);
+    return waited;
+  };
+  for (uint64_t done = 0; done < bytes;) {
+    const uint64_t piece = std::min(bytes - done, kStagingChunkBytes);
+    StagedPiece staged;
+    status = record_staged_copy(ctx, buffer, offset + done, piece, false, &staged);
+    if (status != RILL_OK) return status;
     VkMemoryBarrier to_host{};
     to_host.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER;
     to_host.srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT;
     to_host.dstAccessMask = VK_ACCESS_HOST_READ_BIT;
-    vkCmdPipelineBarrier(batch_frame->cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_HOST_BIT, 0, 1,
+    vkCmdPipelineBarrier(staged.frame->cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_HOST_BIT, 0, 1,
                          &to_host, 0, nullptr, 0, nullptr);
-    /* The chunks belong to the frame until it is retired, so copy out
-       after the wait and before the frame is reused. */
-    const rill_status finished = finish(ctx);
-    if (finished != RILL_OK) return finished;
-    for (const Pending& piece : batch) std::memcpy(destination + piece.done, piece.staged, piece.bytes);
-    batch.clear();
-    return RILL_OK;
-  };
-  for (uint64_t done = 0; done < bytes;) {
-    const uint64_t piece = std::min(bytes - done, kStagingChunkBytes);
-    if (!batch.empty() && batch_frame->staging_used + piece > kStagingBytesPerFrame) {
-      if ((status = complete_batch()) != RILL_OK) return status;
-    }
-    StagedPiece staged;
-    status = record_staged_copy(ctx, buffer, offset + done, piece, false, &staged);
-    if (status != RILL_OK) return status;
-    batch_frame = staged.frame;
-    batch.push_back({staged.mapped, done, piece});
+    if ((status = flush(ctx)) != RILL_OK) return status;
+    if (previous.bytes > 0 && (status = copy_out(previous)) != RILL_OK) return status;
+    previous = {staged.frame, staged.mapped, done, piece};
     done += piece;
   }
-  if (!batch.empty() && (status = complete_batch()) != RILL_OK) return status;
+  if (previous.bytes > 0 && (status = copy_out(previous)) != RILL_OK) return status;
   return check_usable(ctx);
 }
 

@@ -184,10 +184,10 @@ rill_status create_frames(rill_backend_context* ctx) {
 /* Waits for a submitted frame and makes its resources reusable. */
 rill_status retire_frame(rill_backend_context* ctx, Frame* frame) {
   if (!frame->submitted) return RILL_OK;
-  VkResult result = vkWaitForFences(ctx->device, 1, &frame->fence, VK_TRUE, UINT64_MAX);
-  if (result != VK_SUCCESS) return fail_context(ctx, result, "vkWaitForFences");
+  const rill_status status = wait_for_frame(ctx, frame);
+  if (status != RILL_OK) return status;
   frame->submitted = false;
-  result = vkResetFences(ctx->device, 1, &frame->fence);
+  VkResult result = vkResetFences(ctx->device, 1, &frame->fence);
   if (result != VK_SUCCESS) return fail_context(ctx, result, "vkResetFences");
   result = vkResetDescriptorPool(ctx->device, frame->descriptor_pool, 0);
   if (result != VK_SUCCESS) return fail_context(ctx, result, "vkResetDescriptorPool");
@@ -370,6 +370,12 @@ rill_status flush(rill_backend_context* ctx) {
      writes visible to later device work. */
   ctx->current_frame = (ctx->current_frame + 1) % kFrameCount;
   return RILL_OK;
+}
+
+rill_status wait_for_frame(rill_backend_context* ctx, Frame* frame) {
+  if (!frame->submitted) return RILL_OK;
+  const VkResult result = vkWaitForFences(ctx->device, 1, &frame->fence, VK_TRUE, UINT64_MAX);
+  return result == VK_SUCCESS ? RILL_OK : fail_context(ctx, result, "vkWaitForFences");
 }
 
 rill_status finish(rill_backend_context* ctx) {

@@ -286,6 +286,9 @@ void track_accesses(rill_backend_context* ctx, Frame* frame, const Access* acces
 rill_status flush(rill_backend_context* ctx);
 /* Submits and waits for everything. */
 rill_status finish(rill_backend_context* ctx);
+/* Waits for frame's submission (if any) to complete, leaving its resources
+   (staging included) untouched until the frame is recorded again. */
+rill_status wait_for_frame(rill_backend_context* ctx, Frame* frame);
 /* The host's timeline semaphore (vk_timeline.cpp): the next submission waits
    for value; or signals value once the work queued so far is done. */
 rill_status wait_semaphore(rill_backend_context* ctx, uint64_t semaphore, uint64_t value);

@@ -2,8 +2,9 @@
    loaded when a context is created, so that pipelines made by an earlier run
    on the same device and driver need no compilation, and written back when
    the context is destroyed. A file that is missing, unreadable, truncated or
-   made for another device or driver is ignored (and logged): its header is
-   checked here before the driver sees a byte of it. */
+   made for another device or driver is ignored, never a failure: its header
+   is checked here before the driver sees a byte of it. A missing file (the
+   first run) is logged as information, any other as a warning. */
 #include <cstdio>
 #include <cstring>
 
@@ -33,11 +34,13 @@ std::string cache_problem(const std::vector<char>& data, const VkPhysicalDeviceP
   return "";
 }
 
-/* The bytes of the file at path (UTF-8), or why it cannot be used. */
-std::string read_cache_file(const std::string& path, std::vector<char>* out) {
+/* The bytes of the file at path (UTF-8), or why it cannot be used;
+   *out_opened says whether the file could be opened at all. */
+std::string read_cache_file(const std::string& path, std::vector<char>* out, bool* out_opened) {
   uint64_t size = 0;
   std::string problem;
   std::FILE* file = rill::platform::open_regular_file(path, size, problem);
+  *out_opened = file != nullptr;
   if (file == nullptr) return "cannot be opened (" + problem + "; a new one is written when the context is destroyed)";
   if (size > kMaxCacheFileBytes) {
     problem = "too large";
@@ -73,14 +76,16 @@ rill_status pipeline_cache_open(rill_backend_context* ctx, const rill_backend_co
   if (path == nullptr) return RILL_OK;
   ctx->pipeline_cache_path = path->string_value;
   std::vector<char> data;
-  std::string problem = read_cache_file(ctx->pipeline_cache_path, &data);
+  bool opened = false;
+  std::string problem = read_cache_file(ctx->pipeline_cache_path, &data, &opened);
   if (problem.empty()) {
     VkPhysicalDeviceProperties props{};
     vkGetPhysicalDeviceProperties(ctx->physical, &props);
     problem = cache_problem(data, props);
   }
   if (!problem.empty()) {
-    log_message(RILL_LOG_INFO, "pipeline cache " + ctx->pipeline_cache_path + " not used: " + problem);
+    log_message(opened ? RILL_LOG_WARNING : RILL_LOG_INFO,
+                "pipeline cache " + ctx->pipeline_cache_path + " not used: " + problem);
     data.clear();
   }
   VkPipelineCacheCreateInfo info{};
