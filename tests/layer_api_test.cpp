@@ -359,7 +359,7 @@ TEST_CASE("weight_format: the [model] key and the descriptor field, with the C o
   CHECK(d.weight_format == RILL_DTYPE_F32);
   for (const auto& [name, dtype] : {std::pair<const char*, rill_dtype>{"f32", RILL_DTYPE_F32}, {"q8_0", RILL_DTYPE_Q8_0},
                                     {"q4_0", RILL_DTYPE_Q4_0}, {"q4_k", RILL_DTYPE_Q4_K}, {"q5_k", RILL_DTYPE_Q5_K},
-                                    {"q6_k", RILL_DTYPE_Q6_K}}) {
+                                    {"q6_k", RILL_DTYPE_Q6_K}, {"q5_0", RILL_DTYPE_Q5_0}, {"q5_1", RILL_DTYPE_Q5_1}}) {
     const std::string text = sizes + "weight_format = \"" + name + "\"\n";
     REQUIRE_MESSAGE(rill_model_desc_from_toml(text.c_str(), "m.toml", &d) == RILL_OK, rill_last_error());
     CHECK(d.weight_format == dtype);

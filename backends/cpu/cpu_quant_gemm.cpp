@@ -34,6 +34,8 @@ RowDot row_dot(const Kernels& k, rill_dtype dtype) {
     case RILL_DTYPE_Q4_0: return k.q4_0;
     case RILL_DTYPE_Q4_K: return k.q4_k;
     case RILL_DTYPE_Q5_K: return k.q5_k;
+    case RILL_DTYPE_Q5_0: return k.q5_0;
+    case RILL_DTYPE_Q5_1: return k.q5_1;
     default: return k.q6_k;
   }
 }
