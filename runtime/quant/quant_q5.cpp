@@ -41,17 +41,10 @@ void dequantize_block(const BlockQ5_1& b, float* y) {
   for (int j = 0; j < kBlock32; ++j) y[j] = d * static_cast<float>(q5_value(b.qs, b.qh, j)) + m;
 }
 
-// As Q4_0: the element of largest magnitude (the first, on a tie) maps to
-// q = 0, d = that element / -16; q = trunc(x/d + 16.5) capped at 31.
+// As Q4_0: the element of largest magnitude maps to q = 0, d = that element
+// / -16; q = trunc(x/d + 16.5) capped at 31.
 void quantize_block(const float* x, BlockQ5_0& b) {
-  float amax = 0.0f, max = 0.0f;
-  for (int j = 0; j < kBlock32; ++j) {
-    if (std::fabs(x[j]) > amax) {
-      amax = std::fabs(x[j]);
-      max = x[j];
-    }
-  }
-  const float d = max / -16.0f;
+  const float d = largest_magnitude_element(x) / -16.0f;
   const float id = d != 0.0f ? 1.0f / d : 0.0f;
   uint8_t q[kBlock32];
   for (int j = 0; j < kBlock32; ++j) q[j] = q5_of(x[j] * id + 16.5f);
