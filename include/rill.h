@@ -98,7 +98,7 @@ typedef enum rill_status {
 
 /* Storage formats. Arithmetic and reductions are always f32.
    F32, F16 and BF16 are element dtypes: any tensor, any op.
-   Q8_0 to Q6_K are weight-only block formats, bit for bit GGUF's (llama.cpp's)
+   Q8_0 to Q5_1 are weight-only block formats, bit for bit GGUF's (llama.cpp's)
    layouts, so a GGUF tensor is used in place. A block holds a fixed run of
    consecutive elements of one row (rill_dtype_block_elements) in a fixed
    number of bytes (rill_dtype_block_bytes), little-endian; "d" is an f16 scale.
@@ -123,6 +123,13 @@ typedef enum rill_dtype {
   /* 256 elements in 210 bytes: 128 bytes of low 4 bits, 64 of high 2 bits,
      16 int8 scales (one per 16), then d; x = d * scale * (q - 32). */
   RILL_DTYPE_Q6_K = 7,
+  /* 32 elements in 22 bytes: d, 4 bytes qh (a little-endian uint32 whose bit
+     j is the fifth bit of element j), then 16 bytes of low 4 bits laid out as
+     Q4_0's; x = d * (q - 16). llama.cpp's quantizer uses it (and Q5_1) for
+     the matrices of a Q4_K_M / Q5_K_M file whose rows are no multiple of 256. */
+  RILL_DTYPE_Q5_0 = 8,
+  /* 32 elements in 24 bytes: d, m (f16), then Q5_0's qh and qs; x = d * q + m. */
+  RILL_DTYPE_Q5_1 = 9,
   RILL_DTYPE_MAX_ENUM = 0x7FFFFFFF
 } rill_dtype;
 
@@ -155,18 +162,19 @@ RILL_API const char* rill_last_error(void);
    value that is not a dtype. */
 RILL_API size_t rill_dtype_size(rill_dtype dtype);
 
-/* Elements per block: 32 (Q8_0, Q4_0), 256 (Q4_K, Q5_K, Q6_K), 1 for an
+/* Elements per block: 32 (Q8_0, Q4_0, Q5_0, Q5_1), 256 (Q4_K, Q5_K, Q6_K), 1 for an
    element dtype, 0 for a value that is not a dtype. Thread-safe. */
 RILL_API size_t rill_dtype_block_elements(rill_dtype dtype);
 
 /* Bytes per block: 34 (Q8_0), 18 (Q4_0), 144 (Q4_K), 176 (Q5_K), 210 (Q6_K),
+   22 (Q5_0), 24 (Q5_1),
    the element size for an element dtype, 0 for a value that is not a dtype.
    A row of K elements takes K / rill_dtype_block_elements * this many bytes.
    Thread-safe. */
 RILL_API size_t rill_dtype_block_bytes(rill_dtype dtype);
 
 /* A static name for a dtype ("f32", "f16", "bf16", "q8_0", "q4_0", "q4_k",
-   "q5_k", "q6_k"), or "invalid". Never NULL. */
+   "q5_k", "q6_k", "q5_0", "q5_1"), or "invalid". Never NULL. */
 RILL_API const char* rill_dtype_name(rill_dtype dtype);
 
 /* Severity of a log message. */
@@ -879,8 +887,8 @@ typedef struct rill_model_desc {
   int32_t mlp_only_layer_count;  /* 0 to RILL_MAX_MLP_ONLY_LAYERS; > 0 needs experts */
   int32_t mlp_only_layers[RILL_MAX_MLP_ONLY_LAYERS]; /* the first mlp_only_layer_count: distinct, in [0, num_layers) */
   /* Storage of the weight matrices (the [model] key weight_format = "f32",
-     "q8_0", "q4_0", "q4_k", "q5_k" or "q6_k"): RILL_DTYPE_F32 keeps them in
-     dtype; a block dtype (RILL_DTYPE_Q8_0 ... _Q6_K) quantizes every 2-dim
+     "q8_0", "q4_0", "q5_0", "q5_1", "q4_k", "q5_k" or "q6_k"): RILL_DTYPE_F32 keeps them in
+     dtype; a block dtype (RILL_DTYPE_Q8_0 ... _Q5_1) quantizes every 2-dim
      linear weight given in f32, f16 or bf16 as it is set (its rows must be
      whole blocks, and the backend must run the format); norms and biases stay
      in dtype. rill_lm_load sets it from rill_lm_load_options.weight_format. */
@@ -954,7 +962,7 @@ RILL_API void rill_model_desc_init(rill_model_desc* desc);
        rope_interleave = false   # GPT-J, Cohere: checkpoints with interleaved rotary dims
        decoder_sparse_step = 0   # Qwen2-MoE: N > 1: layers with (i + 1) % N != 0 are dense
        mlp_only_layers = []      # Qwen2-MoE: layers with the dense MLP
-       weight_format = "f32"     # "f32" | "q8_0" | "q4_0" | "q4_k" | "q5_k" | "q6_k":
+       weight_format = "f32"     # "f32" | "q8_0" | "q4_0" | "q5_0" | "q5_1" | "q4_k" | "q5_k" | "q6_k":
                                  # weight matrices quantized as they are set
        clip_qkv = 0.0            # OLMo, OLMoE: clamp q, k, v to [-c, c]; 0 = off
        [model.rope_scaling]      # Hugging Face's rope_scaling dict; absent = default
@@ -1117,7 +1125,7 @@ typedef struct rill_lm_load_options {
   uint32_t override_dtype; /* nonzero: compute in dtype; 0: the checkpoint's torch_dtype (f32 when absent) */
   rill_dtype dtype;        /* read only with override_dtype */
   /* RILL_DTYPE_F32 (the default): weight matrices in the compute dtype. A
-     block dtype (RILL_DTYPE_Q8_0 ... _Q6_K): every weight matrix given in
+     block dtype (RILL_DTYPE_Q8_0 ... _Q5_1): every weight matrix given in
      f32/f16/bf16 (the decoder's linear layers, the token embedding and the
      LM head) is quantized to it as it is loaded, with rill's reference
      quantizer (docs/QUANTIZATION.md); norms, biases and gains stay in the
@@ -1144,7 +1152,7 @@ RILL_API void rill_lm_load_options_init(rill_lm_load_options* options);
                              or the family's own names for them;
      generation_config.json  optional: EOS and BOS ids, sampling defaults.
    A path ending in ".gguf" is loaded instead as one GGUF file (v2 or v3):
-   its architecture metadata, F32/F16/BF16 tensors, Q8_0/Q4_0/Q4_K/Q5_K/Q6_K
+   its architecture metadata, F32/F16/BF16 tensors, Q8_0/Q4_0/Q5_0/Q5_1/Q4_K/Q5_K/Q6_K
    tensors (kept in their block dtype: the compute dtype is then f32 unless
    overridden) and special ids (docs/GGUF.md lists the architectures and keys
    read and refused).

@@ -67,7 +67,9 @@
  *      LongRoPE). A backend without it makes a model with rope scaling
  *      return RILL_ERROR_UNSUPPORTED naming the op before any work is queued.
  *   4  Quantized weights. A tensor may have a block dtype (RILL_DTYPE_Q8_0 to
- *      RILL_DTYPE_Q6_K, GGUF's layouts); only gemm's w and get_rows' table
+ *      RILL_DTYPE_Q6_K, GGUF's layouts; RILL_DTYPE_Q5_0 and _Q5_1 came later
+ *      without a new version, as the runtime asks supports for each
+ *      weight_dtype and a backend refuses one it does not know); only gemm's w and get_rows' table
  *      ever do. rill_backend_op_desc.weight_dtype gives w's (or the table's)
  *      dtype; the runtime sends a gemm with block weights, or a get_rows from
  *      a block table, only to a version 4 backend whose supports accepts that
@@ -115,7 +117,7 @@ extern "C" {
 static inline size_t rill_backend_block_elements(rill_dtype dtype) {
   switch (dtype) {
     case RILL_DTYPE_F32: case RILL_DTYPE_F16: case RILL_DTYPE_BF16: return 1;
-    case RILL_DTYPE_Q8_0: case RILL_DTYPE_Q4_0: return 32;
+    case RILL_DTYPE_Q8_0: case RILL_DTYPE_Q4_0: case RILL_DTYPE_Q5_0: case RILL_DTYPE_Q5_1: return 32;
     case RILL_DTYPE_Q4_K: case RILL_DTYPE_Q5_K: case RILL_DTYPE_Q6_K: return 256;
     default: return 0;
   }
@@ -129,6 +131,8 @@ static inline size_t rill_backend_block_bytes(rill_dtype dtype) {
     case RILL_DTYPE_Q4_K: return 144;
     case RILL_DTYPE_Q5_K: return 176;
     case RILL_DTYPE_Q6_K: return 210;
+    case RILL_DTYPE_Q5_0: return 22;
+    case RILL_DTYPE_Q5_1: return 24;
     default: return 0;
   }
 }
@@ -142,6 +146,8 @@ static inline const char* rill_backend_dtype_name(rill_dtype dtype) {
     case RILL_DTYPE_Q4_K: return "q4_k";
     case RILL_DTYPE_Q5_K: return "q5_k";
     case RILL_DTYPE_Q6_K: return "q6_k";
+    case RILL_DTYPE_Q5_0: return "q5_0";
+    case RILL_DTYPE_Q5_1: return "q5_1";
     default: return "invalid";
   }
 }

@@ -28,7 +28,9 @@ std::string enum_name(const rill_dtype& value) {
                             {RILL_DTYPE_Q4_0, "RILL_DTYPE_Q4_0"},
                             {RILL_DTYPE_Q4_K, "RILL_DTYPE_Q4_K"},
                             {RILL_DTYPE_Q5_K, "RILL_DTYPE_Q5_K"},
-                            {RILL_DTYPE_Q6_K, "RILL_DTYPE_Q6_K"}});
+                            {RILL_DTYPE_Q6_K, "RILL_DTYPE_Q6_K"},
+                            {RILL_DTYPE_Q5_0, "RILL_DTYPE_Q5_0"},
+                            {RILL_DTYPE_Q5_1, "RILL_DTYPE_Q5_1"}});
 }
 
 std::string enum_name(const rill_norm_kind& value) {

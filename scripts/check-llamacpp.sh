@@ -5,8 +5,10 @@
 #
 # Builds llama.cpp as scripts/bench-llamacpp.sh does (scripts/llamacpp-common.sh, the same
 # cache) and scripts/llamacpp_logits.cpp against it. Makes a small random llama, qwen2, gemma,
-# gemma2 and phi3 Hugging Face folder with transformers, writes each as q8_0 and q4_k_m with `rill quantize`,
-# and compares the logits of a fixed id sequence from llama.cpp (llamacpp_logits) and from rill
+# gemma2 and phi3 Hugging Face folder with transformers, writes each as q8_0 and q4_k_m with
+# `rill quantize` (and a qwen2 with rows of 384, not whole K blocks, as q4_k_m and q5_k_m, which
+# then hold llama.cpp's Q5_0 / Q5_1 fallbacks), and compares the logits of a fixed id sequence
+# from llama.cpp (llamacpp_logits) and from rill
 # (`rill logits --backend cpu`) on the same file: NMSE and the worst element against the
 # format's bounds (LIMITS in scripts/bench_llamacpp_model.py). Negative control: rill's logits of
 # the llama file written without llama.cpp's q/k row permutation must miss the bounds against
@@ -44,10 +46,12 @@ fi
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 failed=0
-for shape in tiny-llama tiny-qwen2 tiny-gemma tiny-gemma2 tiny-phi3; do
+for shape in tiny-llama tiny-qwen2 tiny-gemma tiny-gemma2 tiny-phi3 narrow-qwen2; do
   "$venv/bin/python" "$helper" make "$shape" "$work/$shape" "$repo" f32 >/dev/null
   ids=$(python3 "$helper" ids "$shape" 24)
-  for format in q8_0 q4_k_m; do
+  formats="q8_0 q4_k_m"
+  [ "$shape" = narrow-qwen2 ] && formats="q4_k_m q5_k_m"  # llama.cpp's Q5_0 / Q5_1 fallbacks
+  for format in $formats; do
     file="$work/$shape-$format.gguf"
     "$rill" quantize "$work/$shape-f32" "$file" --format "$format"
     "$logits_tool" "$file" "$ids" "$work/llama.f32" >/dev/null

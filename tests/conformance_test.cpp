@@ -736,8 +736,8 @@ TEST_CASE("cpu: f32 activations are within their ulp bounds of the double refere
 // Block-format weights (interface version 4): gemm's w and get_rows' table
 // ---------------------------------------------------------------------------
 
-const rill_dtype kBlockDtypes[] = {RILL_DTYPE_Q8_0, RILL_DTYPE_Q4_0, RILL_DTYPE_Q4_K, RILL_DTYPE_Q5_K,
-                                   RILL_DTYPE_Q6_K};
+const rill_dtype kBlockDtypes[] = {RILL_DTYPE_Q8_0, RILL_DTYPE_Q4_0, RILL_DTYPE_Q5_0, RILL_DTYPE_Q5_1,
+                                   RILL_DTYPE_Q4_K, RILL_DTYPE_Q5_K, RILL_DTYPE_Q6_K};
 
 // A [rows, cols] table of dtype holding values quantized by the runtime; the
 // runtime's dequantization of it (read_f32) is bit for bit gguf.quants'
@@ -752,7 +752,7 @@ TEST_CASE("gemm on block weights matches the double reference on the dequantized
   // Decode (up to 8 rows stream the weights), the boundary at 8/9, prefill
   // (weights dequantized, then the tiled GEMM), 3-dim a, 1 and 3 super-blocks;
   // K = 288 (the 32-element formats only): 9 blocks a row, so every other
-  // row of Q8_0 (34-byte blocks) and Q4_0 (18) starts at 2 mod 4 bytes.
+  // row of Q8_0 (34-byte blocks), Q4_0 (18) and Q5_0 (22) starts at 2 mod 4 bytes.
   struct BlockCase {
     std::vector<int64_t> a_shape;
     int64_t n;
@@ -823,7 +823,8 @@ TEST_CASE("gemm on block weights matches the double reference on the dequantized
 TEST_CASE("get_rows gathers table rows bit for bit: block tables dequantized, element tables copied") {
   const int32_t ids[] = {5, 0, 5, 2, 6};
   const int64_t vocab = 7, d = 512;
-  for (rill_dtype table_dtype : {RILL_DTYPE_Q8_0, RILL_DTYPE_Q4_0, RILL_DTYPE_Q4_K, RILL_DTYPE_Q5_K, RILL_DTYPE_Q6_K,
+  for (rill_dtype table_dtype : {RILL_DTYPE_Q8_0, RILL_DTYPE_Q4_0, RILL_DTYPE_Q5_0, RILL_DTYPE_Q5_1, RILL_DTYPE_Q4_K,
+                                 RILL_DTYPE_Q5_K, RILL_DTYPE_Q6_K,
                                  RILL_DTYPE_F32, RILL_DTYPE_F16, RILL_DTYPE_BF16}) {
     const bool block = rill_dtype_size(table_dtype) == 0;
     const rill::Tensor table = block_table(*g_ctx, table_dtype, vocab, d, 77);

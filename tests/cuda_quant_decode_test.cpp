@@ -36,6 +36,8 @@ const Format kFormats[] = {
     {RILL_DTYPE_Q4_K, q::kQ4_KBytes, 256, q::decode8_q4_k, {0, 2}},
     {RILL_DTYPE_Q5_K, q::kQ5_KBytes, 256, q::decode8_q5_k, {0, 2}},
     {RILL_DTYPE_Q6_K, q::kQ6_KBytes, 256, q::decode8_q6_k, {208, -1}},
+    {RILL_DTYPE_Q5_0, q::kQ5_0Bytes, 32, q::decode8_q5_0, {0, -1}},
+    {RILL_DTYPE_Q5_1, q::kQ5_1Bytes, 32, q::decode8_q5_1, {0, 2}},
 };
 
 constexpr int kBlocks = 512;

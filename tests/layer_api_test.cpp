@@ -210,7 +210,7 @@ TEST_CASE("model descriptors: every field checked, with its name") {
        "expected a finite value >= 0 (0 = head_dim), got -2"},
       {[](rill_model_desc& d) { d.query_pre_attn_scalar = INFINITY; }, "query_pre_attn_scalar", "got inf"},
       {[](rill_model_desc& d) { d.query_pre_attn_scalar = NAN; }, "query_pre_attn_scalar", "got nan"},
-      {[](rill_model_desc& d) { d.dtype = static_cast<rill_dtype>(8); }, "dtype", "got unknown value 8"},
+      {[](rill_model_desc& d) { d.dtype = static_cast<rill_dtype>(10); }, "dtype", "got unknown value 10"},
       {[](rill_model_desc& d) { d.struct_size = 0; }, "struct_size"},
       {[](rill_model_desc& d) { d.parallel_norms = 2; }, "parallel_norms", "only with parallel_residual"},
       {[](rill_model_desc& d) {
@@ -359,7 +359,7 @@ TEST_CASE("weight_format: the [model] key and the descriptor field, with the C o
   CHECK(d.weight_format == RILL_DTYPE_F32);
   for (const auto& [name, dtype] : {std::pair<const char*, rill_dtype>{"f32", RILL_DTYPE_F32}, {"q8_0", RILL_DTYPE_Q8_0},
                                     {"q4_0", RILL_DTYPE_Q4_0}, {"q4_k", RILL_DTYPE_Q4_K}, {"q5_k", RILL_DTYPE_Q5_K},
-                                    {"q6_k", RILL_DTYPE_Q6_K}}) {
+                                    {"q6_k", RILL_DTYPE_Q6_K}, {"q5_0", RILL_DTYPE_Q5_0}, {"q5_1", RILL_DTYPE_Q5_1}}) {
     const std::string text = sizes + "weight_format = \"" + name + "\"\n";
     REQUIRE_MESSAGE(rill_model_desc_from_toml(text.c_str(), "m.toml", &d) == RILL_OK, rill_last_error());
     CHECK(d.weight_format == dtype);
@@ -649,9 +649,9 @@ TEST_CASE("weights: names, shapes and sizes are checked") {
                                        data.data(), 8 * 16 * 4),
                  RILL_ERROR_INVALID_ARGUMENT, {"bytes", "256"});
   // Passed by value, so within the enum's range: loading -9 as rill_dtype is undefined in C++.
-  expect_failure(rill_model_set_weight(f.model, "model.layers.1.self_attn.k_proj.weight", static_cast<rill_dtype>(9),
+  expect_failure(rill_model_set_weight(f.model, "model.layers.1.self_attn.k_proj.weight", static_cast<rill_dtype>(10),
                                        2, shape, data.data(), 8 * 16 * 4),
-                 RILL_ERROR_INVALID_ARGUMENT, {"src_dtype", "got unknown value 9"});
+                 RILL_ERROR_INVALID_ARGUMENT, {"src_dtype", "got unknown value 10"});
   expect_failure(rill_model_check_weights(f.model), RILL_ERROR_NOT_FOUND, {"missing weight", "model.layers.0"});
   rill_tensor* h = f.hidden(1, 2, std::vector<float>(32, 1.0f));
   expect_failure(rill_model_forward(f.model, nullptr, h, nullptr, 0), RILL_ERROR_NOT_FOUND, {"missing weight"});

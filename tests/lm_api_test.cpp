@@ -179,9 +179,9 @@ TEST_CASE("rill_lm_load checks its arguments") {
                  {"options->struct_size"});
   rill_lm_load_options_init(&options);
   options.override_dtype = 1;
-  options.dtype = static_cast<rill_dtype>(9);
+  options.dtype = static_cast<rill_dtype>(10);
   expect_failure(rill_lm_load(c.ctx, folder.c_str(), &options, &lm), RILL_ERROR_INVALID_ARGUMENT,
-                 {"options->dtype", "9"});
+                 {"options->dtype", "10"});
   rill_lm_load_options_init(&options);
   CHECK(options.weight_format == RILL_DTYPE_F32);
   options.weight_format = RILL_DTYPE_F16;

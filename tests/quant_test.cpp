@@ -16,6 +16,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <iterator>
 #include <limits>
 #include <random>
 #include <string>
@@ -37,7 +38,7 @@ std::string g_config;
 bool g_quantizes_activations = false;
 
 const rill_dtype kBlockDtypes[] = {RILL_DTYPE_Q8_0, RILL_DTYPE_Q4_0, RILL_DTYPE_Q4_K, RILL_DTYPE_Q5_K,
-                                   RILL_DTYPE_Q6_K};
+                                   RILL_DTYPE_Q6_K, RILL_DTYPE_Q5_0, RILL_DTYPE_Q5_1};
 
 std::vector<float> normal(size_t count, uint32_t seed, float sigma = 1.0f) {
   std::mt19937 gen(seed);
@@ -93,9 +94,9 @@ struct ScopedIsa {
 }  // namespace
 
 TEST_CASE("block dtypes: names, block sizes, and the shape rule") {
-  const size_t elements[] = {32, 32, 256, 256, 256}, bytes[] = {34, 18, 144, 176, 210};
-  const char* names[] = {"q8_0", "q4_0", "q4_k", "q5_k", "q6_k"};
-  for (size_t i = 0; i < 5; ++i) {
+  const size_t elements[] = {32, 32, 256, 256, 256, 32, 32}, bytes[] = {34, 18, 144, 176, 210, 22, 24};
+  const char* names[] = {"q8_0", "q4_0", "q4_k", "q5_k", "q6_k", "q5_0", "q5_1"};
+  for (size_t i = 0; i < std::size(kBlockDtypes); ++i) {
     CHECK(rill_dtype_block_elements(kBlockDtypes[i]) == elements[i]);
     CHECK(rill_dtype_block_bytes(kBlockDtypes[i]) == bytes[i]);
     CHECK(rill_dtype_size(kBlockDtypes[i]) == 0);
@@ -103,7 +104,7 @@ TEST_CASE("block dtypes: names, block sizes, and the shape rule") {
   }
   CHECK(rill_dtype_block_elements(RILL_DTYPE_BF16) == 1);
   CHECK(rill_dtype_block_bytes(RILL_DTYPE_F32) == 4);
-  CHECK(rill_dtype_block_elements(static_cast<rill_dtype>(8)) == 0);
+  CHECK(rill_dtype_block_elements(static_cast<rill_dtype>(10)) == 0);
   CHECK(rill_dtype_block_bytes(RILL_DTYPE_MAX_ENUM) == 0);
 
   ScopedContext c(g_config);

@@ -357,15 +357,16 @@ TEST_CASE("gemm matches the reference: decode and tiled paths, bias, alpha, beta
 
 TEST_CASE("block tables at any byte offset: get_rows bit for bit, gemm within the block limits") {
   // The shaders read weights as 32-bit words. A table may start at any byte
-  // (rill_backend_tensor.offset), and rows of an odd number of Q8_0/Q4_0
-  // blocks (34 and 18 bytes) or of Q6_K super-blocks (210) start at 2 mod 4,
+  // (rill_backend_tensor.offset), and rows of an odd number of Q8_0/Q4_0/Q5_0
+  // blocks (34, 18 and 22 bytes) or of Q6_K super-blocks (210) start at 2 mod 4,
   // so every block field lands at every position in a word. The reference
   // is runtime/quant's decode of the same bytes (bit for bit gguf.quants',
   // tests/torch/quant_reference.py).
   Context c;
   const int32_t ids[] = {4, 0, 3, 1};
   const int64_t vocab = 5;
-  for (rill_dtype dtype : {RILL_DTYPE_Q8_0, RILL_DTYPE_Q4_0, RILL_DTYPE_Q4_K, RILL_DTYPE_Q5_K, RILL_DTYPE_Q6_K}) {
+  for (rill_dtype dtype : {RILL_DTYPE_Q8_0, RILL_DTYPE_Q4_0, RILL_DTYPE_Q5_0, RILL_DTYPE_Q5_1, RILL_DTYPE_Q4_K,
+                           RILL_DTYPE_Q5_K, RILL_DTYPE_Q6_K}) {
     const int64_t k = rill_backend_block_elements(dtype) == 32 ? 96 : 256;
     const size_t row_bytes = rill::quant::row_bytes(dtype, k);
     std::vector<unsigned char> blocks(vocab * row_bytes);

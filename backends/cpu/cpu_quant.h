@@ -37,7 +37,7 @@ using RowDot = float (*)(const void* w_row, const ActBlock* a, int64_t k);
 
 // The row-dot functions of one ISA, by format.
 struct Kernels {
-  RowDot q8_0, q4_0, q4_k, q5_k, q6_k;
+  RowDot q8_0, q4_0, q4_k, q5_k, q6_k, q5_0, q5_1;
 };
 
 namespace scalar {
@@ -67,7 +67,7 @@ using QuantizeBlock = void (*)(const float* x, ActBlock* out);
 // The tiles of one ISA, by format (a format without tiles runs on its RowDot),
 // and its activation quantizer.
 struct Tiles {
-  TileSet q8_0, q4_0, q4_k, q5_k, q6_k;
+  TileSet q8_0, q4_0, q4_k, q5_k, q6_k, q5_0, q5_1;
   QuantizeBlock quantize_block;
 };
 
@@ -81,8 +81,13 @@ extern const Tiles kTiles;
 // The f32 steps every ISA shares. Static: each translation unit keeps its own
 // copy, compiled without contraction into FMAs (see CMakeLists.txt).
 
-// A Q8_0 / Q4_0 block: da * (dw * isum).
+// A Q8_0 / Q4_0 / Q5_0 block: da * (dw * isum).
 static inline float term_32(float da, float dw, int32_t isum) { return da * (dw * static_cast<float>(isum)); }
+
+// A Q5_1 block, x = dw * q + mw: da * (dw * isum + mw * asum).
+static inline float term_32_min(float da, float dw, float mw, int32_t isum, int32_t asum) {
+  return da * (dw * static_cast<float>(isum) + mw * static_cast<float>(asum));
+}
 
 // A Q4_K / Q5_K sub-block: da * (dl * isum - ml * asum), dl = d * sc, ml = dmin * m.
 static inline float term_k(float da, float dl, float ml, int32_t isum, int32_t asum) {

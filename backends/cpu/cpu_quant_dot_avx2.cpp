@@ -6,6 +6,8 @@
 // The _x4/_x8 primitives reduce four blocks' lanes with one horizontal-add tree.
 #include <immintrin.h>
 
+#include <cstring>
+
 #include "cpu_convert.h"
 #include "cpu_quant.h"
 
@@ -44,11 +46,28 @@ inline __m256i dot_s8_vec(const int8_t* w, const int8_t* a) {
   return dot_u8_s8(_mm256_sign_epi8(wv, wv), _mm256_sign_epi8(av, wv));
 }
 
-inline __m256i dot_q4_0_vec(const uint8_t* qs, const int8_t* a) {
+// The 32 nibbles of Q4_0's (and Q5_0's, Q5_1's) 16 bytes, in element order.
+inline __m256i nibbles_32(const uint8_t* qs) {
   const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
   const __m128i mask = _mm_set1_epi8(15);
-  const __m256i q = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(bytes, 4), mask), _mm_and_si128(bytes, mask));
-  return dot_u8_s8(q, load32(a));
+  return _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(bytes, 4), mask), _mm_and_si128(bytes, mask));
+}
+
+inline __m256i dot_q4_0_vec(const uint8_t* qs, const int8_t* a) { return dot_u8_s8(nibbles_32(qs), load32(a)); }
+
+// Bit l of the little-endian uint32 at qh as byte l (0 or 16): each byte
+// picks its qh byte (l / 8) and tests its bit (l % 8).
+inline __m256i fifth_bits(const uint8_t* qh) {
+  int32_t bits;
+  std::memcpy(&bits, qh, sizeof bits);
+  const __m256i spread = _mm256_shuffle_epi8(
+      _mm256_set1_epi32(bits), _mm256_set_epi64x(0x0303030303030303, 0x0202020202020202, 0x0101010101010101, 0));
+  const __m256i bit = _mm256_set1_epi64x(static_cast<int64_t>(0x8040201008040201ull));
+  return _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(spread, bit), bit), _mm256_set1_epi8(16));
+}
+
+int32_t dot_q5_32(const uint8_t* qs, const uint8_t* qh, const int8_t* a) {
+  return hsum(dot_u8_s8(_mm256_or_si256(nibbles_32(qs), fifth_bits(qh)), load32(a)));
 }
 
 int32_t dot_s8(const int8_t* w, const int8_t* a) { return hsum(dot_s8_vec(w, a)); }

@@ -18,6 +18,12 @@ int32_t dot_q4_0(const uint8_t* qs, const int8_t* a) {
   return sum;
 }
 
+int32_t dot_q5_32(const uint8_t* qs, const uint8_t* qh, const int8_t* a) {
+  int32_t sum = 0;
+  for (int l = 0; l < 32; ++l) sum += quant::q5_value(qs, qh, l) * a[l];
+  return sum;
+}
+
 void dot_q5_x8(const uint8_t* qs, const uint8_t* qh, const ActBlock* a, int32_t* out) {
   for (int j = 0; j < 8; ++j) {
     const int shift = 4 * (j % 2);

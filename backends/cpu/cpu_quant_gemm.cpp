@@ -57,6 +57,8 @@ auto for_format(const Table& table, rill_dtype dtype) {
     case RILL_DTYPE_Q4_0: return table.q4_0;
     case RILL_DTYPE_Q4_K: return table.q4_k;
     case RILL_DTYPE_Q5_K: return table.q5_k;
+    case RILL_DTYPE_Q5_0: return table.q5_0;
+    case RILL_DTYPE_Q5_1: return table.q5_1;
     default: return table.q6_k;
   }
 }
@@ -133,19 +135,19 @@ rill_status gemm(rill_backend_context* ctx, const rill_backend_tensor* a, const 
   // with every activation row: one weight group stays in cache while the
   // activations stream past it.
   const int64_t groups = (n + kTileCols - 1) / kTileCols;
+  const TileSet set = tiles != nullptr ? for_format(*tiles, w->dtype) : TileSet{};
   ctx->pool.parallel_for(groups, std::max<int64_t>(1, 8192 / k), [&](int64_t g0, int64_t g1, unsigned) {
     float tile_out[kTileCols];
     for (int64_t g = g0; g < g1; ++g) {
       const int64_t c0 = g * kTileCols;
       const char* w_group = w_data + c0 * static_cast<int64_t>(w_row_bytes);
-      if (tiles == nullptr || c0 + kTileCols > n) {
+      if (set.decode == nullptr || c0 + kTileCols > n) {
         for (int64_t c = c0; c < std::min(n, c0 + kTileCols); ++c) {
           const char* w_row = w_data + c * static_cast<int64_t>(w_row_bytes);
           for (int64_t r = 0; r < rows; ++r) write(r, c, dot(w_row, acts.data() + r * blocks, k));
         }
         continue;
       }
-      const TileSet set = for_format(*tiles, w->dtype);
       int64_t r = 0;
       for (; r + kRows <= rows; r += kRows) {
         for (int64_t part = 0; part < kTileCols / kCols; ++part) {

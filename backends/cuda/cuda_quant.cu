@@ -37,6 +37,8 @@ namespace q = rill_cuda_quant;
   };
 RILL_CUDA_BLOCK_FORMAT(FormatQ8_0, q::kQ8_0Bytes, 32, q::decode8_q8_0)
 RILL_CUDA_BLOCK_FORMAT(FormatQ4_0, q::kQ4_0Bytes, 32, q::decode8_q4_0)
+RILL_CUDA_BLOCK_FORMAT(FormatQ5_0, q::kQ5_0Bytes, 32, q::decode8_q5_0)
+RILL_CUDA_BLOCK_FORMAT(FormatQ5_1, q::kQ5_1Bytes, 32, q::decode8_q5_1)
 RILL_CUDA_BLOCK_FORMAT(FormatQ4_K, q::kQ4_KBytes, 256, q::decode8_q4_k)
 RILL_CUDA_BLOCK_FORMAT(FormatQ5_K, q::kQ5_KBytes, 256, q::decode8_q5_k)
 RILL_CUDA_BLOCK_FORMAT(FormatQ6_K, q::kQ6_KBytes, 256, q::decode8_q6_k)
@@ -135,6 +137,8 @@ rill_status with_format(rill_dtype block_dtype, const char* op, const Fn& fn) {
   switch (block_dtype) {
     case RILL_DTYPE_Q8_0: fn.template operator()<FormatQ8_0, T>(); return RILL_OK;
     case RILL_DTYPE_Q4_0: fn.template operator()<FormatQ4_0, T>(); return RILL_OK;
+    case RILL_DTYPE_Q5_0: fn.template operator()<FormatQ5_0, T>(); return RILL_OK;
+    case RILL_DTYPE_Q5_1: fn.template operator()<FormatQ5_1, T>(); return RILL_OK;
     case RILL_DTYPE_Q4_K: fn.template operator()<FormatQ4_K, T>(); return RILL_OK;
     case RILL_DTYPE_Q5_K: fn.template operator()<FormatQ5_K, T>(); return RILL_OK;
     case RILL_DTYPE_Q6_K: fn.template operator()<FormatQ6_K, T>(); return RILL_OK;

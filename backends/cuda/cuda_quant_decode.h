@@ -6,7 +6,7 @@
  * kernels run is checked even where no GPU is.
  *
  * Each function decodes eight consecutive elements e0..e0+7 (e0 a multiple of
- * 8) of one block given as bytes (blocks are 34, 18, 144, 176 or 210 bytes,
+ * 8) of one block given as bytes (blocks are 34, 18, 22, 24, 144, 176 or 210 bytes,
  * so no wider alignment than a byte is assumed), with the float operations
  * of GGUF's reference in its order. nvcc may contract a product and a
  * difference into one fused multiply-add; that changes no result here: every
@@ -31,7 +31,8 @@
 namespace rill_cuda_quant {
 
 /* Bytes and elements of one block, as rill_backend_block_bytes/_elements. */
-constexpr int kQ8_0Bytes = 34, kQ4_0Bytes = 18, kQ4_KBytes = 144, kQ5_KBytes = 176, kQ6_KBytes = 210;
+constexpr int kQ8_0Bytes = 34, kQ4_0Bytes = 18, kQ5_0Bytes = 22, kQ5_1Bytes = 24, kQ4_KBytes = 144,
+              kQ5_KBytes = 176, kQ6_KBytes = 210;
 
 RILL_HD float bits_to_f32(uint32_t bits) {
 #ifdef __CUDA_ARCH__
@@ -88,6 +89,27 @@ RILL_HD void decode8_q4_0(const uint8_t* block, int e0, float* y) {
   const int shift = e0 < 16 ? 0 : 4;
   for (int i = 0; i < 8; ++i) y[i] = d * static_cast<float>(((qs[i] >> shift) & 0xF) - 8);
 }
+
+/* Q5_0 and Q5_1: d, (Q5_1) m (f16), 4 bytes of fifth bits (bit j of the
+   little-endian uint32 for element j), then Q4_0's nibbles (runtime/quant's
+   q5_value reads them). Q5_0: x = d * (q - 16); Q5_1: x = d * q + m, where
+   d * q (11 bits times 5) is exact, so a fused add rounds alike. */
+template <bool kMin>
+RILL_HD void decode8_q5(const uint8_t* block, int e0, float* y) {
+  const float d = f16_at(block);
+  const uint8_t* qh = block + (kMin ? 4 : 2);
+  for (int i = 0; i < 8; ++i) {
+    const int q = rill::quant::q5_value(qh + 4, qh, e0 + i);
+    if constexpr (kMin) {
+      y[i] = d * static_cast<float>(q) + f16_at(block + 2);
+    } else {
+      y[i] = d * static_cast<float>(q - 16);
+    }
+  }
+}
+
+RILL_HD void decode8_q5_0(const uint8_t* block, int e0, float* y) { decode8_q5<false>(block, e0, y); }
+RILL_HD void decode8_q5_1(const uint8_t* block, int e0, float* y) { decode8_q5<true>(block, e0, y); }
 
 /* Q4_K: d, dmin (f16), 12 bytes of scales, 128 bytes of nibbles; sub-block
    j = e / 32: x = (d * sc_j) * q - (dmin * m_j). Q5_K: the same, with 32

@@ -72,7 +72,7 @@ rill_status supports(rill_backend_context* ctx, const rill_backend_op_desc* desc
   }
   rill_status status = check_dtype(ctx, op, desc->dtype);
   if (status != RILL_OK) return status;
-  /* Block-format weights: gemm's w and get_rows' table, any of the five
+  /* Block-format weights: gemm's w and get_rows' table, any of the seven
      formats (vk_quant_ops.cpp); element weights are in the activations' dtype. */
   const rill_dtype weights = weight_dtype(desc);
   if (weights != desc->dtype && !rill_backend_dtype_is_block(weights)) {
@@ -80,7 +80,7 @@ rill_status supports(rill_backend_context* ctx, const rill_backend_op_desc* desc
                                             rill_backend_dtype_name(weights) + " with " +
                                             dtype_suffix(desc->dtype) +
                                             " activations are not supported: they must be of the activations' "
-                                            "dtype or a block format (q8_0, q4_0, q4_k, q5_k, q6_k)");
+                                            "dtype or a block format (q8_0, q4_0, q5_0, q5_1, q4_k, q5_k, q6_k)");
   }
   /* Each operand is bound as one storage buffer range (bind_range). */
   const uint64_t bytes = largest_operand_bytes(desc);

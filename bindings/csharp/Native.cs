@@ -29,8 +29,8 @@ namespace Rill
     }
 
     /// <summary>rill_dtype. bf16 and f16 values travel as ushort bits.</summary>
-    /// Q8_0 .. Q6_K are weight-only block formats (GGUF's layouts); see rill.h.
-    public enum DType : int { F32 = 0, F16 = 1, BF16 = 2, Q8_0 = 3, Q4_0 = 4, Q4_K = 5, Q5_K = 6, Q6_K = 7 }
+    /// Q8_0 .. Q5_1 are weight-only block formats (GGUF's layouts); see rill.h.
+    public enum DType : int { F32 = 0, F16 = 1, BF16 = 2, Q8_0 = 3, Q4_0 = 4, Q4_K = 5, Q5_K = 6, Q6_K = 7, Q5_0 = 8, Q5_1 = 9 }
 
     /// <summary>rill_log_level.</summary>
     public enum LogLevel : int { Debug = 0, Info = 1, Warning = 2, Error = 3 }

@@ -249,7 +249,8 @@ std::vector<GemmResult> bench_quantized_gemv(rill::Context& ctx, int repeat) {
   const std::vector<float> w_values = random_values(size_t(n * k), 5), a_values = random_values(size_t(k), 6);
   rill::Tensor a(ctx, RILL_DTYPE_F32, {1, k}), out(ctx, RILL_DTYPE_F32, {1, n});
   a.write_f32(a_values);
-  for (rill_dtype format : {RILL_DTYPE_Q8_0, RILL_DTYPE_Q4_0, RILL_DTYPE_Q4_K, RILL_DTYPE_Q5_K, RILL_DTYPE_Q6_K}) {
+  for (rill_dtype format : {RILL_DTYPE_Q8_0, RILL_DTYPE_Q4_0, RILL_DTYPE_Q5_0, RILL_DTYPE_Q5_1, RILL_DTYPE_Q4_K,
+                            RILL_DTYPE_Q5_K, RILL_DTYPE_Q6_K}) {
     rill::Tensor w(ctx, format, {n, k});
     w.write_f32(w_values);
     const double seconds = time_median(

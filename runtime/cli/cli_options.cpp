@@ -72,7 +72,8 @@ bool set_load_dtypes(const char* command, const char* dtype_name, const char* we
     options.override_dtype = 1;
   }
   if (weight_format_name == nullptr) return true;
-  for (rill_dtype format : {RILL_DTYPE_Q8_0, RILL_DTYPE_Q4_0, RILL_DTYPE_Q4_K, RILL_DTYPE_Q5_K, RILL_DTYPE_Q6_K}) {
+  for (rill_dtype format : {RILL_DTYPE_Q8_0, RILL_DTYPE_Q4_0, RILL_DTYPE_Q5_0, RILL_DTYPE_Q5_1, RILL_DTYPE_Q4_K,
+                            RILL_DTYPE_Q5_K, RILL_DTYPE_Q6_K}) {
     if (std::strcmp(weight_format_name, rill_dtype_name(format)) == 0) {
       options.weight_format = format;
       return true;
@@ -82,7 +83,8 @@ bool set_load_dtypes(const char* command, const char* dtype_name, const char* we
   rill_dtype matrices = RILL_DTYPE_F32;
   if (!parse_dtype_name(weight_format_name, matrices)) {
     std::fprintf(stderr,
-                 "rill %s: --weight-format: expected q8_0, q4_0, q4_k, q5_k, q6_k, f32, f16 or bf16, got '%s'\n",
+                 "rill %s: --weight-format: expected q8_0, q4_0, q5_0, q5_1, q4_k, q5_k, q6_k, f32, f16 or bf16, "
+                 "got '%s'\n",
                  command, weight_format_name);
     return false;
   }

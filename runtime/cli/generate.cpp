@@ -24,7 +24,7 @@ void print_help(std::FILE* to) {
                "usage: rill generate --model PATH (--prompt TEXT | --ids \"1 2 3\") [--max-new-tokens N]\n"
                "                     [--temperature T] [--top-k K] [--top-p P] [--min-p P] [--seed S]\n"
                "                     [--backend NAME | --config FILE] [--dtype f32|f16|bf16] [--print-ids]\n"
-               "                     [--weight-format q8_0|q4_0|q4_k|q5_k|q6_k|f32|f16|bf16] [--stats]\n\n"
+               "                     [--weight-format q8_0|q4_0|q5_0|q5_1|q4_k|q5_k|q6_k|f32|f16|bf16] [--stats]\n\n"
                "Loads the Hugging Face model folder PATH, runs the prompt through it and streams the\n"
                "generated text to stdout until an end-of-sequence id or the token budget.\n"
                "  --prompt TEXT        the prompt, encoded with the folder's tokenizer\n"

@@ -25,8 +25,8 @@ void print_help(std::FILE* to) {
                "the .npy file.\n"
                "  --backend NAME     auto, cpu, cuda, vulkan or a plugin (default: auto)\n"
                "  --dtype D          compute dtype (default: the checkpoint's torch_dtype, else f32)\n"
-               "  --weight-format F  q8_0, q4_0, q4_k, q5_k or q6_k: quantize the weight matrices as they\n"
-               "                     load; f32, f16 or bf16: matrices in that compute dtype\n"
+               "  --weight-format F  q8_0, q4_0, q5_0, q5_1, q4_k, q5_k or q6_k: quantize the weight\n"
+               "                     matrices as they load; f32, f16 or bf16: matrices in that compute dtype\n"
                "  --decode-from N    ids [0, N) run as one prefill, every later id as a decode step\n"
                "                     against the KV cache (0 <= N <= T); without it one prefill, no cache\n");
 }

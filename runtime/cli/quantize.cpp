@@ -32,12 +32,13 @@ void print_help(std::FILE* to) {
                "and tensors IN already holds in a block format are copied unchanged. OUT is written beside its path and renamed into place once complete; it may not\n"
                "be IN.\n"
                "  --format T, --type T\n"
-               "             q8_0, q4_0, q4_k, q5_k or q6_k: every matrix in that format;\n"
+               "             q8_0, q4_0, q5_0, q5_1, q4_k, q5_k or q6_k: every matrix in that format;\n"
                "             q4_k_m or q5_k_m: llama.cpp's mixes, q4_k / q5_k with q6_k for output.weight\n"
                "             and for attn_v and ffn_down of the layers llama.cpp gives more bits\n"
                "             (the first and last eighth, and every third between)\n"
                "Each matrix's rows must be whole blocks of 32 elements. A matrix whose rows are not whole\n"
-               "blocks of 256 gets q8_0 where T asks for a K format.\n",
+               "blocks of 256 falls back as in llama.cpp's quantizer where T asks for a K format: q4_k to\n"
+               "q5_0, q5_k to q5_1, q6_k to q8_0.\n",
                rill::gguf::hf_folder_architectures().c_str());
 }
 
@@ -49,6 +50,7 @@ struct Type {
 };
 constexpr Type kTypes[] = {
     {"q8_0", RILL_DTYPE_Q8_0, false, 7},  {"q4_0", RILL_DTYPE_Q4_0, false, 2},
+    {"q5_0", RILL_DTYPE_Q5_0, false, 8},  {"q5_1", RILL_DTYPE_Q5_1, false, 9},
     {"q4_k", RILL_DTYPE_Q4_K, false, 14}, {"q5_k", RILL_DTYPE_Q5_K, false, 16},
     {"q6_k", RILL_DTYPE_Q6_K, false, 18}, {"q4_k_m", RILL_DTYPE_Q4_K, true, 15},
     {"q5_k_m", RILL_DTYPE_Q5_K, true, 17},
@@ -59,6 +61,8 @@ uint32_t gguf_type_id(rill_dtype dtype) {
   switch (dtype) {
     case RILL_DTYPE_Q8_0: return 8;
     case RILL_DTYPE_Q4_0: return 2;
+    case RILL_DTYPE_Q5_0: return 6;
+    case RILL_DTYPE_Q5_1: return 7;
     case RILL_DTYPE_Q4_K: return 12;
     case RILL_DTYPE_Q5_K: return 13;
     default: return 14;  // Q6_K
@@ -84,11 +88,16 @@ rill_dtype format_of(const Type& type, const std::string& name, int64_t layers) 
 }
 
 // The format a matrix with rows of cols elements gets: a K format needs whole blocks of 256,
-// and rows that are not (Qwen2-0.5B's 896) fall back to q8_0, the one format rill has that is
-// at least as accurate (llama.cpp falls back to q5_0/q5_1 there, formats rill does not run).
+// and rows that are not (Qwen2-0.5B's 896) get the 32-element format llama.cpp's quantizer
+// falls back to, one bit more per weight than the K format's nominal bits.
 rill_dtype fitting_format(rill_dtype format, uint64_t cols) {
-  const bool k_format = rill_dtype_block_elements(format) == 256;
-  return k_format && cols % 256 != 0 ? RILL_DTYPE_Q8_0 : format;
+  if (cols % 256 == 0) return format;
+  switch (format) {
+    case RILL_DTYPE_Q4_K: return RILL_DTYPE_Q5_0;
+    case RILL_DTYPE_Q5_K: return RILL_DTYPE_Q5_1;
+    case RILL_DTYPE_Q6_K: return RILL_DTYPE_Q8_0;
+    default: return format;
+  }
 }
 
 int fail(const std::string& message) {
@@ -154,7 +163,8 @@ int quantize_main(int argc, char** argv) {
     if (type_name == t.name) type = &t;
   }
   if (type == nullptr) {
-    std::fprintf(stderr, "rill quantize: --format: expected q8_0, q4_0, q4_k, q5_k, q6_k, q4_k_m or q5_k_m, got '%s'\n",
+    std::fprintf(stderr, "rill quantize: --format: expected q8_0, q4_0, q5_0, q5_1, q4_k, q5_k, q6_k, q4_k_m or q5_k_m, "
+                 "got '%s'\n",
                  type_name.c_str());
     return 2;
   }
@@ -225,7 +235,9 @@ int quantize_main(int argc, char** argv) {
   std::fprintf(stderr, "rill quantize: %s: %lld matrices quantized (%s), %zu tensors written\n", output_path.c_str(),
                static_cast<long long>(matrices), type->name, source.tensors.size());
   if (fallbacks > 0) {
-    std::fprintf(stderr, "rill quantize: %lld of them in q8_0: their rows are not whole K-format blocks of 256\n",
+    std::fprintf(stderr,
+                 "rill quantize: %lld of them in q5_0, q5_1 or q8_0: their rows are not whole K-format blocks "
+                 "of 256\n",
                  static_cast<long long>(fallbacks));
   }
   return 0;

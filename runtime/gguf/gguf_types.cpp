@@ -41,6 +41,12 @@ bool tensor_type_to_rill(uint32_t type_id, rill_dtype& out) {
     case 2:
       out = RILL_DTYPE_Q4_0;
       return true;
+    case 6:
+      out = RILL_DTYPE_Q5_0;
+      return true;
+    case 7:
+      out = RILL_DTYPE_Q5_1;
+      return true;
     case 8:
       out = RILL_DTYPE_Q8_0;
       return true;

@@ -542,6 +542,7 @@ void read_model_table(const TomlChecker& check, const toml::table& table, rill_m
   t.choice<rill_dtype>("dtype", {{"f32", RILL_DTYPE_F32}, {"f16", RILL_DTYPE_F16}, {"bf16", RILL_DTYPE_BF16}}, d.dtype);
   t.choice<rill_dtype>("weight_format",
                        {{"f32", RILL_DTYPE_F32}, {"q8_0", RILL_DTYPE_Q8_0}, {"q4_0", RILL_DTYPE_Q4_0},
+                        {"q5_0", RILL_DTYPE_Q5_0}, {"q5_1", RILL_DTYPE_Q5_1},
                         {"q4_k", RILL_DTYPE_Q4_K}, {"q5_k", RILL_DTYPE_Q5_K}, {"q6_k", RILL_DTYPE_Q6_K}},
                        d.weight_format);
   t.integer("num_layers", d.num_layers);

@@ -233,8 +233,8 @@ Views tensor_views(const gguf::Contents& c, const Architecture& a, const rill_mo
     if (!gguf::tensor_type_to_rill(info.type_id, dtype)) {
       throw Refusal{RILL_ERROR_UNSUPPORTED, "tensor '" + name + "' has type " +
                                                 gguf::tensor_type_traits(info.type_id)->name +
-                                                ", which rill does not run; F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q5_K "
-                                                "and Q6_K are supported"};
+                                                ", which rill does not run; F32, F16, BF16, Q8_0, Q4_0, Q5_0, Q5_1, "
+                                                "Q4_K, Q5_K and Q6_K are supported"};
     }
     io::SafetensorsTensor view;
     view.name = hf_name(name, a);

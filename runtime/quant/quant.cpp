@@ -46,7 +46,7 @@ size_t first_unquantizable(const float* x, size_t n) {
 
 bool dtype_from_name(const std::string& name, rill_dtype& out) {
   for (rill_dtype dtype : {RILL_DTYPE_F32, RILL_DTYPE_F16, RILL_DTYPE_BF16, RILL_DTYPE_Q8_0, RILL_DTYPE_Q4_0,
-                           RILL_DTYPE_Q4_K, RILL_DTYPE_Q5_K, RILL_DTYPE_Q6_K}) {
+                           RILL_DTYPE_Q4_K, RILL_DTYPE_Q5_K, RILL_DTYPE_Q6_K, RILL_DTYPE_Q5_0, RILL_DTYPE_Q5_1}) {
     if (name == rill_backend_dtype_name(dtype)) {
       out = dtype;
       return true;
@@ -66,6 +66,8 @@ void dequantize_row(rill_dtype dtype, const void* src, float* dst, int64_t k) {
     case RILL_DTYPE_Q4_K: return dequantize_blocks<BlockQ4_K>(src, dst, k);
     case RILL_DTYPE_Q5_K: return dequantize_blocks<BlockQ5_K>(src, dst, k);
     case RILL_DTYPE_Q6_K: return dequantize_blocks<BlockQ6_K>(src, dst, k);
+    case RILL_DTYPE_Q5_0: return dequantize_blocks<BlockQ5_0>(src, dst, k);
+    case RILL_DTYPE_Q5_1: return dequantize_blocks<BlockQ5_1>(src, dst, k);
     default: return;
   }
 }
@@ -77,6 +79,8 @@ void quantize_row(rill_dtype dtype, const float* src, void* dst, int64_t k) {
     case RILL_DTYPE_Q4_K: return quantize_blocks<BlockQ4_K>(src, dst, k);
     case RILL_DTYPE_Q5_K: return quantize_blocks<BlockQ5_K>(src, dst, k);
     case RILL_DTYPE_Q6_K: return quantize_blocks<BlockQ6_K>(src, dst, k);
+    case RILL_DTYPE_Q5_0: return quantize_blocks<BlockQ5_0>(src, dst, k);
+    case RILL_DTYPE_Q5_1: return quantize_blocks<BlockQ5_1>(src, dst, k);
     default: return;
   }
 }

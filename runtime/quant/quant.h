@@ -1,9 +1,9 @@
 // The reference quantizers and dequantizers of the block dtypes (rill.h's
-// RILL_DTYPE_Q8_0 ... RILL_DTYPE_Q6_K), on rows of k elements, k a multiple of
+// RILL_DTYPE_Q8_0 ... RILL_DTYPE_Q5_1), on rows of k elements, k a multiple of
 // the block. Dequantization computes each element with the float operations
 // GGUF's reference does, in the same order, so its results are bit for bit
-// those of gguf.quants and llama.cpp. Quantization of Q8_0 and Q4_0 is bit for
-// bit gguf.quants'; the K formats use rill's own search (docs/QUANTIZATION.md)
+// those of gguf.quants and llama.cpp. Quantization of Q8_0, Q4_0, Q5_0 and
+// Q5_1 is bit for bit gguf.quants'; the K formats use rill's own search (docs/QUANTIZATION.md)
 // and are stable: quantizing a dequantized row gives back the same blocks.
 #pragma once
 
@@ -26,7 +26,7 @@ constexpr float kLargestQuantizable = 262144.0f;  // 2^18
 // kLargestQuantizable in magnitude; n when every one can be quantized.
 size_t first_unquantizable(const float* x, size_t n);
 
-// The dtype rill_dtype_name calls name ("f32" ... "q6_k"); false for another name.
+// The dtype rill_dtype_name calls name ("f32" ... "q5_1"); false for another name.
 bool dtype_from_name(const std::string& name, rill_dtype& out);
 
 // Bytes of one row of k elements of dtype (a block dtype: k a multiple of its block).

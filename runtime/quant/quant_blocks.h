@@ -8,7 +8,7 @@
 
 namespace rill::quant {
 
-constexpr int kBlock32 = 32;    // elements per Q8_0 / Q4_0 block
+constexpr int kBlock32 = 32;    // elements per Q8_0 / Q4_0 / Q5_0 / Q5_1 block
 constexpr int kBlockK = 256;    // elements per K-quant super-block
 constexpr int kScaleBytesK = 12;  // Q4_K / Q5_K: eight 6-bit scales and mins
 
@@ -22,6 +22,24 @@ struct BlockQ4_0 {
   static constexpr int kElements = kBlock32;
   uint16_t d;
   uint8_t qs[kBlock32 / 2];  // element j: low nibble of qs[j]; j + 16: high nibble
+};
+
+// Element j: the low 4 bits as Q4_0's, the fifth in bit j of qh (a
+// little-endian uint32); x = d * (q - 16).
+struct BlockQ5_0 {
+  static constexpr int kElements = kBlock32;
+  uint16_t d;
+  uint8_t qh[4];
+  uint8_t qs[kBlock32 / 2];
+};
+
+// Q5_0's q with a min: x = d * q + m.
+struct BlockQ5_1 {
+  static constexpr int kElements = kBlock32;
+  uint16_t d;
+  uint16_t m;
+  uint8_t qh[4];
+  uint8_t qs[kBlock32 / 2];
 };
 
 // Sub-block j (32 elements) has scale sc_j and min m_j (6 bits each, packed in
@@ -55,6 +73,7 @@ struct BlockQ6_K {
 };
 
 static_assert(sizeof(BlockQ8_0) == 34 && sizeof(BlockQ4_0) == 18);
+static_assert(sizeof(BlockQ5_0) == 22 && sizeof(BlockQ5_1) == 24);
 static_assert(sizeof(BlockQ4_K) == 144 && sizeof(BlockQ5_K) == 176 && sizeof(BlockQ6_K) == 210);
 
 // Scale and min of sub-block j (0..7) of a Q4_K / Q5_K block. Static, so that
@@ -69,6 +88,12 @@ static constexpr void scale_min_k(int j, const uint8_t* scales, uint8_t& sc, uin
     sc = static_cast<uint8_t>((scales[j + 4] & 0xF) | ((scales[j - 4] >> 6) << 4));
     m = static_cast<uint8_t>((scales[j + 4] >> 4) | ((scales[j] >> 6) << 4));
   }
+}
+
+// The 5-bit q of element j (0..31) of a Q5_0 / Q5_1 block.
+static constexpr int q5_value(const uint8_t* qs, const uint8_t* qh, int j) {
+  const int low = j < kBlock32 / 2 ? qs[j] & 0xF : qs[j - kBlock32 / 2] >> 4;
+  return low | (((qh[j / 8] >> (j % 8)) & 1) << 4);
 }
 
 }  // namespace rill::quant

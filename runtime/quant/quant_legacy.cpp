@@ -33,10 +33,7 @@ void quantize_block(const float* x, BlockQ8_0& b) {
   b.d = f32_to_f16(d);
 }
 
-// The element of largest magnitude (the first, on a tie) maps to q = 0, i.e.
-// d = that element / -8, so its sign gets the extra level; q = trunc(x/d + 8.5)
-// capped at 15.
-void quantize_block(const float* x, BlockQ4_0& b) {
+float largest_magnitude_element(const float* x) {
   float amax = 0.0f, max = 0.0f;
   for (int j = 0; j < kBlock32; ++j) {
     if (std::fabs(x[j]) > amax) {
@@ -44,7 +41,13 @@ void quantize_block(const float* x, BlockQ4_0& b) {
       max = x[j];
     }
   }
-  const float d = max / -8.0f;
+  return max;
+}
+
+// The element of largest magnitude maps to q = 0, i.e. d = that element / -8,
+// so its sign gets the extra level; q = trunc(x/d + 8.5) capped at 15.
+void quantize_block(const float* x, BlockQ4_0& b) {
+  const float d = largest_magnitude_element(x) / -8.0f;
   const float id = d != 0.0f ? 1.0f / d : 0.0f;
   uint8_t q[kBlock32];
   for (int j = 0; j < kBlock32; ++j) {

@@ -1,7 +1,8 @@
 // Weights of any rill dtype, read by element from binding 1 as 32-bit words,
 // so that the GGUF block layouts (34- and 18-byte blocks, byte fields) need
 // no 8-bit storage. One of -DWEIGHT_F32, WEIGHT_F16, WEIGHT_BF16, WEIGHT_Q8_0,
-// WEIGHT_Q4_0, WEIGHT_Q4_K, WEIGHT_Q5_K or WEIGHT_Q6_K picks the layout.
+// WEIGHT_Q4_0, WEIGHT_Q5_0, WEIGHT_Q5_1, WEIGHT_Q4_K, WEIGHT_Q5_K or
+// WEIGHT_Q6_K picks the layout.
 //
 // weight_run (below) reads a run of WEIGHT_RUN elements of a row. The block
 // formats compute as runtime/quant's reference dequantizers do, in the same
@@ -96,6 +97,37 @@ void weight_run(uint row_byte, uint first, out float w[WEIGHT_RUN]) {
     w[t] = y;
   }
 }
+#elif defined(WEIGHT_Q5_0) || defined(WEIGHT_Q5_1)
+// d, (Q5_1) m (f16), a little-endian word whose bit e is element e's fifth
+// bit, then Q4_0's 16 bytes of low nibbles. Q5_0: x = d * (q - 16); Q5_1:
+// x = d * q + m, rounded twice as the reference does.
+#if defined(WEIGHT_Q5_0)
+#define BLOCK_BYTES 22u
+#define QH_OFFSET 2u
+#else
+#define BLOCK_BYTES 24u
+#define QH_OFFSET 4u
+#endif
+void weight_run(uint row_byte, uint first, out float w[WEIGHT_RUN]) {
+  uint base = row_byte + (first >> 5) * BLOCK_BYTES, e = first & 31u;
+  float d = weight_f16(base);
+  uint fifth = weight_u16(base + QH_OFFSET) | (weight_u16(base + QH_OFFSET + 2u) << 16);
+  uvec2 q = weight_bytes8(base + QH_OFFSET + 4u + (e & 15u));
+  uint shift = (e >> 4) << 2;
+#if defined(WEIGHT_Q5_1)
+  float m = weight_f16(base + 2u);
+#endif
+  for (uint t = 0u; t < WEIGHT_RUN; ++t) {
+    uint v = ((run_byte(q, t) >> shift) & 0xFu) | (((fifth >> (e + t)) & 1u) << 4);
+#if defined(WEIGHT_Q5_0)
+    precise float y = d * float(int(v) - 16);
+#else
+    precise float dq = d * float(v);
+    precise float y = dq + m;
+#endif
+    w[t] = y;
+  }
+}
 #elif defined(WEIGHT_Q4_K) || defined(WEIGHT_Q5_K)
 // d, dmin (f16), 12 bytes of scales and mins, (Q5_K) 32 bytes of fifth bits,
 // 128 bytes of nibbles: sub-block j (32 elements) in the low (even j) or high
@@ -144,7 +176,7 @@ void weight_run(uint row_byte, uint first, out float w[WEIGHT_RUN]) {
   }
 }
 #else
-#error "define one of WEIGHT_F32, WEIGHT_F16, WEIGHT_BF16, WEIGHT_Q8_0, WEIGHT_Q4_0, WEIGHT_Q4_K, WEIGHT_Q5_K, WEIGHT_Q6_K"
+#error "define one of WEIGHT_F32, WEIGHT_F16, WEIGHT_BF16, WEIGHT_Q8_0, WEIGHT_Q4_0, WEIGHT_Q5_0, WEIGHT_Q5_1, WEIGHT_Q4_K, WEIGHT_Q5_K, WEIGHT_Q6_K"
 #endif
 
 #endif

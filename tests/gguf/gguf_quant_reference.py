@@ -6,8 +6,9 @@ A random llama-shaped and a qwen2-shaped model (tests/torch/lm_reference.py's
 weights, widened to 256 so every matrix holds whole K-format blocks) are
 written with PyPI's gguf (gguf_lm_reference.py's writer, as llama.cpp's
 converter names and permutes the tensors), every matrix in one block format:
-Q8_0 and Q4_0 quantized by gguf.quants, Q4_K, Q5_K and Q6_K by rill's own
-quantizer (gguf has none; through the Python binding), and a mixed file as
+Q8_0, Q4_0, Q5_0 (qwen2) and Q5_1 (llama) quantized by gguf.quants, Q4_K,
+Q5_K and Q6_K by rill's own quantizer (gguf has none; through the Python
+binding), and a mixed file as
 llama.cpp's Q4_K_M writes one (Q4_K, with Q6_K for the output head and the
 last layer's attn_v and ffn_down; norms and biases f32). The reference is
 transformers in float64 on the weights gguf.quants.dequantize gives back, so
@@ -24,7 +25,7 @@ worst-element margin of it.
 `rill quantize IN OUT --format T` on an f32 file written by gguf: gguf's reader reads
 the result, its metadata equals the input's (but general.file_type and
 general.quantization_version), each matrix holds exactly the blocks of rill's
-reference quantizer (so of gguf.quants' for Q8_0/Q4_0), vectors are copied,
+reference quantizer (so of gguf.quants' for Q8_0/Q4_0/Q5_0/Q5_1), vectors are copied,
 gguf's dequantization of every block equals rill's bit for bit, and the file
 runs against the reference as above. It must refuse to write over its input
 and name a bad format.
@@ -65,19 +66,24 @@ from tolerance import PROFILES, check, check_control  # noqa: E402
 WIDE = dict(hidden_size=256, intermediate_size=512)
 ARCHS = ("llama", "qwen2")
 FORMATS = ("q8_0", "q4_0", "q4_k", "q5_k", "q6_k", "q4_k_m")
+# Q5_0 and Q5_1 (llama.cpp's fallbacks for rows that are not whole K blocks): one file each.
+Q5_FILES = {"llama": "q5_1", "qwen2": "q5_0"}
+# The format llama.cpp's quantizer (and `rill quantize`) gives a matrix whose rows are not whole
+# 256-element blocks where a K format was asked for.
+K_FALLBACK = {"q4_k": "q5_0", "q5_k": "q5_1", "q6_k": "q8_0"}
 DECODE_FROM = 5
 
 
 def block_format(fmt, name, layers, cols=None):
     """The format of GGUF tensor name, with rows of cols elements, in a file of fmt; None keeps it f32
-    (norms, biases). `rill quantize` writes q8_0 where a K format's 256-element blocks do not fit a row."""
+    (norms, biases). `rill quantize` writes K_FALLBACK's format where 256-element blocks do not fit a row."""
     if not name.endswith(".weight") or "norm" in name:
         return None
     if fmt == "q4_k_m":
         last = f"blk.{layers - 1}."
         more_bits = name == "output.weight" or name in (last + "attn_v.weight", last + "ffn_down.weight")
         fmt = "q6_k" if more_bits else "q4_k"
-    return "q8_0" if fmt.endswith("_k") and cols is not None and cols % 256 else fmt
+    return K_FALLBACK.get(fmt, fmt) if cols is not None and cols % 256 else fmt
 
 
 class Quantizer:
@@ -208,7 +214,7 @@ def check_file(args, gguf, rill, transformers, quantizer, workdir, arch, fmt, se
 
 def check_rill_quantize(args, gguf, rill, transformers, quantizer, workdir, arch, fmt, seed):
     """`rill quantize IN OUT --format fmt` (the issue's form) on an f32 file: gguf reads the result, its metadata is the input's, each
-    matrix holds the blocks rill's reference quantizer gives (bit for bit gguf's for Q8_0/Q4_0), gguf's
+    matrix holds the blocks rill's reference quantizer gives (bit for bit gguf's for Q8_0/Q4_0/Q5_0/Q5_1), gguf's
     dequantization of them equals rill's bit for bit, and the file runs against the reference."""
     model, _, ids = make_model(transformers, arch, seed, **WIDE)
     source = os.path.join(workdir, f"{arch}_f32_for_{fmt}.gguf")
@@ -324,7 +330,7 @@ def main():
             rill.Context('[runtime]\nbackend = "cpu"\n') as ctx:
         quantizer = Quantizer(gguf, rill, ctx)
         for seed, arch in enumerate(ARCHS):
-            for fmt in FORMATS:
+            for fmt in FORMATS + (Q5_FILES[arch],):
                 failed += check_file(args, gguf, rill, transformers, quantizer, workdir, arch, fmt, seed)
             for fmt in FORMATS if arch == "llama" else ("q4_k_m",):
                 failed += check_rill_quantize(args, gguf, rill, transformers, quantizer, workdir, arch, fmt, seed)

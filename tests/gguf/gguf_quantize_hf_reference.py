@@ -21,7 +21,8 @@ straight from its folder. Checks:
 - The tokenizer in the file encodes and decodes tokenizer_reference's corpus
   as PyPI tokenizers does with the tokenizer.json: 0 differences.
 - A bf16 qwen2 folder with rows of 160 and a vocabulary larger than its
-  tokenizer, as q4_k_m: q8_0 where K blocks do not fit a row, the mix
+  tokenizer, as q4_k_m: llama.cpp's fallbacks where K blocks do not fit a
+  row (q5_0 for q4_k, q8_0 for q6_k), the mix
   elsewhere, norms and biases in f32, the token list padded to the
   vocabulary; its logits as above.
 - SentencePiece BPE tokenizer.json files as transformers' Llama and Gemma
@@ -199,8 +200,9 @@ def check_case(args, gguf, rill, transformers, tk, trained, quantizer, workdir, 
 
 def check_narrow_bf16(args, gguf, rill, transformers, tk, trained, quantizer, workdir, seed):
     """A bf16 qwen2 folder with rows of 160 (not whole 256-blocks, as Qwen2-0.5B's 896) and a vocabulary
-    larger than its tokenizer, as q4_k_m: matrices whose rows do not hold whole K blocks are q8_0, the
-    others follow the mix; norms and biases are f32; the token list is padded to the vocabulary."""
+    larger than its tokenizer, as q4_k_m: matrices whose rows do not hold whole K blocks get llama.cpp's
+    fallback (q5_0 for q4_k, q8_0 for q6_k), the others follow the mix; norms and biases are f32; the token
+    list is padded to the vocabulary."""
     label = "hf qwen2 bf16 narrow q4_k_m"
     data = trained["qwen2"]
     vocab = tk.Tokenizer.from_str(json.dumps(data)).get_vocab(with_added_tokens=True)

@@ -13,11 +13,13 @@
 #include <cstring>
 #include <initializer_list>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gguf_names.h"
 #include "gguf_reader.h"
 #include "gguf_types.h"
+#include "rill_backend.h"
 
 namespace {
 
@@ -290,6 +292,26 @@ TEST_CASE("gguf: every tensor type id has the gguf package's block geometry") {
   }
   for (uint32_t retired : {4u, 5u, 31u, 32u, 33u, 36u, 37u, 38u, 42u, 0xffffffffu})
     CHECK(rill::gguf::tensor_type_traits(retired) == nullptr);
+}
+
+TEST_CASE("gguf: the type ids rill runs map to its dtypes, with the same block geometry") {
+  const std::pair<uint32_t, rill_dtype> mapped[] = {
+      {0, RILL_DTYPE_F32},   {1, RILL_DTYPE_F16},   {30, RILL_DTYPE_BF16},  {8, RILL_DTYPE_Q8_0},
+      {2, RILL_DTYPE_Q4_0},  {6, RILL_DTYPE_Q5_0},  {7, RILL_DTYPE_Q5_1},   {12, RILL_DTYPE_Q4_K},
+      {13, RILL_DTYPE_Q5_K}, {14, RILL_DTYPE_Q6_K}};
+  for (const auto& entry : mapped) {
+    const uint32_t id = entry.first;
+    const rill_dtype dtype = entry.second;
+    CAPTURE(id);
+    rill_dtype got = RILL_DTYPE_MAX_ENUM;
+    REQUIRE(rill::gguf::tensor_type_to_rill(id, got));
+    CHECK(got == dtype);
+    const rill::gguf::TensorTypeTraits* t = rill::gguf::tensor_type_traits(id);
+    CHECK(t->block_elems == rill_backend_block_elements(dtype));
+    CHECK(t->block_bytes == rill_backend_block_bytes(dtype));
+  }
+  rill_dtype unused = RILL_DTYPE_F32;
+  for (uint32_t other : {3u, 9u, 10u, 15u, 20u, 39u}) CHECK_FALSE(rill::gguf::tensor_type_to_rill(other, unused));
 }
 
 TEST_CASE("gguf: File::open maps regular files and refuses everything else") {

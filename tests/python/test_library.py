@@ -101,11 +101,12 @@ def test_status_and_dtype_names():
         expected = "RILL_OK" if status == rill.Status.OK else "RILL_ERROR_" + status.name
         assert rill.status_string(status) == expected
     assert rill.status_string(12345) == "RILL_STATUS_UNKNOWN"
-    assert [rill.dtype_size(d) for d in rill.DType] == [4, 2, 2, 0, 0, 0, 0, 0]
-    assert [rill.dtype_name(d) for d in rill.DType] == ["f32", "f16", "bf16", "q8_0", "q4_0", "q4_k", "q5_k", "q6_k"]
-    assert [rill.dtype_block_elements(d) for d in rill.DType] == [1, 1, 1, 32, 32, 256, 256, 256]
-    assert [rill.dtype_block_bytes(d) for d in rill.DType] == [4, 2, 2, 34, 18, 144, 176, 210]
-    assert rill.dtype_size(8) == 0 and rill.dtype_name(8) == "invalid" and rill.dtype_block_bytes(8) == 0
+    assert [rill.dtype_size(d) for d in rill.DType] == [4, 2, 2, 0, 0, 0, 0, 0, 0, 0]
+    assert [rill.dtype_name(d) for d in rill.DType] == ["f32", "f16", "bf16", "q8_0", "q4_0", "q4_k", "q5_k", "q6_k",
+                                                        "q5_0", "q5_1"]
+    assert [rill.dtype_block_elements(d) for d in rill.DType] == [1, 1, 1, 32, 32, 256, 256, 256, 32, 32]
+    assert [rill.dtype_block_bytes(d) for d in rill.DType] == [4, 2, 2, 34, 18, 144, 176, 210, 22, 24]
+    assert rill.dtype_size(10) == 0 and rill.dtype_name(10) == "invalid" and rill.dtype_block_bytes(10) == 0
 
 
 def test_each_status_has_its_own_exception_class():

@@ -44,6 +44,12 @@ Limits limits(rill_dtype dtype) {
     case RILL_DTYPE_Q6_K:
       return {1e-4,   // 3.1e-5
               5e-2};  // 1.7e-2
+    case RILL_DTYPE_Q5_0:
+      return {1e-4,   // 3.1e-5
+              5e-2};  // 1.7e-2
+    case RILL_DTYPE_Q5_1:
+      return {1e-4,   // 3.1e-5
+              5e-2};  // 1.7e-2
     default:
       return {1e-10,  // 3.2e-11: Vulkan layer_norm of rows with mean 50 and spread 1 (CPU: 6.6e-12, GELU)
               5e-5};  // 1.3e-5: the same Vulkan layer_norm (CPU: 5.5e-6, GELU)
@@ -53,8 +59,10 @@ Limits limits(rill_dtype dtype) {
 Limits f32_activation_limits(rill_dtype) {
   // The largest error per format in the conformance suite and
   // vulkan_backend_test on Vulkan (lavapipe, deterministic), f32 activations:
-  //   NMSE  q8_0 1.51e-13, q4_0 1.18e-13, q4_k 1.51e-13, q5_k 1.70e-13, q6_k 1.95e-13
-  //   worst q8_0 2.04e-6,  q4_0 1.97e-6,  q4_k 2.65e-6,  q5_k 1.98e-6,  q6_k 2.43e-6
+  //   NMSE  q8_0 1.51e-13, q4_0 1.18e-13, q4_k 1.51e-13, q5_k 1.70e-13, q6_k 1.95e-13,
+  //         q5_0 1.65e-13, q5_1 1.95e-13
+  //   worst q8_0 2.04e-6,  q4_0 1.97e-6,  q4_k 2.65e-6,  q5_k 1.98e-6,  q6_k 2.43e-6,
+  //         q5_0 2.30e-6,  q5_1 2.11e-6
   // Only the f32 sums round, so the format hardly matters: one limit for all.
   return {5e-13, 6e-6};
 }
@@ -107,7 +115,7 @@ std::string describe(const Score& s, rill_dtype dtype, const Limits& l) {
 }
 
 namespace {
-Score g_largest[8];  // by rill_dtype value
+Score g_largest[RILL_DTYPE_Q5_1 + 1];  // by rill_dtype value
 }  // namespace
 
 double ulp_error(float actual, double expected) {
@@ -122,7 +130,7 @@ double ulp_error(float actual, double expected) {
 }
 
 void note(const Score& s, rill_dtype dtype) {
-  if (dtype < 0 || dtype > RILL_DTYPE_Q6_K) return;
+  if (dtype < 0 || dtype > RILL_DTYPE_Q5_1) return;
   Score& largest = g_largest[dtype];
   largest.nmse = std::max(largest.nmse, s.nmse);
   largest.worst = std::max(largest.worst, s.worst);
@@ -132,7 +140,7 @@ void note(const Score& s, rill_dtype dtype) {
 std::string largest_noted() {
   std::ostringstream text;
   for (rill_dtype dtype : {RILL_DTYPE_F32, RILL_DTYPE_F16, RILL_DTYPE_BF16, RILL_DTYPE_Q8_0, RILL_DTYPE_Q4_0,
-                           RILL_DTYPE_Q4_K, RILL_DTYPE_Q5_K, RILL_DTYPE_Q6_K}) {
+                           RILL_DTYPE_Q5_0, RILL_DTYPE_Q5_1, RILL_DTYPE_Q4_K, RILL_DTYPE_Q5_K, RILL_DTYPE_Q6_K}) {
     const Score& s = g_largest[dtype];
     if (dtype > RILL_DTYPE_BF16 && s.nmse == 0.0) continue;  // no quantized GEMM noted
     text << "largest error " << rill_backend_dtype_name(dtype) << ": NMSE " << s.nmse << ", worst element " << s.worst

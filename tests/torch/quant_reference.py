@@ -2,7 +2,7 @@
 independent implementation of GGUF's reference quantizers:
   - dequantization of every format is bit for bit gguf's, on random blocks;
   - quantization is bit for bit gguf's where gguf.quants implements it (Q8_0,
-    Q4_0); for the other formats rill's own quantizer is checked against the
+    Q4_0, Q5_0, Q5_1); for the other formats rill's own quantizer is checked against the
     format's error bound (on the values gguf dequantizes) and for stability:
     quantizing the dequantized values gives back the same blocks.
 rill is driven through its Python binding (PYTHONPATH, RILL_LIBRARY), gguf
@@ -18,28 +18,33 @@ import numpy as np
 from outcome import conclude
 from reference_imports import require, use_venv
 
-FORMATS = ("q8_0", "q4_0", "q4_k", "q5_k", "q6_k")
+FORMATS = ("q8_0", "q4_0", "q5_0", "q5_1", "q4_k", "q5_k", "q6_k")
 # Per element, |x - dequantized| may not exceed this many quantization levels
 # of the block's coarsest sub-block: a level is the sub-block's range over its
-# level count (Q8_0/Q4_0: the block's). Rounding to nearest costs half a level
+# level count (Q8_0/Q4_0/Q5_0/Q5_1: the block's). Rounding to nearest costs half a level
 # where the scales are exact; the rounding of the scales to f16 (coarse where
 # a tiny block's d is subnormal in f16), of the K formats' 6-bit scales and
-# mins to their grid, and Q4_0's asymmetric range (the far end of the sign
+# mins to their grid, and Q4_0's and Q5_0's asymmetric range (the far end of the sign
 # without the extra level lies 7/8 of the way) add the rest. Measured worst
 # case beside each bound.
 LEVELS_BOUND = {"q8_0": 1.0,   # 0.658 (a block of N(0, 1e-3) values, d subnormal in f16)
                 "q4_0": 1.1,   # 0.928
+                "q5_0": 1.0,   # 0.785
+                "q5_1": 1.0,   # 0.514
                 "q4_k": 1.0,   # 0.499
                 "q5_k": 1.0,   # 0.499
                 "q6_k": 1.0}   # 0.549
 # NMSE of quantize -> dequantize on N(0, 1) data, about twice the measured figure.
 NMSE_LIMIT = {"q8_0": 6.0e-5,  # 2.87e-5
               "q4_0": 1.5e-2,  # 7.34e-3
+              "q5_0": 4.0e-3,  # 1.83e-3
+              "q5_1": 3.0e-3,  # 1.43e-3
               "q4_k": 1.2e-2,  # 6.17e-3
               "q5_k": 3.0e-3,  # 1.46e-3
               "q6_k": 8.0e-4}  # 3.73e-4
-LEVELS = {"q8_0": 254, "q4_0": 15, "q4_k": 15, "q5_k": 31, "q6_k": 62}
-SUB_BLOCK = {"q8_0": 32, "q4_0": 32, "q4_k": 32, "q5_k": 32, "q6_k": 16}
+LEVELS = {"q8_0": 254, "q4_0": 15, "q5_0": 31, "q5_1": 31, "q4_k": 15, "q5_k": 31, "q6_k": 62}
+SUB_BLOCK = {"q8_0": 32, "q4_0": 32, "q5_0": 32, "q5_1": 32, "q4_k": 32, "q5_k": 32, "q6_k": 16}
+BLOCK32 = ("q8_0", "q4_0", "q5_0", "q5_1")
 
 
 def random_blocks(rng, qtype, gguf, rows, cols):
@@ -48,9 +53,9 @@ def random_blocks(rng, qtype, gguf, rows, cols):
     raw = rng.integers(0, 256, size=(rows, cols // block, nbytes), dtype=np.uint8)
     scales = lambda n: rng.normal(0, 0.05, size=(rows, cols // block, n)).astype(np.float16).view(np.uint8)
     name = qtype.name
-    if name in ("Q8_0", "Q4_0"):
+    if name in ("Q8_0", "Q4_0", "Q5_0"):
         raw[..., 0:2] = scales(1)
-    elif name in ("Q4_K", "Q5_K"):
+    elif name in ("Q4_K", "Q5_K", "Q5_1"):
         raw[..., 0:4] = scales(2)
     else:  # Q6_K: d last
         raw[..., nbytes - 2:] = scales(1)
@@ -70,11 +75,12 @@ def test_data(rng, cols):
 def worst_levels(x, y, fmt):
     """The largest |x - y| in units of the coarsest sub-block's level, per block."""
     sub = SUB_BLOCK[fmt]
-    block = 32 if fmt in ("q8_0", "q4_0") else 256
+    block = 32 if fmt in BLOCK32 else 256
     xs = x.reshape(-1, block // sub, sub)
-    lo = np.minimum(xs.min(axis=-1), 0) if fmt in ("q4_k", "q5_k") else None
     if fmt in ("q4_k", "q5_k"):
-        level = (xs.max(axis=-1) - lo) / LEVELS[fmt]
+        level = (xs.max(axis=-1) - np.minimum(xs.min(axis=-1), 0)) / LEVELS[fmt]
+    elif fmt == "q5_1":
+        level = (xs.max(axis=-1) - xs.min(axis=-1)) / LEVELS[fmt]
     else:
         level = 2 * np.abs(xs).max(axis=-1) / LEVELS[fmt]
     coarsest = level.max(axis=-1)
@@ -149,15 +155,18 @@ def main():
             print(f"{fmt}: dequantize bit for bit; quantize: {note}, worst error {levels:.4f} levels "
                   f"(bound {LEVELS_BOUND[fmt]}), NMSE {nmse:.3e} (limit {NMSE_LIMIT[fmt]:.1e}), stable")
 
-        # Negative control: a one-bit change in a block is seen by the comparison.
-        raw = random_blocks(rng, gguf.GGMLQuantizationType.Q4_K, gguf, 4, 256)
-        t = ctx.empty((4, 256), rill.DType.Q4_K)
-        broken = raw.copy()
-        broken[0, 20] ^= 1
-        t.write(broken)
-        if np.array_equal(t.read_f32().view(np.uint32),
-                          gguf.quants.dequantize(raw, gguf.GGMLQuantizationType.Q4_K).astype(np.float32).view(np.uint32)):
-            failed.append("negative control: a flipped bit in a q4_k block went unnoticed")
+        # Negative control: a one-bit change in a block (a q4_k quant, a q5_1 fifth bit) is seen by the
+        # comparison.
+        for fmt, byte in (("q4_k", 20), ("q5_1", 5)):
+            qtype = getattr(gguf.GGMLQuantizationType, fmt.upper())
+            raw = random_blocks(rng, qtype, gguf, 4, 256)
+            t = ctx.empty((4, 256), getattr(rill.DType, fmt.upper()))
+            broken = raw.copy()
+            broken[0, byte] ^= 1
+            t.write(broken)
+            if np.array_equal(t.read_f32().view(np.uint32),
+                              gguf.quants.dequantize(raw, qtype).astype(np.float32).view(np.uint32)):
+                failed.append(f"negative control: a flipped bit in a {fmt} block went unnoticed")
     return conclude(failed, None, "cpu", "all formats agree with gguf.quants")
 
 

@@ -17,7 +17,7 @@ MAX_DIMS = 4  # RILL_MAX_DIMS
 
 class DType(enum.IntEnum):
     """rill_dtype. bf16 tensors exchange their bits with numpy as uint16;
-    tensors of the block formats (Q8_0 ... Q6_K, weight-only, GGUF's
+    tensors of the block formats (Q8_0 ... Q5_1, weight-only, GGUF's
     layouts) exchange theirs as uint8 arrays of [N, bytes per row]."""
 
     F32 = 0
@@ -28,6 +28,8 @@ class DType(enum.IntEnum):
     Q4_K = 5
     Q5_K = 6
     Q6_K = 7
+    Q5_0 = 8
+    Q5_1 = 9
 
 
 class LogLevel(enum.IntEnum):
@@ -41,10 +43,12 @@ class LogLevel(enum.IntEnum):
 
 # The numpy dtype that holds each storage format bit for bit.
 _STORAGE = {DType.F32: np.dtype(np.float32), DType.F16: np.dtype(np.float16), DType.BF16: np.dtype(np.uint16)}
-_STORAGE.update({d: np.dtype(np.uint8) for d in (DType.Q8_0, DType.Q4_0, DType.Q4_K, DType.Q5_K, DType.Q6_K)})
+_STORAGE.update({d: np.dtype(np.uint8) for d in (DType.Q8_0, DType.Q4_0, DType.Q4_K, DType.Q5_K, DType.Q6_K,
+                                              DType.Q5_0, DType.Q5_1)})
 _NAMES = {"f32": DType.F32, "float32": DType.F32, "f16": DType.F16, "float16": DType.F16,
           "bf16": DType.BF16, "bfloat16": DType.BF16, "q8_0": DType.Q8_0, "q4_0": DType.Q4_0,
-          "q4_k": DType.Q4_K, "q5_k": DType.Q5_K, "q6_k": DType.Q6_K}
+          "q4_k": DType.Q4_K, "q5_k": DType.Q5_K, "q6_k": DType.Q6_K,
+          "q5_0": DType.Q5_0, "q5_1": DType.Q5_1}
 
 
 def as_dtype(value, argument="dtype"):

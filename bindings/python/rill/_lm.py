@@ -67,7 +67,7 @@ class LanguageModel(Owned):
         None (the library's default), for a context made here and closed with
         the model; or context: a rill.Context to load onto (then not backend).
         dtype: "f32", "f16", "bf16" or None (the checkpoint's torch_dtype).
-        weight_format: "q8_0", "q4_0", "q4_k", "q5_k" or "q6_k" to quantize the
+        weight_format: "q8_0", "q4_0", "q5_0", "q5_1", "q4_k", "q5_k" or "q6_k" to quantize the
         weight matrices as they load, or None (rill_lm_load_options.weight_format)."""
         if context is not None and backend is not None:
             raise InvalidArgumentError("backend: give backend or context, not both")
