@@ -241,6 +241,16 @@ def check_narrow_bf16(args, gguf, rill, transformers, tk, trained, quantizer, wo
     return failures
 
 
+def refusal_failures(label, proc, out, expected):
+    """rill quantize must exit 1 naming `expected` and leave no output file."""
+    ok = proc.returncode == 1 and expected in proc.stderr and not os.path.exists(out)
+    print(f"  refuses {label}: {'ok' if ok else 'FAIL'}: {proc.stderr.strip()}")
+    if ok:
+        return []
+    return [f"refusal {label}: expected exit 1 naming {expected!r} and no {out}, got "
+            f"({proc.returncode}) {proc.stderr.strip()}"]
+
+
 def check_sentencepiece(args, rill, tk, trained, workdir, folders):
     """SentencePiece BPE tokenizer.json files, as transformers' LlamaConverter and GemmaConvert write them
     (gguf_tokenizer_reference's stand-ins for a SentencePiece model, Llama 2's layout with a space prefix
@@ -282,11 +292,7 @@ def check_sentencepiece(args, rill, tk, trained, workdir, folders):
     for name, data, expected in (("trained", trained["llama2"], "'model.merges'"),
                                  ("metaspace", metaspace, "'pre_tokenizer': expected null or a split")):
         proc, out = quantize_with(name, "llama", data)
-        ok = proc.returncode == 1 and expected in proc.stderr and not os.path.exists(out)
-        print(f"  refuses a SentencePiece tokenizer.json ({name}): {'ok' if ok else 'FAIL'}: {proc.stderr.strip()}")
-        if not ok:
-            failures.append(f"SentencePiece {name}: expected a refusal naming {expected}, got ({proc.returncode}) "
-                            f"{proc.stderr.strip()}")
+        failures += refusal_failures(f"a SentencePiece tokenizer.json ({name})", proc, out, expected)
     return failures
 
 
@@ -325,12 +331,7 @@ def check_refusals(args, workdir, folder):
     for i, (label, edit, expected) in enumerate(cases):
         path = variant(f"refuse_{i}", edit)
         out = os.path.join(workdir, f"refuse_{i}.gguf")
-        proc = quantize(args, path, out, "q8_0")
-        ok = proc.returncode == 1 and expected in proc.stderr and not os.path.exists(out)
-        print(f"  refuses {label}: {'ok' if ok else 'FAIL'}: {proc.stderr.strip()}")
-        if not ok:
-            failures.append(f"refusal {label}: expected exit 1 naming {expected!r} and no {out}, got "
-                            f"({proc.returncode}) {proc.stderr.strip()}")
+        failures += refusal_failures(label, quantize(args, path, out, "q8_0"), out, expected)
     return failures
 
 
