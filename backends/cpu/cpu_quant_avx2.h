@@ -9,6 +9,7 @@
 #include <immintrin.h>
 
 #include <cstdint>
+#include <cstring>
 
 namespace rill::cpu::quantized {
 
@@ -27,6 +28,17 @@ static inline __m256i nibbles_32(const uint8_t* qs) {
   const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
   const __m128i mask = _mm_set1_epi8(15);
   return _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(bytes, 4), mask), _mm_and_si128(bytes, mask));
+}
+
+// Bit l of the little-endian uint32 at qh as byte l (0 or 16): each byte
+// picks its qh byte (l / 8) and tests its bit (l % 8).
+static inline __m256i fifth_bits(const uint8_t* qh) {
+  int32_t bits;
+  std::memcpy(&bits, qh, sizeof bits);
+  const __m256i spread = _mm256_shuffle_epi8(
+      _mm256_set1_epi32(bits), _mm256_set_epi64x(0x0303030303030303, 0x0202020202020202, 0x0101010101010101, 0));
+  const __m256i bit = _mm256_set1_epi64x(static_cast<int64_t>(0x8040201008040201ull));
+  return _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(spread, bit), bit), _mm256_set1_epi8(16));
 }
 
 // The low (shift 0) or high (shift 4) nibbles of 32 bytes, as bytes.

@@ -41,17 +41,6 @@ inline __m256i dot_s8_vec(const int8_t* w, const int8_t* a) {
 
 inline __m256i dot_q4_0_vec(const uint8_t* qs, const int8_t* a) { return dot_u8_s8(nibbles_32(qs), load32(a)); }
 
-// Bit l of the little-endian uint32 at qh as byte l (0 or 16): each byte
-// picks its qh byte (l / 8) and tests its bit (l % 8).
-inline __m256i fifth_bits(const uint8_t* qh) {
-  int32_t bits;
-  std::memcpy(&bits, qh, sizeof bits);
-  const __m256i spread = _mm256_shuffle_epi8(
-      _mm256_set1_epi32(bits), _mm256_set_epi64x(0x0303030303030303, 0x0202020202020202, 0x0101010101010101, 0));
-  const __m256i bit = _mm256_set1_epi64x(static_cast<int64_t>(0x8040201008040201ull));
-  return _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(spread, bit), bit), _mm256_set1_epi8(16));
-}
-
 int32_t dot_q5_32(const uint8_t* qs, const uint8_t* qh, const int8_t* a) {
   return hsum(dot_u8_s8(_mm256_or_si256(nibbles_32(qs), fifth_bits(qh)), load32(a)));
 }
