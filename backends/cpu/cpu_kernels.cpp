@@ -1,9 +1,10 @@
-// Picks the kernel table for the running CPU: the widest ISA it supports. The
-// environment variable RILL_CPU_ISA forces one, to test each ISA's kernels on
-// one machine: "scalar" (the portable kernels), "avx2" (where the CPU has
-// AVX2, FMA and F16C; else a warning and the portable kernels), "avx512" (the
-// AVX2 table with the AVX-512F GEMM, where the CPU has both; else a warning and
-// the widest of the others); "auto" or unset picks.
+// Picks the instruction set of every CPU kernel, once per process: the widest
+// the running CPU supports. The environment variable RILL_CPU_ISA, read on
+// first use, forces one, to test each ISA's kernels on one machine: "scalar"
+// (the portable kernels), "avx2" (where the CPU has AVX2, FMA and F16C; else a
+// warning and the portable kernels), "avx512" (the AVX2 table with the
+// AVX-512F GEMM, and the block-weight tiles in VNNI where the CPU has it; else
+// a warning and the widest of the others); "auto" or unset picks.
 #if defined(RILL_CPU_HAVE_AVX2_KERNELS)
 #include <cpuid.h>
 #endif
@@ -60,31 +61,43 @@ void warn(const std::string& message) {
   if (host && host->log) host->log(RILL_LOG_WARNING, "cpu", message.c_str());
 }
 
-const Kernels& select_kernels() {
+Isa select_isa() {
   const char* forced = std::getenv("RILL_CPU_ISA");
   const std::string choice = forced ? forced : "";
-  if (choice == "scalar") return scalar::kKernels;
+  if (choice == "scalar") return Isa::scalar;
   if (choice == "avx2" && !cpu_has_avx2()) {
     warn("RILL_CPU_ISA: 'avx2' asked for, but this CPU or build lacks AVX2+FMA+F16C; using the scalar kernels");
-    return scalar::kKernels;
+    return Isa::scalar;
   }
-#if defined(RILL_CPU_HAVE_AVX2_KERNELS)
-  if (choice == "avx2") return avx2::kKernels;
-#endif
+  if (choice == "avx2") return Isa::avx2;
   if (choice == "avx512" && !cpu_has_avx512f()) {
     warn("RILL_CPU_ISA: 'avx512' asked for, but this CPU or build lacks AVX-512F; using auto");
   } else if (!choice.empty() && choice != "auto" && choice != "avx512") {
     warn("RILL_CPU_ISA: expected 'scalar', 'avx2', 'avx512' or 'auto', got '" + choice + "'; using auto");
   }
+  if (cpu_has_avx512f()) return Isa::avx512;
+  if (cpu_has_avx2()) return Isa::avx2;
+  return Isa::scalar;
+}
+
+const Kernels& select_kernels() {
 #if defined(RILL_CPU_HAVE_AVX2_KERNELS)
   static const Kernels avx512_gemm = with_avx512_gemm();
-  if (cpu_has_avx512f()) return avx512_gemm;
-  if (cpu_has_avx2()) return avx2::kKernels;
+  switch (isa()) {
+    case Isa::avx512: return avx512_gemm;
+    case Isa::avx2: return avx2::kKernels;
+    case Isa::scalar: break;
+  }
 #endif
   return scalar::kKernels;
 }
 
 }  // namespace
+
+Isa isa() {
+  static const Isa chosen = select_isa();
+  return chosen;
+}
 
 const Kernels& kernels() {
   static const Kernels& chosen = select_kernels();

@@ -117,7 +117,16 @@ struct Kernels {
   void (*from_f32)(rill_dtype dtype, const float* src, void* dst, int64_t count);
 };
 
-// The kernels for the running CPU, chosen on first use.
+// The instruction sets the CPU kernels come in. avx2 means AVX2, FMA and F16C;
+// avx512 adds AVX-512F (and, for the block-weight tiles, VNNI where the CPU
+// has AVX512-VNNI and AVX512-VL).
+enum class Isa { scalar, avx2, avx512 };
+
+// The instruction set for the running CPU (or RILL_CPU_ISA's), chosen on first
+// use: every CPU kernel, element-wise or on block weights, follows it.
+Isa isa();
+
+// The kernels of isa().
 const Kernels& kernels();
 
 // Whether this CPU and build run the AVX2 kernels (AVX2, FMA and F16C).

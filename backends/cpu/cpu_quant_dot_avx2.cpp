@@ -1,8 +1,7 @@
 // The AVX2 integer primitives of the quantized row dots (see
-// cpu_quant_dot.inc). _mm256_maddubs_epi16 multiplies unsigned weight bytes
-// with signed activations into int16 pairs (at most 2 * 63 * 127, or
-// 2 * 128 * 127 for Q8_0's magnitudes: no saturation), _mm256_madd_epi16
-// widens them to int32, and the lanes are added: exact, as the scalar loops.
+// cpu_quant_dot.inc): dot_u8_s8 (cpu_quant_avx2.h) multiplies unsigned weight
+// bytes with signed activations exactly, and the lanes are added: exact, as
+// the scalar loops.
 // The _x4/_x8 primitives reduce four blocks' lanes with one horizontal-add tree.
 #include <immintrin.h>
 
@@ -10,6 +9,7 @@
 
 #include "cpu_convert.h"
 #include "cpu_quant.h"
+#include "cpu_quant_avx2.h"
 
 namespace rill::cpu::quantized::avx2 {
 namespace {
@@ -33,38 +33,13 @@ inline __m128i reduce4(__m256i v0, __m256i v1, __m256i v2, __m256i v3) {
   return _mm_add_epi32(_mm256_castsi256_si128(pairs), _mm256_extracti128_si256(pairs, 1));
 }
 
-// Sum of u[l] * a[l], u unsigned bytes < 128 or Q8_0 magnitudes, a signed.
-inline __m256i dot_u8_s8(__m256i u, __m256i a) {
-  return _mm256_madd_epi16(_mm256_maddubs_epi16(u, a), _mm256_set1_epi16(1));
-}
-
-inline __m256i load32(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
-
 // w * a = |w| * (a with w's sign), so the unsigned operand is |w|.
 inline __m256i dot_s8_vec(const int8_t* w, const int8_t* a) {
   const __m256i wv = load32(w), av = load32(a);
   return dot_u8_s8(_mm256_sign_epi8(wv, wv), _mm256_sign_epi8(av, wv));
 }
 
-// The 32 nibbles of Q4_0's (and Q5_0's, Q5_1's) 16 bytes, in element order.
-inline __m256i nibbles_32(const uint8_t* qs) {
-  const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
-  const __m128i mask = _mm_set1_epi8(15);
-  return _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(bytes, 4), mask), _mm_and_si128(bytes, mask));
-}
-
 inline __m256i dot_q4_0_vec(const uint8_t* qs, const int8_t* a) { return dot_u8_s8(nibbles_32(qs), load32(a)); }
-
-// Bit l of the little-endian uint32 at qh as byte l (0 or 16): each byte
-// picks its qh byte (l / 8) and tests its bit (l % 8).
-inline __m256i fifth_bits(const uint8_t* qh) {
-  int32_t bits;
-  std::memcpy(&bits, qh, sizeof bits);
-  const __m256i spread = _mm256_shuffle_epi8(
-      _mm256_set1_epi32(bits), _mm256_set_epi64x(0x0303030303030303, 0x0202020202020202, 0x0101010101010101, 0));
-  const __m256i bit = _mm256_set1_epi64x(static_cast<int64_t>(0x8040201008040201ull));
-  return _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(spread, bit), bit), _mm256_set1_epi8(16));
-}
 
 int32_t dot_q5_32(const uint8_t* qs, const uint8_t* qh, const int8_t* a) {
   return hsum(dot_u8_s8(_mm256_or_si256(nibbles_32(qs), fifth_bits(qh)), load32(a)));
@@ -84,16 +59,6 @@ void dot_q4_0_x4(const quant::BlockQ4_0* w, const ActBlock* a, int32_t* out) {
   _mm_storeu_si128(reinterpret_cast<__m128i*>(out),
                    reduce4(dot_q4_0_vec(w[0].qs, a[0].q), dot_q4_0_vec(w[1].qs, a[1].q),
                            dot_q4_0_vec(w[2].qs, a[2].q), dot_q4_0_vec(w[3].qs, a[3].q)));
-}
-
-inline __m256i nibbles(const uint8_t* qs, int shift) {
-  return _mm256_and_si256(_mm256_srl_epi16(load32(qs), _mm_cvtsi32_si128(shift)), _mm256_set1_epi8(15));
-}
-
-// Bits `shift` .. `shift + width - 1` of each of 32 bytes, as bytes.
-inline __m256i bit_field(const uint8_t* p, int shift, int width) {
-  return _mm256_and_si256(_mm256_srl_epi16(load32(p), _mm_cvtsi32_si128(shift)),
-                          _mm256_set1_epi8(static_cast<char>((1 << width) - 1)));
 }
 
 void dot_nib_x8(const uint8_t* qs, const ActBlock* a, int32_t* out) {

@@ -3,13 +3,12 @@
 // (cpu_quant_tile.inc) where the ISA has them, else one row dot
 // (cpu_quant_dot.inc) per output. A tile gives bitwise its row dots' results
 // and each output is computed by one thread, so results depend neither on the
-// ISA nor on the thread count. The ISA is chosen at each call, as for the
-// other CPU kernels: RILL_CPU_ISA=scalar forces the portable kernels,
+// ISA nor on the thread count. The ISA is the other CPU kernels' (isa(),
+// cpu_kernels.cpp): RILL_CPU_ISA=scalar forces the portable kernels,
 // RILL_CPU_ISA=avx2 the AVX2 tiles where AVX-512 VNNI would be chosen.
 // Row gathers (get_rows) from tables of any dtype.
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <vector>
@@ -23,28 +22,21 @@ namespace rill::cpu {
 namespace quantized {
 namespace {
 
-bool forced_isa(const char* isa) {
-  const char* forced = std::getenv("RILL_CPU_ISA");
-  return forced && std::strcmp(forced, isa) == 0;
-}
-
-const Kernels& kernels_for_this_call() {
-  if (forced_isa("scalar")) return scalar::kKernels;
+const Kernels& row_dots_for_this_cpu() {
 #if defined(RILL_CPU_HAVE_AVX2_KERNELS)
-  __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx2")) return avx2::kKernels;
+  if (isa() != Isa::scalar) return avx2::kKernels;
 #endif
   return scalar::kKernels;
 }
 
 // Null where the outputs are row dots only.
-const Tiles* tiles_for_this_call() {
-  if (forced_isa("scalar")) return nullptr;
+const Tiles* tiles_for_this_cpu() {
 #if defined(RILL_CPU_HAVE_AVX2_KERNELS)
-  __builtin_cpu_init();
-  const bool vnni = cpu_has_avx2() && __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512vl");
-  if (vnni && !forced_isa("avx2")) return &avx512_vnni::kTiles;
-  if (cpu_has_avx2()) return &avx2::kTiles;
+  if (isa() == Isa::avx512) {
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512vl")) return &avx512_vnni::kTiles;
+  }
+  if (isa() != Isa::scalar) return &avx2::kTiles;
 #endif
   return nullptr;
 }
@@ -119,14 +111,14 @@ rill_status gemm(rill_backend_context* ctx, const rill_backend_tensor* a, const 
   const int64_t blocks = k / quant::kBlock32;
   std::vector<ActBlock> acts(static_cast<size_t>(rows * blocks));
   const char* a_data = tensor_data(a);
-  const Tiles* tiles = tiles_for_this_call();
+  const Tiles* tiles = tiles_for_this_cpu();
   ctx->pool.parallel_for(rows, 1, [&](int64_t r0, int64_t r1, unsigned) {
     for (int64_t r = r0; r < r1; ++r) {
       quantize_activations<DT>(a_data + r * k * static_cast<int64_t>(dtype_bytes(DT)), k, acts.data() + r * blocks,
                                tiles);
     }
   });
-  const RowDot dot = for_format(kernels_for_this_call(), w->dtype);
+  const RowDot dot = for_format(row_dots_for_this_cpu(), w->dtype);
   const size_t w_row_bytes = quant::row_bytes(w->dtype, k);
   const char* w_data = tensor_data(w);
   const OutputWriter<DT> write{alpha, beta, tensor_data(bias), tensor_data(out), n};

@@ -1,7 +1,6 @@
-// The AVX2 tiles of the quantized GEMM (cpu_quant_tile.inc): maddubs
-// multiplies the unsigned weight levels with the signed activations into
-// int16 pairs (no saturation at these magnitudes, see cpu_quant_dot_avx2.cpp)
-// and madd widens them to int32.
+// The AVX2 tiles of the quantized GEMM (cpu_quant_tile.inc), with
+// cpu_quant_avx2.h's dot_u8_s8: maddubs multiplies the unsigned weight levels
+// with the signed activations into int16 pairs and madd widens them to int32.
 #include <immintrin.h>
 
 #include <cstring>
@@ -9,15 +8,9 @@
 
 #include "cpu_convert.h"
 #include "cpu_quant.h"
+#include "cpu_quant_avx2.h"
 
 namespace rill::cpu::quantized::avx2 {
-namespace {
-
-inline __m256i dot_u8_s8(__m256i u, __m256i s) {
-  return _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1));
-}
-
-}  // namespace
 
 #include "cpu_quant_tile.inc"
 

@@ -9,6 +9,7 @@
 
 #include "cpu_convert.h"
 #include "cpu_quant.h"
+#include "cpu_quant_avx2.h"
 
 namespace rill::cpu::quantized::avx512_vnni {
 namespace {
