@@ -890,7 +890,9 @@ typedef struct rill_model_desc {
      "q8_0", "q4_0", "q5_0", "q5_1", "q4_k", "q5_k" or "q6_k"): RILL_DTYPE_F32 keeps them in
      dtype; a block dtype (RILL_DTYPE_Q8_0 ... _Q5_1) quantizes every 2-dim
      linear weight given in f32, f16 or bf16 as it is set (its rows must be
-     whole blocks, and the backend must run the format); norms and biases stay
+     whole blocks of 32; a K format falls back for rows that are not whole
+     blocks of 256 as llama.cpp's quantizer does: q4_k to q5_0, q5_k to
+     q5_1, q6_k to q8_0; the backend must run the formats); norms and biases stay
      in dtype. rill_lm_load sets it from rill_lm_load_options.weight_format. */
   rill_dtype weight_format;
   /* OLMo's and OLMoE's clip_qkv c: q, k and v are clamped to [-c, c] after
@@ -1130,8 +1132,10 @@ typedef struct rill_lm_load_options {
      LM head) is quantized to it as it is loaded, with rill's reference
      quantizer (docs/QUANTIZATION.md); norms, biases and gains stay in the
      compute dtype, and tensors a GGUF file already holds in a block dtype
-     are kept as they are. Each matrix's rows must be whole blocks (32
-     elements, 256 for the K formats), else RILL_ERROR_SHAPE names it. A
+     are kept as they are. Each matrix's rows must be whole blocks of 32
+     elements, else RILL_ERROR_SHAPE names it; a K format falls back for rows
+     that are not whole blocks of 256 (Q4_K to Q5_0, Q5_K to Q5_1, Q6_K to
+     Q8_0, as llama.cpp's quantizer does). A
      backend that cannot run the format refuses the load with
      RILL_ERROR_UNSUPPORTED naming the backend and the format. */
   rill_dtype weight_format;

@@ -398,6 +398,65 @@ TEST_CASE("weight_format: the [model] key and the descriptor field, with the C o
   rill_context_destroy(ctx);
 }
 
+// The output of a 1-layer stack (hidden 32, every matrix's rows 32 or 64
+// elements: whole 32-element blocks, no whole 256-element block) whose
+// matrices are set from the same f32 values with weight_format format.
+std::vector<float> forward_with_weight_format(rill_dtype format) {
+  rill_model_desc desc = rill_test::model_desc(/*num_layers=*/1, /*hidden_size=*/32, /*num_heads=*/4,
+                                               /*intermediate_size=*/64);
+  desc.weight_format = format;
+  rill_context* ctx = nullptr;
+  REQUIRE_MESSAGE(rill_context_create("[runtime]\nbackend = \"cpu\"\n", &ctx) == RILL_OK, rill_last_error());
+  rill_model* model = nullptr;
+  REQUIRE_MESSAGE(rill_model_create(ctx, &desc, &model) == RILL_OK, rill_last_error());
+  std::mt19937 gen(5);
+  std::normal_distribution<float> dist(0.0f, 0.25f);
+  auto set = [&](const char* name, std::vector<int64_t> shape, float offset) {
+    std::vector<float> v(static_cast<size_t>(shape[0] * (shape.size() == 2 ? shape[1] : 1)));
+    for (float& x : v) x = offset + dist(gen);
+    REQUIRE_MESSAGE(rill_model_set_weight(model, name, RILL_DTYPE_F32, static_cast<int32_t>(shape.size()),
+                                          shape.data(), v.data(), v.size() * sizeof(float)) == RILL_OK,
+                    rill_last_error());
+  };
+  for (const char* name : {"self_attn.q_proj.weight", "self_attn.k_proj.weight", "self_attn.v_proj.weight",
+                           "self_attn.o_proj.weight"}) {
+    set((std::string("model.layers.0.") + name).c_str(), {32, 32}, 0);
+  }
+  set("model.layers.0.mlp.gate_proj.weight", {64, 32}, 0);
+  set("model.layers.0.mlp.up_proj.weight", {64, 32}, 0);
+  set("model.layers.0.mlp.down_proj.weight", {32, 64}, 0);
+  set("model.layers.0.input_layernorm.weight", {32}, 1);
+  set("model.layers.0.post_attention_layernorm.weight", {32}, 1);
+  set("model.norm.weight", {32}, 1);
+  std::vector<float> values(3 * 32);
+  for (float& x : values) x = dist(gen);
+  const int64_t shape[3] = {1, 3, 32};
+  rill_tensor* h = nullptr;
+  REQUIRE(rill_tensor_create(ctx, RILL_DTYPE_F32, 3, shape, &h) == RILL_OK);
+  REQUIRE(rill_tensor_write_f32(h, values.data(), values.size()) == RILL_OK);
+  REQUIRE_MESSAGE(rill_model_forward(model, nullptr, h, nullptr, 0) == RILL_OK, rill_last_error());
+  REQUIRE(rill_tensor_read_f32(h, values.data(), values.size()) == RILL_OK);
+  rill_tensor_destroy(h);
+  rill_model_destroy(model);
+  rill_context_destroy(ctx);
+  return values;
+}
+
+TEST_CASE("weight_format: a K format falls back on rows that are no whole 256-element block, as llama.cpp's quantizer") {
+  // Each K format's matrices are stored in its fallback format: the stack
+  // computes bit for bit what it computes with that format asked for.
+  const std::vector<float> q8_0 = forward_with_weight_format(RILL_DTYPE_Q8_0);
+  for (const auto& [k_format, fallback] :
+       {std::pair<rill_dtype, rill_dtype>{RILL_DTYPE_Q4_K, RILL_DTYPE_Q5_0}, {RILL_DTYPE_Q5_K, RILL_DTYPE_Q5_1},
+        {RILL_DTYPE_Q6_K, RILL_DTYPE_Q8_0}}) {
+    CAPTURE(rill_dtype_name(k_format));
+    const std::vector<float> expected = forward_with_weight_format(fallback);
+    CHECK(forward_with_weight_format(k_format) == expected);
+    // The formats differ in what they compute: equality above is no accident.
+    if (fallback != RILL_DTYPE_Q8_0) CHECK(expected != q8_0);
+  }
+}
+
 TEST_CASE("rope scaling and NoPE: descriptor checks name the field, the value expected and the value given") {
   rill_context* ctx = nullptr;
   REQUIRE(rill_context_create("[runtime]\nbackend = \"cpu\"\n", &ctx) == RILL_OK);

@@ -87,19 +87,6 @@ rill_dtype format_of(const Type& type, const std::string& name, int64_t layers) 
   return v_or_down && more_bits_layer(layer, layers) ? RILL_DTYPE_Q6_K : type.base;
 }
 
-// The format a matrix with rows of cols elements gets: a K format needs whole blocks of 256,
-// and rows that are not (Qwen2-0.5B's 896) get the 32-element format llama.cpp's quantizer
-// falls back to, one bit more per weight than the K format's nominal bits.
-rill_dtype fitting_format(rill_dtype format, uint64_t cols) {
-  if (cols % 256 == 0) return format;
-  switch (format) {
-    case RILL_DTYPE_Q4_K: return RILL_DTYPE_Q5_0;
-    case RILL_DTYPE_Q5_K: return RILL_DTYPE_Q5_1;
-    case RILL_DTYPE_Q6_K: return RILL_DTYPE_Q8_0;
-    default: return format;
-  }
-}
-
 int fail(const std::string& message) {
   std::fprintf(stderr, "rill quantize: %s\n", message.c_str());
   return 1;
@@ -207,7 +194,7 @@ int quantize_main(int argc, char** argv) {
     }
     const uint64_t cols = t.dims[0], rows = t.dims[1];
     const rill_dtype chosen = format_of(*type, name, source.layers);
-    const rill_dtype format = fitting_format(chosen, cols);
+    const rill_dtype format = rill::quant::fitting_format(chosen, static_cast<int64_t>(cols));
     if (format != chosen) ++fallbacks;
     if (cols % rill_dtype_block_elements(format) != 0) {
       return fail(model_path + ": tensor '" + name + "': rows of " + std::to_string(cols) + " elements are not whole " +

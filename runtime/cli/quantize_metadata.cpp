@@ -18,12 +18,11 @@ bool is_gemma(const std::string& arch) { return arch.compare(0, 5, "gemma") == 0
 
 // The refusals of what arch's keys cannot carry; false with error naming the first.
 bool check_carried(const rill::lm::HfConfig& config, const nlohmann::json& object, const std::string& source,
-                   const std::string& arch, int32_t head_dim, std::string& error) {
+                   const std::string& arch, const rill::gguf::Architecture& a, int32_t head_dim, std::string& error) {
   const rill_model_desc& d = config.desc;
-  const bool gemma = is_gemma(arch), windowed = arch == "gemma2" || arch == "gemma3" || arch == "phi3";
-  // Gemma 2's and 3's query scale as the loader assumes it: 1/sqrt(hidden / heads) for the 27B models.
-  const int32_t layers_27b = arch == "gemma2" ? 46 : 62;
-  const float query_scalar = static_cast<float>(d.num_layers == layers_27b ? d.hidden_size / d.num_heads : head_dim);
+  const bool gemma = is_gemma(arch);
+  // The query scale as the loader assumes it.
+  const float query_scalar = static_cast<float>(d.num_layers == a.layers_27b ? d.hidden_size / d.num_heads : head_dim);
   for (const Uncarried& u :
        {Uncarried{gemma ? "hidden_activation" : "hidden_act",
                   d.activation != (gemma ? RILL_MLP_GELU_TANH_GLU : RILL_MLP_SILU_GLU),
@@ -37,9 +36,9 @@ bool check_carried(const rill::lm::HfConfig& config, const nlohmann::json& objec
         Uncarried{"attention_bias", (d.qkv_bias != 0) != (arch == "qwen2") || d.o_bias != 0,
                   "GGUF's architecture fixes its attention biases"},
         Uncarried{arch.compare(0, 4, "qwen") == 0 ? "use_sliding_window" : "sliding_window",
-                  !windowed && d.sliding_window != 0, "GGUF's architecture has no sliding window"},
+                  !a.sliding_window_key && d.sliding_window != 0, "GGUF's architecture has no sliding window"},
         Uncarried{"query_pre_attn_scalar",
-                  (arch == "gemma2" || arch == "gemma3") && d.query_pre_attn_scalar != query_scalar,
+                  a.layers_27b != 0 && d.query_pre_attn_scalar != query_scalar,
                   "GGUF holds no query scale; readers assume head_dim, or hidden_size / heads for 27B"},
         Uncarried{"rope_local_base_freq",
                   arch == "gemma3" && d.sliding_window != 0 && d.rope_local_base_freq != 10000.0f,
@@ -57,14 +56,14 @@ bool check_carried(const rill::lm::HfConfig& config, const nlohmann::json& objec
 // The keys of arch's own features: Gemma 2's and 3's soft-caps and windows,
 // Gemma 3's rope scaling, Phi-3's window and original context.
 void write_family_keys(const rill::lm::HfConfig& config, const nlohmann::json& object, const std::string& arch,
-                       rill::gguf::Writer& w) {
+                       const rill::gguf::Architecture& a, rill::gguf::Writer& w) {
   const rill_model_desc& d = config.desc;
   const std::string p = arch + ".";
   if (arch == "gemma2" || (arch == "gemma3" && (d.attn_logit_softcapping > 0 || config.final_logit_softcapping > 0))) {
     w.set_f32(p + "attn_logit_softcapping", d.attn_logit_softcapping);
     w.set_f32(p + "final_logit_softcapping", config.final_logit_softcapping);
   }
-  if (arch == "gemma2" || arch == "gemma3" || arch == "phi3") {
+  if (a.sliding_window_key) {
     w.set_u32(p + "attention.sliding_window", static_cast<uint32_t>(d.sliding_window));
   }
   if (arch == "gemma3" && d.sliding_window != 0 && d.sliding_window_pattern != 6) {
@@ -83,11 +82,12 @@ void write_family_keys(const rill::lm::HfConfig& config, const nlohmann::json& o
 }  // namespace
 
 bool write_hf_metadata(const rill::lm::HfConfig& config, const nlohmann::json& object, const std::string& source,
-                       const std::string& arch, rill::gguf::Writer& w, std::string& error) {
+                       const std::string& arch, const rill::gguf::Architecture& a, rill::gguf::Writer& w,
+                       std::string& error) {
   const rill_model_desc& d = config.desc;
   const int32_t quotient = d.hidden_size / d.num_heads;
   const int32_t head_dim = d.head_dim != 0 ? d.head_dim : quotient;  // 0: the quotient
-  if (!check_carried(config, object, source, arch, head_dim, error)) return false;
+  if (!check_carried(config, object, source, arch, a, head_dim, error)) return false;
   const std::string p = arch + ".";
   w.set_string("general.architecture", arch);
   w.set_u32(p + "block_count", static_cast<uint32_t>(d.num_layers));
@@ -107,7 +107,7 @@ bool write_hf_metadata(const rill::lm::HfConfig& config, const nlohmann::json& o
     w.set_u32(p + "attention.value_length", static_cast<uint32_t>(head_dim));
   }
   w.set_u32(p + "vocab_size", static_cast<uint32_t>(config.vocab_size));
-  write_family_keys(config, object, arch, w);
+  write_family_keys(config, object, arch, a, w);
   return true;
 }
 

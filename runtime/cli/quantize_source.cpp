@@ -126,7 +126,7 @@ bool read_hf_source(const std::string& folder, rill::gguf::Writer& writer, Quant
   rill::lm::HfConfig config;
   if (rill::lm::hf_config_from_json(config_path, object.dump(), config, error) != RILL_OK) return false;
   const rill::gguf::Architecture& a = rill::gguf::architectures().at(arch);
-  if (!write_hf_metadata(config, object, config_path, arch, writer, error)) return false;
+  if (!write_hf_metadata(config, object, config_path, arch, a, writer, error)) return false;
   out.layers = config.desc.num_layers;
   if (config.bos_token_id >= 0) writer.set_u32("tokenizer.ggml.bos_token_id", static_cast<uint32_t>(config.bos_token_id));
   if (config.eos_token_ids.size() > 1) {

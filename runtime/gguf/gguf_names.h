@@ -22,6 +22,12 @@ namespace rill::gguf {
 // own (Phi-3's attn_qkv and ffn_up). from_hf_folders: `rill quantize` writes
 // this architecture from a Hugging Face folder (the one list of the families
 // it converts).
+// What the metadata leaves implicit, as llama.cpp reads it: layers_27b, the
+// layer count of the family's 27B model (Gemma 2: 46, Gemma 3: 62), whose
+// queries scale by 1/sqrt(hidden / heads) where the others' scale by
+// 1/sqrt(head_dim); nonzero also marks the families with logit soft-caps.
+// sliding_window_key: the architecture's metadata carries
+// attention.sliding_window.
 struct Architecture {
   const char* model_type;
   bool permuted_qk;
@@ -29,6 +35,8 @@ struct Architecture {
   std::map<std::string, std::string> own_names;
   std::vector<std::string> fused_names;
   bool from_hf_folders;
+  int64_t layers_27b;
+  bool sliding_window_key;
 };
 
 // GGUF's architecture names ("llama", "qwen2", ...) and their traits.

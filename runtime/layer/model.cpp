@@ -222,10 +222,13 @@ class WeightStage {
                                         "and gains (and interleaved rotary rows) take f32, f16 or bf16");
     }
     // Block weights keep their dtype; with a block weight_format, 2-dim
-    // weights of an element dtype are quantized to it.
+    // weights of an element dtype are quantized to it (or to the format a K
+    // format falls back to for rows that are not whole blocks of 256).
     const bool quantize = !block && quant::is_block(model_.desc.weight_format) && weight.shape.size() == 2 &&
                           !weight.norm_weight;
-    const rill_dtype dtype = block ? src_dtype : quantize ? model_.desc.weight_format : model_.desc.dtype;
+    const rill_dtype dtype = block      ? src_dtype
+                             : quantize ? quant::fitting_format(model_.desc.weight_format, weight.shape[1])
+                                        : model_.desc.dtype;
     staged_.push_back(Staged{&weight, nullptr});  // before the tensor exists, so a throw here leaks nothing
     rill_tensor*& tensor = staged_.back().tensor;
     RILL_CHECK(tensor_create(where, *model_.context, dtype, static_cast<int32_t>(weight.shape.size()),

@@ -145,16 +145,15 @@ std::string config_json(const gguf::Contents& c, const std::string& arch, const 
   config["vocab_size"] = k.integer("vocab_size", static_cast<int64_t>(embedding->dims.back()));
   config["tie_word_embeddings"] = c.find_tensor("output.weight") == nullptr;
   if (arch == "qwen2" || arch == "qwen3") config["use_sliding_window"] = false;
-  if (arch == "gemma2" || arch == "gemma3") {
+  if (a.layers_27b != 0) {
     for (const char* key : {"attn_logit_softcapping", "final_logit_softcapping"}) {
       if (const double cap = k.number(key, -1.0); cap >= 0) config[key] = cap;
     }
     // The file does not say how queries are scaled; llama.cpp scales by
-    // 1/sqrt(head_dim), and by 1/sqrt(hidden / heads) for the 27B models
-    // (Gemma 2: 46 layers, Gemma 3: 62), as their published configs do.
-    const int64_t layers_27b = arch == "gemma2" ? 46 : 62;
+    // 1/sqrt(head_dim), and by 1/sqrt(hidden / heads) for the 27B models, as
+    // their published configs do.
     config["query_pre_attn_scalar"] =
-        config["num_hidden_layers"].get<int64_t>() == layers_27b ? hidden / heads : head_dim;
+        config["num_hidden_layers"].get<int64_t>() == a.layers_27b ? hidden / heads : head_dim;
   }
   if (arch == "gemma2" && k.get("attention.sliding_window") != nullptr) {
     config["sliding_window"] = k.integer("attention.sliding_window", 0, 0);

@@ -162,8 +162,11 @@ rill_status store_table(const std::string& where, rill_context& ctx, rill_dtype 
                         const io::SafetensorsTensor& source, rill_dtype source_dtype, rill_tensor*& out) {
   rill_tensor* tensor = nullptr;
   // A block table (a GGUF file's) is kept as it is: get_rows dequantizes the
-  // rows it gathers, and gemm reads it as the head.
-  const rill_dtype stored = quant::is_block(source_dtype) ? source_dtype : dtype;
+  // rows it gathers, and gemm reads it as the head. A K format falls back for
+  // rows that are not whole blocks of 256, as a decoder matrix does.
+  const rill_dtype stored = quant::is_block(source_dtype) ? source_dtype
+                            : quant::is_block(dtype)      ? quant::fitting_format(dtype, source.shape.back())
+                                                          : dtype;
   RILL_CHECK(tensor_create(where, ctx, stored, static_cast<int32_t>(source.shape.size()), source.shape.data(), tensor));
   out = tensor;
   if (source_dtype == stored) return tensor_write(where, *tensor, source.data, source.bytes);

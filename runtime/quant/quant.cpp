@@ -55,6 +55,16 @@ bool dtype_from_name(const std::string& name, rill_dtype& out) {
   return false;
 }
 
+rill_dtype fitting_format(rill_dtype format, int64_t k) {
+  if (k % 256 == 0) return format;
+  switch (format) {
+    case RILL_DTYPE_Q4_K: return RILL_DTYPE_Q5_0;
+    case RILL_DTYPE_Q5_K: return RILL_DTYPE_Q5_1;
+    case RILL_DTYPE_Q6_K: return RILL_DTYPE_Q8_0;
+    default: return format;
+  }
+}
+
 size_t row_bytes(rill_dtype dtype, int64_t k) {
   return static_cast<size_t>(k) / rill_backend_block_elements(dtype) * rill_backend_block_bytes(dtype);
 }

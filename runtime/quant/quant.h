@@ -29,6 +29,13 @@ size_t first_unquantizable(const float* x, size_t n);
 // The dtype rill_dtype_name calls name ("f32" ... "q5_1"); false for another name.
 bool dtype_from_name(const std::string& name, rill_dtype& out);
 
+// The block dtype format stores a matrix with rows of k elements in: format
+// itself, except a K format on rows that are not whole blocks of 256
+// (Qwen2-0.5B's 896), which gets the 32-element format llama.cpp's quantizer
+// falls back to, one bit more per weight than the K format's nominal bits:
+// q4_k -> q5_0, q5_k -> q5_1, q6_k -> q8_0.
+rill_dtype fitting_format(rill_dtype format, int64_t k);
+
 // Bytes of one row of k elements of dtype (a block dtype: k a multiple of its block).
 size_t row_bytes(rill_dtype dtype, int64_t k);
 
