@@ -1185,6 +1185,32 @@ RILL_API rill_status rill_lm_load(rill_context* ctx, const char* path, const ril
    no-op. */
 RILL_API void rill_lm_destroy(rill_lm* lm);
 
+/* Creates in ctx a language model that uses source's weights in place: its
+   decoder stack, embedding table, norms and LM head are source's device
+   buffers, held once however many models share them. Each model keeps its
+   own KV caches, scratch and sessions, so contexts sharing weights can each
+   run a model at once (one thread per context).
+   ctx: source's own context, or another context whose backend can use
+     source's buffers: on the CPU backend any CPU context; on the Vulkan
+     backend a context on the same VkDevice (contexts that open one device
+     index with the same validation setting share it, and so do contexts on
+     one host device and queue: backends/vulkan/README.md).
+   Lifetime: the weights are counted. source and the new model (and their
+   contexts) may be destroyed in any order; the memory is freed with the
+   last model that uses it. Destroying a model (or a context) whose weights
+   another model still uses waits for the work queued on its context first.
+   rill_model_set_weight on either model replaces that model's weight only.
+   The work queued on source's context is waited for first, so that the new
+   model reads complete weights. Not thread-safe with other calls on ctx or
+   on source's context.
+   out: receives the model; the caller owns it (rill_lm_destroy).
+   Errors: RILL_ERROR_INVALID_ARGUMENT for NULL arguments, a ctx on another
+   backend than source's (both named), or a ctx whose backend cannot use
+   source's buffers (the backend's reason: on Vulkan, another VkDevice);
+   RILL_ERROR_UNSUPPORTED for a backend that cannot share buffers between
+   contexts (CUDA: pass source's own context); RILL_ERROR_OUT_OF_MEMORY. */
+RILL_API rill_status rill_lm_create_shared(rill_context* ctx, rill_lm* source, rill_lm** out);
+
 /* What rill_lm_get_info reports. */
 typedef struct rill_lm_info {
   uint32_t struct_size; /* set by the caller: sizeof(rill_lm_info) */

@@ -88,6 +88,11 @@
  *      ordering against a host's timeline semaphore
  *      (rill_context_vulkan_wait, rill_context_vulkan_signal). A backend
  *      without them makes those functions return RILL_ERROR_UNSUPPORTED.
+ *   7  rill_backend_ops.shares_buffers (optional): whether one context's ops
+ *      may use, and free, buffers allocated through another context of the
+ *      backend (the two share a device and its memory), for weights shared
+ *      between contexts (rill_lm_create_shared). A backend without it makes
+ *      rill_lm_create_shared across contexts return RILL_ERROR_UNSUPPORTED.
  */
 #ifndef RILL_BACKEND_H
 #define RILL_BACKEND_H
@@ -101,7 +106,7 @@ extern "C" {
 #endif
 
 /* The newest interface version this header describes. */
-#define RILL_BACKEND_ABI_VERSION 6u
+#define RILL_BACKEND_ABI_VERSION 7u
 /* The oldest interface version the runtime built from this header accepts. */
 #define RILL_BACKEND_ABI_MIN_VERSION 1u
 
@@ -473,6 +478,17 @@ typedef struct rill_backend_ops {
      checked ctx and that semaphore is nonzero; the backend checks the rest. */
   rill_status (*wait_semaphore)(rill_backend_context* ctx, uint64_t semaphore, uint64_t value);
   rill_status (*signal_semaphore)(rill_backend_context* ctx, uint64_t semaphore, uint64_t value);
+
+  /* ---- version 7 ---- */
+
+  /* (optional) RILL_OK when ctx's ops and transfers may use buffers allocated
+     through other, and ctx may free them (buffer_free), also after other is
+     destroyed: the two share a device and its memory. Otherwise a status
+     (RILL_ERROR_INVALID_ARGUMENT) with the reason through host->fail. ctx and
+     other are two distinct contexts of this backend. The runtime synchronizes
+     other before ctx first uses its buffers, and ctx before it lets go of a
+     buffer that another context still uses. */
+  rill_status (*shares_buffers)(rill_backend_context* ctx, rill_backend_context* other);
 } rill_backend_ops;
 
 /* The struct_size of rill_backend_ops at interface version v (1 to
@@ -484,6 +500,7 @@ typedef struct rill_backend_ops {
    : (v) == 3u ? (uint32_t)offsetof(rill_backend_ops, get_rows)                   \
    : (v) == 4u ? (uint32_t)offsetof(rill_backend_ops, clamp)                      \
    : (v) == 5u ? (uint32_t)offsetof(rill_backend_ops, wait_semaphore)             \
+   : (v) == 6u ? (uint32_t)offsetof(rill_backend_ops, shares_buffers)             \
                : (uint32_t)sizeof(rill_backend_ops))
 
 /* ------------------------------------------------------------------------- */

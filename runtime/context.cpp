@@ -14,6 +14,7 @@
 #include "layer/model.h"
 #include "objects.h"
 #include "platform.h"
+#include "tensors.h"
 
 namespace rill {
 namespace {
@@ -150,12 +151,11 @@ RILL_API void rill_context_destroy(rill_context* ctx) {
   if (ctx == nullptr) return;
   while (!ctx->caches.empty()) rill::layer::destroy_kv_cache(*ctx->caches.begin());
   while (!ctx->models.empty()) rill::layer::destroy_model(*ctx->models.begin());
-  const rill_backend* table = ctx->backend->table;
   for (rill_tensor* tensor : ctx->tensors) {
-    table->buffer_free(ctx->impl, tensor->buffer);
+    rill::release_buffer(*tensor);
     delete tensor;
   }
-  table->context_destroy(ctx->impl);
+  ctx->backend->table->context_destroy(ctx->impl);
   delete ctx;
 }
 

@@ -1,6 +1,7 @@
 // The objects behind the public handles rill_context and rill_tensor.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -21,7 +22,18 @@ struct rill_context {
   std::unordered_set<rill_kv_cache*> caches;
 };
 
-// One tensor owns one backend buffer holding exactly its elements.
+namespace rill {
+
+// A buffer held by tensors of several contexts that share buffers (weights
+// shared by rill_lm_create_shared): the last tensor to let go frees it.
+struct SharedBuffer {
+  std::atomic<uint32_t> holders{1};
+};
+
+}  // namespace rill
+
+// One tensor owns one backend buffer holding exactly its elements, alone or
+// (shared set) with tensors of other contexts.
 struct rill_tensor {
   rill_context* context = nullptr;
   rill_dtype dtype = RILL_DTYPE_F32;
@@ -30,6 +42,7 @@ struct rill_tensor {
   size_t numel = 0;
   size_t nbytes = 0;
   rill_backend_buffer* buffer = nullptr;
+  rill::SharedBuffer* shared = nullptr;  // NULL: this tensor alone owns buffer
 };
 
 namespace rill {

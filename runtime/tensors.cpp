@@ -138,12 +138,35 @@ rill_status tensor_create(const std::string& where, rill_context& ctx, rill_dtyp
   return RILL_OK;
 }
 
+void release_buffer(rill_tensor& tensor) {
+  const rill_context& ctx = *tensor.context;
+  if (tensor.shared != nullptr) {
+    // Another context may free the buffer as soon as the count drops, so the
+    // work queued here, which may read it, is waited for first. A failure (a
+    // lost device) leaves nothing to wait for.
+    ctx.backend->table->synchronize(ctx.impl);
+    if (tensor.shared->holders.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+    delete tensor.shared;
+  }
+  ctx.backend->table->buffer_free(ctx.impl, tensor.buffer);
+}
+
 void tensor_destroy(rill_tensor* tensor) {
   if (tensor == nullptr) return;
-  rill_context& ctx = *tensor->context;
-  ctx.backend->table->buffer_free(ctx.impl, tensor->buffer);
-  ctx.tensors.erase(tensor);
+  release_buffer(*tensor);
+  tensor->context->tensors.erase(tensor);
   delete tensor;
+}
+
+rill_status tensor_share(rill_context& ctx, rill_tensor& source, rill_tensor*& out) {
+  auto tensor = std::make_unique<rill_tensor>(source);
+  tensor->context = &ctx;
+  if (source.shared == nullptr) source.shared = new SharedBuffer();
+  ctx.tensors.insert(tensor.get());  // allocates a node, which can fail: before the count
+  tensor->shared = source.shared;
+  tensor->shared->holders.fetch_add(1, std::memory_order_relaxed);
+  out = tensor.release();
+  return RILL_OK;
 }
 
 rill_status tensor_write(const std::string& where, rill_tensor& tensor, const void* src, size_t bytes) {

@@ -20,8 +20,17 @@ namespace rill {
 rill_status tensor_create(const std::string& where, rill_context& ctx, rill_dtype dtype, int32_t ndim,
                           const int64_t* shape, rill_tensor*& out);
 
-// Frees the tensor's buffer and the tensor; NULL is a no-op.
+// Frees the tensor's buffer (unless tensors of other contexts still hold it)
+// and the tensor; NULL is a no-op.
 void tensor_destroy(rill_tensor* tensor);
+
+// Lets go of the tensor's buffer: frees it when no other tensor holds it. A
+// shared buffer's holder first waits for the work its context has queued.
+void release_buffer(rill_tensor& tensor);
+
+// A tensor of ctx holding source's buffer (no copy) with source's dtype and
+// shape; ctx's backend has agreed to use the buffers of source's context.
+rill_status tensor_share(rill_context& ctx, rill_tensor& source, rill_tensor*& out);
 
 // Raw transfers of the whole tensor: bytes must be its byte size.
 rill_status tensor_write(const std::string& where, rill_tensor& tensor, const void* src, size_t bytes);

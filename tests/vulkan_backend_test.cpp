@@ -36,12 +36,14 @@ const rill_backend* g_backend = nullptr;
 std::string g_last_error;
 std::vector<std::string> g_validation_logs;
 int g_memory_blocks_made = 0;  // "new memory block" debug messages: device memory allocations
+int g_devices_made = 0;        // "new VkDevice" debug messages
 std::string g_pipeline_cache_log;  // the last "pipeline cache ..." message
 rill_log_level g_pipeline_cache_level = RILL_LOG_DEBUG;  // and its level
 
 void host_log(rill_log_level level, const char*, const char* message) {
   if (std::strncmp(message, "validation:", 11) == 0) g_validation_logs.emplace_back(message);
   if (std::strncmp(message, "new memory block", 16) == 0) ++g_memory_blocks_made;
+  if (std::strncmp(message, "new VkDevice", 12) == 0) ++g_devices_made;
   if (std::strncmp(message, "pipeline cache", 14) == 0) {
     g_pipeline_cache_log = message;
     g_pipeline_cache_level = level;
@@ -636,6 +638,50 @@ TEST_CASE("many small buffers share memory blocks, and freed ranges are used aga
     for (rill_backend_buffer* b : buffers) g_backend->buffer_free(c.ctx, b);
     // The second round finds the ranges the first gave back: no new block.
     CHECK(g_memory_blocks_made - blocks_before <= 1);
+  }
+}
+
+TEST_CASE("contexts on one device share its VkDevice and memory, use each other's buffers, end in any order") {
+  for (const bool first_goes_first : {true, false}) {
+    CAPTURE(first_goes_first);
+    const int devices_before = g_devices_made;
+    auto* a = new Context();
+    const int blocks_before = g_memory_blocks_made;
+    auto* b = new Context();
+    CHECK(g_devices_made - devices_before == 1);  // one VkDevice for both
+    CHECK(g_memory_blocks_made == blocks_before);  // b's first buffer took a range of a's block
+    REQUIRE(ops().shares_buffers(b->ctx, a->ctx) == RILL_OK);
+    REQUIRE(ops().shares_buffers(a->ctx, b->ctx) == RILL_OK);
+
+    // x is a's; b adds it into its own y, then whichever context is left does.
+    const std::vector<float> xs = random_values(300, 1, -1.0f, 1.0f), ys = random_values(300, 2, -1.0f, 1.0f);
+    rill_backend_buffer* x = nullptr;
+    REQUIRE(g_backend->buffer_alloc(a->ctx, xs.size() * 4, &x) == RILL_OK);
+    rill_backend_tensor tx{};
+    tx.buffer = x;
+    tx.dtype = RILL_DTYPE_F32;
+    tx.ndim = 1;
+    tx.shape[0] = 300;
+    tx.shape[1] = tx.shape[2] = tx.shape[3] = 1;
+    a->write(tx, xs);
+    REQUIRE(g_backend->synchronize(a->ctx) == RILL_OK);
+    rill_backend_tensor ty = b->tensor(ys, RILL_DTYPE_F32, 0, 300);
+    Context* first = first_goes_first ? a : b;
+    Context* last = first_goes_first ? b : a;
+    REQUIRE(ops().residual_add(b->ctx, &ty, &tx, nullptr, 1.0f, 1.0f) == RILL_OK);
+    std::vector<float> want(300);
+    for (size_t i = 0; i < want.size(); ++i) want[i] = ys[i] + xs[i];
+    CHECK(b->read(ty) == want);
+    delete first;
+    rill_backend_tensor again = last->tensor(ys, RILL_DTYPE_F32, 0, 300);
+    REQUIRE(ops().residual_add(last->ctx, &again, &tx, nullptr, 1.0f, 1.0f) == RILL_OK);
+    CHECK(last->read(again) == want);
+    g_backend->buffer_free(last->ctx, x);  // through b after a is gone, or through a
+    delete last;
+    // The last context destroyed the device: the next one makes a new one.
+    const int devices_after = g_devices_made;
+    { Context c; }
+    CHECK(g_devices_made - devices_after == 1);
   }
 }
 

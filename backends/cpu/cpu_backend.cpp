@@ -13,6 +13,9 @@ namespace {
 
 std::atomic<const rill_host_services*> g_host{nullptr};
 
+/* Every CPU buffer is host memory that any CPU context may use and free. */
+rill_status shares_buffers(rill_backend_context*, rill_backend_context*) { return RILL_OK; }
+
 const rill_backend_ops kOps = {
     /* .abi_version = */ RILL_BACKEND_ABI_VERSION,
     /* .struct_size = */ RILL_BACKEND_OPS_SIZE(RILL_BACKEND_ABI_VERSION),
@@ -32,6 +35,7 @@ const rill_backend_ops kOps = {
     /* .clamp = */ Reported<op_clamp>::call,
     /* .wait_semaphore = */ nullptr,
     /* .signal_semaphore = */ nullptr,
+    /* .shares_buffers = */ shares_buffers,
 };
 
 const rill_backend kBackend = {

@@ -91,6 +91,7 @@ const rill_backend_ops kCudaOps = {
     /* .clamp = */ Guarded<rill_cuda_clamp>::call,
     /* .wait_semaphore = */ nullptr,
     /* .signal_semaphore = */ nullptr,
+    /* .shares_buffers = */ nullptr,
 };
 
 const rill_backend kCudaBackend = {
@@ -115,7 +116,8 @@ const rill_backend kCudaBackend = {
 const rill_backend* backend_for_version(uint32_t version) {
   static const rill_plugin::VersionedTables tables[] = {
       {kCudaBackend, kCudaOps, 1u}, {kCudaBackend, kCudaOps, 2u}, {kCudaBackend, kCudaOps, 3u},
-      {kCudaBackend, kCudaOps, 4u}, {kCudaBackend, kCudaOps, 5u}, {kCudaBackend, kCudaOps, 6u}};
+      {kCudaBackend, kCudaOps, 4u}, {kCudaBackend, kCudaOps, 5u}, {kCudaBackend, kCudaOps, 6u},
+      {kCudaBackend, kCudaOps, 7u}};
   static_assert(sizeof tables / sizeof tables[0] == RILL_BACKEND_ABI_VERSION, "one table per version served");
   return tables[version - 1].backend();
 }

@@ -1,4 +1,4 @@
-/* Contexts: the logical device and its compute queue, command recording into
+/* Contexts: on a shared device (vk_shared_device.cpp), command recording into
    a small ring of frames, barrier placement from tracked buffer accesses, and
    submission at synchronization points. */
 #include <cstddef>
@@ -13,140 +13,20 @@ namespace rill_vk {
 
 namespace {
 
-VKAPI_ATTR VkBool32 VKAPI_CALL on_validation_message(VkDebugUtilsMessageSeverityFlagBitsEXT severity,
-                                                      VkDebugUtilsMessageTypeFlagsEXT,
-                                                      const VkDebugUtilsMessengerCallbackDataEXT* data,
-                                                      void* user_data) {
-  auto* ctx = static_cast<rill_backend_context*>(user_data);
-  bool first = false;
-  {
-    std::lock_guard<std::mutex> lock(ctx->validation_mutex);
-    first = ctx->validation_messages++ == 0;
-  }
-  // The layer calls this from C, so nothing may be thrown through it. Out of
-  // memory for the text, the message still counts (the op still fails) and
-  // only its text is lost (check_usable says so).
-  try {
-    std::string message = std::string("validation: ") + (data != nullptr && data->pMessage ? data->pMessage : "");
-    log_message(severity >= VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT ? RILL_LOG_ERROR : RILL_LOG_WARNING, message);
-    if (first) {
-      std::lock_guard<std::mutex> lock(ctx->validation_mutex);
-      ctx->first_validation_message = std::move(message);
-    }
-  } catch (const std::bad_alloc&) {
-  }
-  return VK_FALSE;
+/* One global memory barrier orders every earlier shader or transfer access
+   before every later one; that is all a single queue needs. */
+void record_barrier(Frame* frame) {
+  VkMemoryBarrier barrier{};
+  barrier.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER;
+  barrier.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
+  barrier.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_READ_BIT |
+                          VK_ACCESS_TRANSFER_WRITE_BIT;
+  const VkPipelineStageFlags stages = VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT;
+  vkCmdPipelineBarrier(frame->cmd, stages, stages, 0, 1, &barrier, 0, nullptr, 0, nullptr);
 }
 
 bool overlaps(const Access& a, const Access& b) {
   return a.buffer == b.buffer && a.begin < b.end && b.begin < a.end;
-}
-
-rill_status check_api_version(rill_backend_context* ctx);
-
-/* Opens the physical device options->device_index. The runtime matches the
-   config's `device` to that index; the plugin never matches names itself. */
-rill_status pick_device(rill_backend_context* ctx, const rill_backend_context_options* options) {
-  std::vector<VkPhysicalDevice> physicals;
-  const rill_status status = list_physical_devices(ctx->instance, &physicals);
-  if (status != RILL_OK) return status;
-  if (physicals.empty()) return fail(RILL_ERROR_BACKEND_UNAVAILABLE, "Vulkan: no Vulkan device found");
-  // Only the members inside the caller's struct_size are read.
-  const int32_t index =
-      options != nullptr && RILL_STRUCT_HAS(rill_backend_context_options, options, device_index) ? options->device_index
-                                                                                                 : 0;
-  if (index < 0 || static_cast<uint32_t>(index) >= physicals.size()) {
-    return fail(RILL_ERROR_BACKEND_UNAVAILABLE, "Vulkan: device index: expected 0 to " +
-                                                    std::to_string(physicals.size() - 1) + ", got " +
-                                                    std::to_string(index));
-  }
-  ctx->physical = physicals[static_cast<size_t>(index)];
-  ctx->caps = query_caps(ctx->physical);
-  return check_api_version(ctx);
-}
-
-rill_status check_api_version(rill_backend_context* ctx) {
-  if (ctx->caps.api_version < VK_API_VERSION_1_2) {
-    return fail(RILL_ERROR_BACKEND_UNAVAILABLE,
-                "Vulkan: device \"" + ctx->caps.name + "\" supports only Vulkan " +
-                    std::to_string(VK_API_VERSION_MAJOR(ctx->caps.api_version)) + "." +
-                    std::to_string(VK_API_VERSION_MINOR(ctx->caps.api_version)) + "; rill needs 1.2");
-  }
-  return RILL_OK;
-}
-
-/* Takes the host's own device (rill_context_create_on_vulkan_device) instead
-   of making one: checks what Vulkan lets rill check, and uses only what the
-   host says it enabled. */
-rill_status adopt_host_device(rill_backend_context* ctx, const rill_vulkan_device* host) {
-  ctx->owns_device = false;
-  rill_status status = load_vulkan();
-  if (status == RILL_OK) status = load_instance_functions(static_cast<VkInstance>(host->instance));
-  if (status != RILL_OK) return status;
-  ctx->physical = static_cast<VkPhysicalDevice>(host->physical_device);
-  ctx->caps = query_caps(ctx->physical);
-  if ((status = check_api_version(ctx)) != RILL_OK) return status;
-  uint32_t family_count = 0;
-  vkGetPhysicalDeviceQueueFamilyProperties(ctx->physical, &family_count, nullptr);
-  std::vector<VkQueueFamilyProperties> families(family_count);
-  vkGetPhysicalDeviceQueueFamilyProperties(ctx->physical, &family_count, families.data());
-  if (host->queue_family >= family_count || (families[host->queue_family].queueFlags & VK_QUEUE_COMPUTE_BIT) == 0) {
-    return fail(RILL_ERROR_BACKEND_UNAVAILABLE,
-                "Vulkan: device->queue_family: expected a family with compute among the " +
-                    std::to_string(family_count) + " of device \"" + ctx->caps.name + "\", got " +
-                    std::to_string(host->queue_family));
-  }
-  ctx->device = static_cast<VkDevice>(host->device);
-  ctx->queue = static_cast<VkQueue>(host->queue);
-  ctx->queue_family = host->queue_family;
-  /* Features and extensions count only when the host enabled them. */
-  ctx->caps.storage_16bit = ctx->caps.storage_16bit && host->storage_16bit != 0;
-  ctx->caps.memory_budget = false;
-  memory_init(ctx);
-  return RILL_OK;
-}
-
-rill_status create_device(rill_backend_context* ctx) {
-  uint32_t family_count = 0;
-  vkGetPhysicalDeviceQueueFamilyProperties(ctx->physical, &family_count, nullptr);
-  std::vector<VkQueueFamilyProperties> families(family_count);
-  vkGetPhysicalDeviceQueueFamilyProperties(ctx->physical, &family_count, families.data());
-  uint32_t chosen = UINT32_MAX;
-  for (uint32_t i = 0; i < family_count; ++i) {
-    if ((families[i].queueFlags & VK_QUEUE_COMPUTE_BIT) == 0) continue;
-    /* Prefer a compute queue without graphics (often an async compute queue). */
-    if (chosen == UINT32_MAX || (families[i].queueFlags & VK_QUEUE_GRAPHICS_BIT) == 0) chosen = i;
-  }
-  if (chosen == UINT32_MAX) {
-    return fail(RILL_ERROR_BACKEND_UNAVAILABLE, "Vulkan: device \"" + ctx->caps.name + "\" has no compute queue");
-  }
-  ctx->queue_family = chosen;
-
-  float priority = 1.0f;
-  VkDeviceQueueCreateInfo queue_info{};
-  queue_info.sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO;
-  queue_info.queueFamilyIndex = chosen;
-  queue_info.queueCount = 1;
-  queue_info.pQueuePriorities = &priority;
-
-  VkPhysicalDeviceVulkan11Features features11{};
-  features11.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES;
-  features11.storageBuffer16BitAccess = ctx->caps.storage_16bit ? VK_TRUE : VK_FALSE;
-  /* VK_EXT_memory_budget only adds a query; it is enabled where present so
-     that allocations respect what the rest of the system leaves free. */
-  const char* extensions[] = {VK_EXT_MEMORY_BUDGET_EXTENSION_NAME};
-  VkDeviceCreateInfo info{};
-  info.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO;
-  info.pNext = &features11;
-  info.enabledExtensionCount = ctx->caps.memory_budget ? 1u : 0u;
-  info.ppEnabledExtensionNames = extensions;
-  info.queueCreateInfoCount = 1;
-  info.pQueueCreateInfos = &queue_info;
-  VkResult result = vkCreateDevice(ctx->physical, &info, nullptr, &ctx->device);
-  if (result != VK_SUCCESS) return fail_vk(result, "vkCreateDevice");
-  vkGetDeviceQueue(ctx->device, chosen, 0, &ctx->queue);
-  memory_init(ctx);
-  return RILL_OK;
 }
 
 rill_status create_frames(rill_backend_context* ctx) {
@@ -199,10 +79,6 @@ rill_status retire_frame(rill_backend_context* ctx, Frame* frame) {
 
 void destroy_context_objects(rill_backend_context* ctx) {
   if (ctx->device != VK_NULL_HANDLE) {
-    /* A lost device answers VK_ERROR_DEVICE_LOST here; destruction goes on.
-       The host's device may be busy with the host's work: context_destroy
-       has waited for rill's own (finish). */
-    if (ctx->owns_device) vkDeviceWaitIdle(ctx->device);
     if (ctx->placeholder != nullptr) {
       destroy_device_buffer(ctx, ctx->placeholder);
       delete ctx->placeholder;
@@ -217,10 +93,9 @@ void destroy_context_objects(rill_backend_context* ctx) {
       if (frame.fence != VK_NULL_HANDLE) vkDestroyFence(ctx->device, frame.fence, nullptr);
     }
     if (ctx->command_pool != VK_NULL_HANDLE) vkDestroyCommandPool(ctx->device, ctx->command_pool, nullptr);
-    memory_destroy(ctx);
-    if (ctx->owns_device) vkDestroyDevice(ctx->device, nullptr);
   }
-  if (ctx->owns_device) destroy_instance(ctx->instance, ctx->messenger);
+  release_device(ctx->shared);
+  ctx->shared = nullptr;
 }
 
 }  // namespace
@@ -237,33 +112,33 @@ rill_status fail_context(rill_backend_context* ctx, VkResult result, const char*
 
 rill_status check_usable(rill_backend_context* ctx) {
   if (ctx->lost) return fail(RILL_ERROR_BACKEND, ctx->lost_message);
-  std::lock_guard<std::mutex> lock(ctx->validation_mutex);
-  if (ctx->validation_messages > 0) {
+  SharedDevice& shared = *ctx->shared;
+  std::lock_guard<std::mutex> lock(shared.validation_mutex);
+  if (shared.validation_messages > 0) {
     return fail(RILL_ERROR_BACKEND, "Vulkan: the validation layer reported " +
-                                        std::to_string(ctx->validation_messages) +
+                                        std::to_string(shared.validation_messages) +
                                         " message(s); the first: " +
-                                        (ctx->first_validation_message.empty() ? "(its text was lost: out of host memory)"
-                                                                               : ctx->first_validation_message));
+                                        (shared.first_validation_message.empty() ? "(its text was lost: out of host memory)"
+                                                                                 : shared.first_validation_message));
   }
   return RILL_OK;
 }
 
-/* Makes ctx's instance (or adopts the host's), device, frames, pipeline
-   layout and cache, and placeholder buffer. On failure, what was made is
-   left in ctx for destroy_context_objects. */
+/* Takes ctx's shared device (making it, or adopting the host's, for the
+   first context on it), then makes the context's own frames, pipeline layout
+   and cache, and placeholder buffer. On failure, what was made is left in
+   ctx for destroy_context_objects. */
 rill_status create_context_objects(rill_backend_context* ctx, const rill_backend_context_options* options) {
-  const auto* host = options != nullptr && RILL_STRUCT_HAS(rill_backend_context_options, options, host_device)
-                         ? static_cast<const rill_vulkan_device*>(options->host_device)
-                         : nullptr;
-  rill_status status = RILL_OK;
-  if (host != nullptr) {
-    status = adopt_host_device(ctx, host);
-  } else {
-    status = create_instance(validation_requested(), on_validation_message, ctx, &ctx->instance, &ctx->messenger);
-    if (status == RILL_OK) status = pick_device(ctx, options);
-    if (status == RILL_OK) status = create_device(ctx);
-  }
-  if (status == RILL_OK) status = create_frames(ctx);
+  rill_status status = acquire_device(options, &ctx->shared);
+  if (status != RILL_OK) return status;
+  const SharedDevice& shared = *ctx->shared;
+  ctx->physical = shared.physical;
+  ctx->device = shared.device;
+  ctx->queue = shared.queue;
+  ctx->queue_family = shared.queue_family;
+  ctx->owns_device = shared.owned;
+  ctx->caps = shared.caps;
+  status = create_frames(ctx);
   if (status == RILL_OK) status = create_pipeline_layout(ctx);
   if (status == RILL_OK) status = pipeline_cache_open(ctx, options);
   if (status == RILL_OK) {
@@ -292,7 +167,9 @@ rill_status context_create(const rill_backend_context_options* options, rill_bac
   const char* no_subgroup = std::getenv("RILL_VULKAN_NO_SUBGROUP");
   ctx->use_subgroups = ctx->caps.subgroup_arithmetic && !(no_subgroup != nullptr && std::strcmp(no_subgroup, "1") == 0);
   ctx->f16_float_controls = ctx->caps.f16_float_controls;
-  log_message(RILL_LOG_INFO, "using \"" + ctx->caps.name + "\" (" + ctx->caps.details + ")");
+  const uint32_t users = ctx->shared->contexts.load();
+  log_message(RILL_LOG_INFO, "using \"" + ctx->caps.name + "\" (" + ctx->caps.details + ")" +
+                                 (users > 1 ? ", its device shared by " + std::to_string(users) + " contexts" : ""));
   *out_ctx = ctx.release();
   return RILL_OK;
 }
@@ -318,6 +195,10 @@ rill_status begin_recording(rill_backend_context* ctx, Frame** out_frame) {
     VkResult result = vkBeginCommandBuffer(frame->cmd, &begin);
     if (result != VK_SUCCESS) return fail_context(ctx, result, "vkBeginCommandBuffer");
     frame->recording = true;
+    /* Another context on the device may have written a buffer this one
+       reads (shared weights): a barrier first in the command buffer orders
+       every write submitted to the queue before it, whoever submitted it. */
+    if (ctx->shared->contexts.load(std::memory_order_relaxed) > 1) record_barrier(frame);
   }
   *out_frame = frame;
   return RILL_OK;
@@ -334,15 +215,7 @@ void track_accesses(rill_backend_context* ctx, Frame* frame, const Access* acces
     }
   }
   if (conflict) {
-    /* One global memory barrier orders every earlier shader or transfer
-       access before every later one; that is all a single queue needs. */
-    VkMemoryBarrier barrier{};
-    barrier.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER;
-    barrier.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
-    barrier.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_READ_BIT |
-                            VK_ACCESS_TRANSFER_WRITE_BIT;
-    const VkPipelineStageFlags stages = VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT;
-    vkCmdPipelineBarrier(frame->cmd, stages, stages, 0, 1, &barrier, 0, nullptr, 0, nullptr);
+    record_barrier(frame);
     ctx->pending_accesses.clear();
   }
   ctx->pending_accesses.insert(ctx->pending_accesses.end(), accesses, accesses + count);
@@ -360,7 +233,11 @@ rill_status flush(rill_backend_context* ctx) {
   submit.pCommandBuffers = &frame->cmd;
   TimelineSubmit timeline(ctx->timeline_waits, ctx->timeline_signals);
   timeline.attach(submit);
-  result = vkQueueSubmit(ctx->queue, 1, &submit, frame->fence);
+  {
+    /* Other contexts on the shared device submit to the same queue. */
+    std::lock_guard<std::mutex> lock(ctx->shared->queue_mutex);
+    result = vkQueueSubmit(ctx->queue, 1, &submit, frame->fence);
+  }
   if (result != VK_SUCCESS) return fail_context(ctx, result, "vkQueueSubmit");
   ctx->timeline_waits.clear();
   ctx->timeline_signals.clear();

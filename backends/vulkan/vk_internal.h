@@ -1,7 +1,8 @@
 /* Internal declarations shared by the files of the Vulkan backend plugin.
    One file per object: vk_device.cpp (instance, enumeration, errors),
-   vk_device_list.cpp (one listing per GPU), vk_context.cpp (device, queue,
-   command recording, hazards, submission), vk_memory.cpp and vk_ranges.cpp
+   vk_device_list.cpp (one listing per GPU), vk_shared_device.cpp (the
+   device, queue and memory that contexts share), vk_context.cpp (command
+   recording, hazards, submission), vk_memory.cpp and vk_ranges.cpp
    (memory blocks and their free ranges), vk_buffer.cpp (device buffers,
    staging, deferred frees), vk_pipelines.cpp (embedded SPIR-V, pipelines,
    dispatch), vk_pipeline_cache.cpp (the pipeline cache file and the backend's
@@ -117,7 +118,7 @@ struct Allocation {
   uint64_t bytes = 0;
 };
 
-/* The device memory of a context: blocks per memory type, and what rill holds
+/* The device memory of a shared device: blocks per memory type, and what rill holds
    of each heap (the budget where VK_EXT_memory_budget is absent). */
 struct MemoryPool {
   VkPhysicalDeviceMemoryProperties properties{};
@@ -126,6 +127,56 @@ struct MemoryPool {
   uint64_t heap_used[VK_MAX_MEMORY_HEAPS] = {};
   std::vector<std::unique_ptr<MemoryBlock>> blocks;
 };
+
+/* ---- vk_shared_device.cpp ---------------------------------------------- */
+
+/* A VkDevice with its compute queue and its memory, shared by every context
+   that opens the same device: rill's own device by index (with the same
+   validation setting), or a host's device and queue with the same enabled
+   16-bit storage. Buffers come from the shared memory, so a buffer of one
+   context may be used (and freed) by another on the same device. Counted by
+   contexts; the last one to let go destroys what rill made, and never the
+   host's objects. */
+struct SharedDevice {
+  /* What a context must ask for to share this device. */
+  bool validation = false;
+  int32_t device_index = -1;            /* rill's own device; -1 on a host's */
+  VkDevice host_device = VK_NULL_HANDLE; /* a host's device and queue */
+  VkQueue host_queue = VK_NULL_HANDLE;
+  bool host_storage_16bit = false;
+
+  VkInstance instance = VK_NULL_HANDLE; /* rill's own, or the host's */
+  VkDebugUtilsMessengerEXT messenger = VK_NULL_HANDLE;
+  VkPhysicalDevice physical = VK_NULL_HANDLE;
+  VkDevice device = VK_NULL_HANDLE;
+  VkQueue queue = VK_NULL_HANDLE;
+  uint32_t queue_family = 0;
+  bool owned = true; /* false on a host's device: nothing here is destroyed */
+  DeviceCaps caps;
+  /* Changed under the registry's lock (vk_shared_device.cpp); read without it
+     where a stale count does no harm. */
+  std::atomic<uint32_t> contexts{0};
+
+  /* VkQueue is externally synchronized: every vkQueueSubmit holds this. */
+  std::mutex queue_mutex;
+  std::mutex memory_mutex; /* guards memory */
+  MemoryPool memory;
+
+  /* Validation-layer messages seen (with RILL_VULKAN_VALIDATION=1): the
+     layer reports per instance, so they count against every context here. */
+  std::mutex validation_mutex;
+  uint32_t validation_messages = 0;
+  std::string first_validation_message;
+};
+
+/* The shared device that options ask for: an existing one (its count raised)
+   or a new one. */
+rill_status acquire_device(const rill_backend_context_options* options, SharedDevice** out);
+/* Lowers the count; the last release destroys what rill made. NULL is a no-op. */
+void release_device(SharedDevice* shared);
+/* The backend's shares_buffers (interface version 7): RILL_OK when ctx and
+   other hold one shared device, else why not. */
+rill_status shares_buffers(rill_backend_context* ctx, rill_backend_context* other);
 
 /* ---- vk_buffer.cpp ------------------------------------------------------ */
 
@@ -217,8 +268,9 @@ constexpr uint64_t kStagingBytesPerFrame = 64ull << 20;
 }  // namespace rill_vk
 
 struct rill_backend_context {
-  VkInstance instance = VK_NULL_HANDLE;
-  VkDebugUtilsMessengerEXT messenger = VK_NULL_HANDLE;
+  /* The device, queue and memory, shared with the other contexts on it; the
+     handles below are its, copied for brevity. */
+  rill_vk::SharedDevice* shared = nullptr;
   VkPhysicalDevice physical = VK_NULL_HANDLE;
   VkDevice device = VK_NULL_HANDLE;
   VkQueue queue = VK_NULL_HANDLE;
@@ -231,7 +283,6 @@ struct rill_backend_context {
   /* The float-controls modes the f16 shader variants run with (what the
      device supports), inserted as each pipeline is made. */
   rill_vk::F16FloatControls f16_float_controls;
-  rill_vk::MemoryPool memory;
 
   VkCommandPool command_pool = VK_NULL_HANDLE;
   rill_vk::Frame frames[rill_vk::kFrameCount];
@@ -261,10 +312,6 @@ struct rill_backend_context {
   /* Set after a device loss: every later call fails with this message. */
   bool lost = false;
   std::string lost_message;
-  /* Validation-layer messages seen (with RILL_VULKAN_VALIDATION=1). */
-  std::mutex validation_mutex;
-  uint32_t validation_messages = 0;
-  std::string first_validation_message;
 };
 
 namespace rill_vk {
@@ -298,8 +345,10 @@ rill_status fail_context(rill_backend_context* ctx, VkResult result, const char*
 
 /* ---- vk_memory.cpp ------------------------------------------------------ */
 
-/* Reads the memory types and sets the block size; call once the device exists. */
-void memory_init(rill_backend_context* ctx);
+/* The memory of a shared device (its memory_mutex taken inside each call).
+   memory_init reads the memory types and sets the block size once the device
+   exists; memory_destroy frees every block. */
+void memory_init(SharedDevice* shared);
 /* Binds memory to buffer: a range of a shared block (a dedicated block for
    large buffers) of a memory type allowed by the buffer's memoryTypeBits
    with the required properties, preferring those with preferred too. Refuses
@@ -310,7 +359,7 @@ rill_status memory_bind_buffer(rill_backend_context* ctx, VkBuffer buffer, VkMem
 /* Gives a range back; a block left empty is freed unless it is the only
    empty one of its type (kept for the next allocation). */
 void memory_release(rill_backend_context* ctx, Allocation* allocation);
-void memory_destroy(rill_backend_context* ctx);
+void memory_destroy(SharedDevice* shared);
 /* The host address of an allocation in host-visible memory (blocks are
    mapped on first use); nullptr with a report on failure. */
 void* memory_map(rill_backend_context* ctx, const Allocation& allocation);

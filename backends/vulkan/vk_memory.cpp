@@ -33,15 +33,15 @@ uint32_t find_memory_type(const VkPhysicalDeviceMemoryProperties& props, uint32_
 /* The bytes heap can still give: its budget less its usage (both counting
    other processes) with VK_EXT_memory_budget, else its size less what rill
    holds. */
-uint64_t heap_available(rill_backend_context* ctx, uint32_t heap) {
-  const MemoryPool& pool = ctx->memory;
+uint64_t heap_available(const SharedDevice& shared, uint32_t heap) {
+  const MemoryPool& pool = shared.memory;
   if (pool.budget_extension) {
     VkPhysicalDeviceMemoryBudgetPropertiesEXT budget{};
     budget.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MEMORY_BUDGET_PROPERTIES_EXT;
     VkPhysicalDeviceMemoryProperties2 props{};
     props.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MEMORY_PROPERTIES_2;
     props.pNext = &budget;
-    vkGetPhysicalDeviceMemoryProperties2(ctx->physical, &props);
+    vkGetPhysicalDeviceMemoryProperties2(shared.physical, &props);
     return budget.heapBudget[heap] > budget.heapUsage[heap] ? budget.heapBudget[heap] - budget.heapUsage[heap] : 0;
   }
   const uint64_t size = pool.properties.memoryHeaps[heap].size;
@@ -49,7 +49,7 @@ uint64_t heap_available(rill_backend_context* ctx, uint32_t heap) {
 }
 
 /* Allocates a block of bytes of memory type `type`; the caller has checked the budget. */
-VkResult allocate_block(rill_backend_context* ctx, uint32_t type, uint64_t bytes, bool shared, MemoryBlock** out) {
+VkResult allocate_block(SharedDevice& device, uint32_t type, uint64_t bytes, bool shared, MemoryBlock** out) {
   VkMemoryAllocateInfo info{};
   info.sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO;
   info.allocationSize = bytes;
@@ -57,47 +57,67 @@ VkResult allocate_block(rill_backend_context* ctx, uint32_t type, uint64_t bytes
   auto block = std::make_unique<MemoryBlock>(bytes);
   block->type = type;
   block->shared = shared;
-  block->heap = ctx->memory.properties.memoryTypes[type].heapIndex;
+  block->heap = device.memory.properties.memoryTypes[type].heapIndex;
   /* Whatever can run out of host memory comes before vkAllocateMemory, so
      that nothing throws between it and the block's keeping in the pool. */
   const std::string message = "new memory block of " + std::to_string(bytes) + " bytes (memory type " +
                               std::to_string(type) + ", heap " + std::to_string(block->heap) + ")";
-  ctx->memory.blocks.reserve(ctx->memory.blocks.size() + 1);
-  const VkResult result = vkAllocateMemory(ctx->device, &info, nullptr, &block->memory);
+  device.memory.blocks.reserve(device.memory.blocks.size() + 1);
+  const VkResult result = vkAllocateMemory(device.device, &info, nullptr, &block->memory);
   if (result != VK_SUCCESS) return result;
-  ctx->memory.heap_used[block->heap] += bytes;
+  device.memory.heap_used[block->heap] += bytes;
   log_message(RILL_LOG_DEBUG, message);
   *out = block.get();
-  ctx->memory.blocks.push_back(std::move(block));
+  device.memory.blocks.push_back(std::move(block));
   return VK_SUCCESS;
 }
 
-void free_block(rill_backend_context* ctx, MemoryBlock* block) {
-  if (block->mapped != nullptr) vkUnmapMemory(ctx->device, block->memory);
-  vkFreeMemory(ctx->device, block->memory, nullptr);
-  ctx->memory.heap_used[block->heap] -= block->ranges.size();
-  auto& blocks = ctx->memory.blocks;
+void free_block(SharedDevice& device, MemoryBlock* block) {
+  if (block->mapped != nullptr) vkUnmapMemory(device.device, block->memory);
+  vkFreeMemory(device.device, block->memory, nullptr);
+  device.memory.heap_used[block->heap] -= block->ranges.size();
+  auto& blocks = device.memory.blocks;
   blocks.erase(std::find_if(blocks.begin(), blocks.end(), [&](const auto& b) { return b.get() == block; }));
 }
 
-rill_status refuse_budget(rill_backend_context* ctx, uint64_t bytes, uint32_t heap, uint64_t available) {
+rill_status refuse_budget(const SharedDevice& shared, uint64_t bytes, uint32_t heap, uint64_t available) {
   return fail(RILL_ERROR_OUT_OF_MEMORY,
               "Vulkan: a buffer of " + std::to_string(bytes) + " bytes does not fit memory heap " +
                   std::to_string(heap) + ": " + std::to_string(available) + " bytes are left of its " +
-                  (ctx->memory.budget_extension ? "budget (VK_EXT_memory_budget)" : "size"));
+                  (shared.memory.budget_extension ? "budget (VK_EXT_memory_budget)" : "size"));
+}
+
+/* memory_release with the pool's lock held. */
+void release_locked(SharedDevice& device, Allocation* allocation) {
+  MemoryBlock* block = allocation->block;
+  if (block == nullptr) return;
+  block->ranges.release(allocation->offset, allocation->bytes);
+  *allocation = Allocation{};
+  if (!block->ranges.empty()) return;
+  /* Keep one empty shared block per memory type, so that a buffer freed and
+     allocated again in a loop does not allocate device memory each time. */
+  bool another_empty = false;
+  for (const auto& other : device.memory.blocks) {
+    if (other.get() != block && other->shared && other->type == block->type && other->ranges.empty()) {
+      another_empty = true;
+    }
+  }
+  if (!block->shared || another_empty) free_block(device, block);
 }
 
 }  // namespace
 
-void memory_init(rill_backend_context* ctx) {
-  vkGetPhysicalDeviceMemoryProperties(ctx->physical, &ctx->memory.properties);
-  ctx->memory.budget_extension = ctx->caps.memory_budget;
-  ctx->memory.block_bytes = std::min(kDefaultBlockBytes, ctx->caps.max_allocation_bytes);
+void memory_init(SharedDevice* shared) {
+  vkGetPhysicalDeviceMemoryProperties(shared->physical, &shared->memory.properties);
+  shared->memory.budget_extension = shared->caps.memory_budget;
+  shared->memory.block_bytes = std::min(kDefaultBlockBytes, shared->caps.max_allocation_bytes);
 }
 
 rill_status memory_bind_buffer(rill_backend_context* ctx, VkBuffer buffer, VkMemoryPropertyFlags required,
                                VkMemoryPropertyFlags preferred, Allocation* out) {
-  MemoryPool& pool = ctx->memory;
+  SharedDevice& device = *ctx->shared;
+  std::lock_guard<std::mutex> lock(device.memory_mutex);
+  MemoryPool& pool = device.memory;
   VkMemoryRequirements requirements{};
   vkGetBufferMemoryRequirements(ctx->device, buffer, &requirements);
   const uint32_t type = find_memory_type(pool.properties, requirements.memoryTypeBits, required, preferred);
@@ -123,13 +143,13 @@ rill_status memory_bind_buffer(rill_backend_context* ctx, VkBuffer buffer, VkMem
   }
   if (allocation.block == nullptr) {
     const uint32_t heap = pool.properties.memoryTypes[type].heapIndex;
-    const uint64_t available = heap_available(ctx, heap);
-    if (bytes > available) return refuse_budget(ctx, bytes, heap, available);
+    const uint64_t available = heap_available(device, heap);
+    if (bytes > available) return refuse_budget(device, bytes, heap, available);
     /* A shared block when the budget allows one; else just this buffer. */
     const bool shared = bytes <= pool.block_bytes / 2 && pool.block_bytes <= available;
     MemoryBlock* block = nullptr;
-    VkResult result = allocate_block(ctx, type, shared ? pool.block_bytes : bytes, shared, &block);
-    if (result == VK_ERROR_OUT_OF_DEVICE_MEMORY && shared) result = allocate_block(ctx, type, bytes, false, &block);
+    VkResult result = allocate_block(device, type, shared ? pool.block_bytes : bytes, shared, &block);
+    if (result == VK_ERROR_OUT_OF_DEVICE_MEMORY && shared) result = allocate_block(device, type, bytes, false, &block);
     if (result != VK_SUCCESS) {
       return fail_context(ctx, result, ("vkAllocateMemory for a buffer of " + std::to_string(bytes) + " bytes").c_str());
     }
@@ -139,7 +159,7 @@ rill_status memory_bind_buffer(rill_backend_context* ctx, VkBuffer buffer, VkMem
   const VkResult result =
       vkBindBufferMemory(ctx->device, buffer, allocation.block->memory, allocation.offset);
   if (result != VK_SUCCESS) {
-    memory_release(ctx, &allocation);
+    release_locked(device, &allocation);
     return fail_context(ctx, result, "vkBindBufferMemory");
   }
   *out = allocation;
@@ -147,23 +167,12 @@ rill_status memory_bind_buffer(rill_backend_context* ctx, VkBuffer buffer, VkMem
 }
 
 void memory_release(rill_backend_context* ctx, Allocation* allocation) {
-  MemoryBlock* block = allocation->block;
-  if (block == nullptr) return;
-  block->ranges.release(allocation->offset, allocation->bytes);
-  *allocation = Allocation{};
-  if (!block->ranges.empty()) return;
-  /* Keep one empty shared block per memory type, so that a buffer freed and
-     allocated again in a loop does not allocate device memory each time. */
-  bool another_empty = false;
-  for (const auto& other : ctx->memory.blocks) {
-    if (other.get() != block && other->shared && other->type == block->type && other->ranges.empty()) {
-      another_empty = true;
-    }
-  }
-  if (!block->shared || another_empty) free_block(ctx, block);
+  std::lock_guard<std::mutex> lock(ctx->shared->memory_mutex);
+  release_locked(*ctx->shared, allocation);
 }
 
 void* memory_map(rill_backend_context* ctx, const Allocation& allocation) {
+  std::lock_guard<std::mutex> lock(ctx->shared->memory_mutex);
   MemoryBlock* block = allocation.block;
   if (block->mapped == nullptr) {
     const VkResult result = vkMapMemory(ctx->device, block->memory, 0, VK_WHOLE_SIZE, 0, &block->mapped);
@@ -175,8 +184,9 @@ void* memory_map(rill_backend_context* ctx, const Allocation& allocation) {
   return static_cast<unsigned char*>(block->mapped) + allocation.offset;
 }
 
-void memory_destroy(rill_backend_context* ctx) {
-  while (!ctx->memory.blocks.empty()) free_block(ctx, ctx->memory.blocks.back().get());
+void memory_destroy(SharedDevice* shared) {
+  std::lock_guard<std::mutex> lock(shared->memory_mutex);
+  while (!shared->memory.blocks.empty()) free_block(*shared, shared->memory.blocks.back().get());
 }
 
 }  // namespace rill_vk

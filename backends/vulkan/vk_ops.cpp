@@ -297,6 +297,10 @@ const rill_backend_ops g_ops = {
     [](rill_backend_context* ctx, uint64_t semaphore, uint64_t value) {
       return guarded("signal_semaphore", signal_semaphore, ctx, semaphore, value);
     },
+    /* .shares_buffers = */
+    [](rill_backend_context* ctx, rill_backend_context* other) {
+      return guarded("shares_buffers", shares_buffers, ctx, other);
+    },
 };
 
 }  // namespace rill_vk

@@ -379,6 +379,8 @@ namespace Rill
         [DllImport(Library, CallingConvention = Cdecl)]
         public static extern Status rill_lm_load(ContextHandle ctx, byte[] path, ref LmLoadOptions options, out IntPtr lm);
         [DllImport(Library, CallingConvention = Cdecl)] public static extern void rill_lm_destroy(IntPtr lm);
+        [DllImport(Library, CallingConvention = Cdecl)]
+        public static extern Status rill_lm_create_shared(ContextHandle ctx, IntPtr source, out IntPtr lm);
         [DllImport(Library, CallingConvention = Cdecl)] public static extern Status rill_lm_get_info(IntPtr lm, ref LmInfo info);
         [DllImport(Library, CallingConvention = Cdecl)] public static extern IntPtr rill_lm_model(IntPtr lm);
         [DllImport(Library, CallingConvention = Cdecl)]

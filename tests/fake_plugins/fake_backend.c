@@ -341,6 +341,7 @@ static const rill_backend_ops g_ops = {
     /* .clamp = */ NULL,
     /* .wait_semaphore = */ NULL,
     /* .signal_semaphore = */ NULL,
+    /* .shares_buffers = */ NULL,
 };
 #else
 static float* f32_data(const rill_backend_tensor* t) { return (float*)(void*)(t->buffer->data + t->offset); }
@@ -409,6 +410,7 @@ static const rill_backend_ops g_ops = {
     /* .clamp = */ NULL,
     /* .wait_semaphore = */ NULL,
     /* .signal_semaphore = */ NULL,
+    /* .shares_buffers = */ NULL,
 };
 #endif
 

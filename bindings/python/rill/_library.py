@@ -301,6 +301,7 @@ _PROTOTYPES = {
     "rill_lm_load_options_init": (None, [ctypes.POINTER(LmLoadOptions)]),
     "rill_lm_load": (_st, [_vp, ctypes.c_char_p, ctypes.POINTER(LmLoadOptions), c_void_pp]),
     "rill_lm_destroy": (None, [_vp]),
+    "rill_lm_create_shared": (_st, [_vp, _vp, c_void_pp]),
     "rill_lm_get_info": (_st, [_vp, ctypes.POINTER(LmInfo)]),
     "rill_lm_model": (_vp, [_vp]),
     "rill_lm_logits": (_st, [_vp, _vp, ctypes.c_int32, ctypes.c_int32, c_int32_p, ctypes.c_uint32, c_float_p,
