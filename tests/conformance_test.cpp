@@ -609,12 +609,18 @@ TEST_CASE("rope_freqs matches the double reference: scaled frequency tables and 
 TEST_CASE("attention matches the double reference: head_dim 64/128/256, GQA and MQA, prefill and decode") {
   // Prefill (kv_lengths empty, queries == slots), decode (one query against
   // caches of per-sequence lengths, one of them a single key), and a chunk of
-  // queries after a cached prefix; caches longer than one key tile.
+  // queries after a cached prefix; caches longer than one key tile. On
+  // Vulkan (flash_attention.comp) the query counts leave partial row tiles
+  // (rows = queries x the query heads of a KV group, 8 or 16 per tile), the
+  // lengths partial key tiles (16 or 32 keys), the decode steps split their
+  // keys (300 to 2100 keys, a merge of 2 to 9 ranges; one sequence's range
+  // may hold no key at all), and 32 heads in groups of 4 make several row
+  // tiles per KV head.
   const std::vector<AttentionCase> cases = {
       {{1, 7, 7, 4, 2, 64}, {}},         {{2, 1, 300, 4, 1, 128}, {300, 37}}, {{2, 3, 40, 2, 2, 256}, {40, 5}},
       {{2, 1, 9, 6, 3, 64}, {9, 1}},     {{1, 33, 33, 2, 1, 256}, {}},        {{3, 1, 520, 8, 2, 128}, {520, 257, 1}},
       {{2, 17, 70, 4, 4, 128}, {70, 17}}, {{1, 5, 5, 3, 1, 37}, {}},        {{2, 1, 600, 3, 1, 37}, {600, 37}},
-      {{2, 2, 530, 2, 1, 20}, {300, 529}},
+      {{2, 2, 530, 2, 1, 20}, {300, 529}}, {{1, 19, 19, 32, 8, 64}, {}},    {{1, 1, 2100, 8, 2, 128}, {2100}},
   };
   uint32_t seed = 12000;
   for (rill_dtype dtype : kDtypes) {
@@ -854,7 +860,8 @@ TEST_CASE("launches larger than one pass of a GPU grid match the reference") {
   // workgroups per dimension (the least every device allows; 256 invocations
   // per group in the elementwise shaders, one row per group in the norms,
   // one output feature per group in gemm_rows, 64 rows per group in gemm,
-  // one (sequence, query, head) per group in attention), CUDA at 32 blocks of
+  // one (sequence, KV head, tile of query rows) per group in flash attention,
+  // one (sequence, query, head) in the row kernel), CUDA at 32 blocks of
   // 256 threads per SM for the elementwise kernels (H200: 132 SMs). Each
   // shape below needs more than one pass of Vulkan's grid, and the
   // elementwise ones of CUDA's; the CUDA norms' grid (256 row groups of up to
@@ -912,7 +919,7 @@ TEST_CASE("launches larger than one pass of a GPU grid match the reference") {
   {
     std::vector<int32_t> lengths(16385);
     for (size_t i = 0; i < lengths.size(); ++i) lengths[i] = static_cast<int32_t>(1 + i % 2);
-    const AttentionCase c = {{16385, 1, 2, 4, 1, 4}, lengths};  // 65540 (sequence, head) pairs
+    const AttentionCase c = {{16385, 1, 2, 4, 4, 4}, lengths};  // 65540 (sequence, KV head) pairs
     INFO("attention, batch " << c.shape.batch);
     const AttentionInputs in = make_attention_inputs(c, dtype, 14050);
     check_close(run_attention(*g_ctx, dtype, c, in, 0.5f),

@@ -428,34 +428,54 @@ static rill_backend_tensor tensor4(Context& c, const std::vector<float>& values,
   return t;
 }
 
+// Prefill and decode on a context: head_dim 160 (two dims per invocation of
+// the row kernel, the 256 tile of flash attention), 300 slots (several key
+// tiles of both; the decode step splits its keys in two).
+static void check_attention_cases(Context& c, rill_dtype dtype) {
+  const rill_backend_ops& o = ops();
+  const int64_t batch = 2, q_heads = 4, kv_heads = 2, head_dim = 160, slots = 300;
+  struct Case {
+    int64_t queries;
+    std::vector<int32_t> lengths;
+  };
+  for (const Case& cs : {Case{1, {300, 131}}, Case{129, {129, 200}}}) {
+    CAPTURE(cs.queries);
+    auto q = round_to(random_values(batch * cs.queries * q_heads * head_dim, 50, -2.0f, 2.0f), dtype);
+    auto k = round_to(random_values(batch * slots * kv_heads * head_dim, 51, -2.0f, 2.0f), dtype);
+    auto v = round_to(random_values(batch * slots * kv_heads * head_dim, 52), dtype);
+    rill_backend_tensor tq = tensor4(c, q, dtype, {batch, cs.queries, q_heads, head_dim}, 3);
+    rill_backend_tensor tk = tensor4(c, k, dtype, {batch, slots, kv_heads, head_dim}, 5);
+    rill_backend_tensor tv = tensor4(c, v, dtype, {batch, slots, kv_heads, head_dim});
+    rill_backend_tensor tout = tensor4(c, std::vector<float>(q.size(), 0.0f), dtype,
+                                       {batch, cs.queries, q_heads, head_dim}, 1);
+    const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
+    REQUIRE_MESSAGE(o.attention(c.ctx, &tq, &tk, &tv, cs.lengths.data(), scale, &tout) == RILL_OK, g_last_error);
+
+    const std::vector<double> want = rill_ref::attention(
+        q, k, v, {batch, cs.queries, slots, q_heads, kv_heads, head_dim}, cs.lengths, scale);
+    check_close(c.read(tout), want, dtype);
+  }
+}
+
 TEST_CASE("attention over several key tiles and wide heads matches the reference (prefill and decode)") {
   const rill_backend_ops& o = ops();
   REQUIRE(o.struct_size >= offsetof(rill_backend_ops, activation) + sizeof(o.activation));
-  for_each_reduction_and_dtype([&](Context& c, rill_dtype dtype) {
-    // head_dim 160 needs two dims per invocation; 300 slots are three tiles.
-    const int64_t batch = 2, q_heads = 4, kv_heads = 2, head_dim = 160, slots = 300;
-    struct Case {
-      int64_t queries;
-      std::vector<int32_t> lengths;
-    };
-    for (const Case& cs : {Case{1, {300, 131}}, Case{129, {129, 200}}}) {
-      CAPTURE(cs.queries);
-      auto q = round_to(random_values(batch * cs.queries * q_heads * head_dim, 50, -2.0f, 2.0f), dtype);
-      auto k = round_to(random_values(batch * slots * kv_heads * head_dim, 51, -2.0f, 2.0f), dtype);
-      auto v = round_to(random_values(batch * slots * kv_heads * head_dim, 52), dtype);
-      rill_backend_tensor tq = tensor4(c, q, dtype, {batch, cs.queries, q_heads, head_dim}, 3);
-      rill_backend_tensor tk = tensor4(c, k, dtype, {batch, slots, kv_heads, head_dim}, 5);
-      rill_backend_tensor tv = tensor4(c, v, dtype, {batch, slots, kv_heads, head_dim});
-      rill_backend_tensor tout = tensor4(c, std::vector<float>(q.size(), 0.0f), dtype,
-                                         {batch, cs.queries, q_heads, head_dim}, 1);
-      const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
-      REQUIRE_MESSAGE(o.attention(c.ctx, &tq, &tk, &tv, cs.lengths.data(), scale, &tout) == RILL_OK, g_last_error);
-
-      const std::vector<double> want = rill_ref::attention(
-          q, k, v, {batch, cs.queries, slots, q_heads, kv_heads, head_dim}, cs.lengths, scale);
-      check_close(c.read(tout), want, dtype);
+  // Flash attention (the conformance suite's kernel) once, then the row
+  // kernel that devices with less shared memory run, on both reduction paths.
+  std::string kernel = "flash";
+  CAPTURE(kernel);
+  {
+    Context flash;
+    for (rill_dtype dtype : kDtypes) {
+      const std::string dtype_label = dtype_name(dtype);
+      CAPTURE(dtype_label);
+      check_attention_cases(flash, dtype);
     }
-  });
+  }
+  kernel = "row";
+  setenv("RILL_VULKAN_NO_FLASH_ATTENTION", "1", 1);
+  for_each_reduction_and_dtype(check_attention_cases);
+  unsetenv("RILL_VULKAN_NO_FLASH_ATTENTION");
 }
 
 TEST_CASE("attention with a head_dim beyond the kernel's reach is unsupported, with a message") {

@@ -166,6 +166,9 @@ rill_status context_create(const rill_backend_context_options* options, rill_bac
      both paths can be tested on one device. */
   const char* no_subgroup = std::getenv("RILL_VULKAN_NO_SUBGROUP");
   ctx->use_subgroups = ctx->caps.subgroup_arithmetic && !(no_subgroup != nullptr && std::strcmp(no_subgroup, "1") == 0);
+  /* RILL_VULKAN_NO_FLASH_ATTENTION=1 likewise forces the row attention kernel. */
+  const char* no_flash = std::getenv("RILL_VULKAN_NO_FLASH_ATTENTION");
+  ctx->flash_attention = !(no_flash != nullptr && std::strcmp(no_flash, "1") == 0);
   ctx->f16_float_controls = ctx->caps.f16_float_controls;
   const uint32_t users = ctx->shared->contexts.load();
   log_message(RILL_LOG_INFO, "using \"" + ctx->caps.name + "\" (" + ctx->caps.details + ")" +

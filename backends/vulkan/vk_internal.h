@@ -280,6 +280,10 @@ struct rill_backend_context {
   bool owns_device = true;
   rill_vk::DeviceCaps caps;
   bool use_subgroups = false;
+  /* False with RILL_VULKAN_NO_FLASH_ATTENTION=1: attention runs the row
+     kernel (attention.comp) everywhere, as on a device whose shared memory
+     cannot hold a flash-attention tile. */
+  bool flash_attention = true;
   /* The float-controls modes the f16 shader variants run with (what the
      device supports), inserted as each pipeline is made. */
   rill_vk::F16FloatControls f16_float_controls;

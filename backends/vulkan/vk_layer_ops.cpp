@@ -1,5 +1,6 @@
 /* The decoder-layer operators of interface version 2: RoPE (rope.comp),
-   attention (attention.comp), activations and (version 5) the clamp
+   attention (flash_attention.comp and attention_merge.comp, or the row
+   kernel attention.comp), activations and (version 5) the clamp
    (activation.comp). Host-side
    inputs (KV lengths) travel in staging memory bound straight to the
    dispatch that reads them; RoPE tables are kept on the device for reuse. */
@@ -17,12 +18,17 @@ namespace {
 struct RopeParams {
   uint32_t x_offset, table_offset, tokens, heads, head_dim, half_rotary;
 };
+/* flash_attention.comp's block; attention.comp's ends before split_keys. */
 struct AttentionParams {
   uint32_t q_offset, k_offset, v_offset, out_offset, lengths_offset, batch, queries, q_heads, kv_heads, head_dim,
       slots;
   float scale;
   uint32_t window;
   float softcap;
+  uint32_t split_keys;
+};
+struct AttentionMergeParams {
+  uint32_t partial_offset, out_offset, rows, head_dim, splits;
 };
 struct ActivationParams {
   uint32_t x_offset, up_offset, out_offset, has_up, count, fn;
@@ -35,6 +41,34 @@ static_assert(sizeof(AttentionParams) <= kPushConstantBytes, "push constants exc
 
 constexpr uint32_t kElementwiseGroupSize = 256; /* local_size_x of rope.comp and activation.comp */
 constexpr int64_t kAttentionMaxHeadDim = 256;  /* MAX_HEAD_DIM of attention.comp */
+
+/* flash_attention.comp's tiles, one variant per bound on head_dim: the
+   HEAD_DIM_MAX, ROWS and KEYS that CMakeLists.txt compiles it with. */
+struct FlashTile {
+  int64_t head_dim_max;
+  uint32_t rows, keys;
+};
+constexpr FlashTile kFlashTiles[] = {{64, 16, 32}, {128, 16, 16}, {256, 8, 16}};
+static_assert(kFlashTiles[2].head_dim_max == kAttentionMaxHeadDim, "flash attention must reach the row kernel's head_dim");
+
+/* The shader's shared arrays: q_tile, kv_tile (one padding float per key),
+   weights and three per-row statistics, all f32. */
+constexpr uint64_t flash_shared_bytes(const FlashTile& tile) {
+  return 4 * (tile.rows * tile.head_dim_max + tile.keys * (tile.head_dim_max + 1) + tile.rows * tile.keys +
+              3 * tile.rows);
+}
+static_assert(flash_shared_bytes(kFlashTiles[0]) <= 32768 && flash_shared_bytes(kFlashTiles[1]) <= 32768 &&
+                  flash_shared_bytes(kFlashTiles[2]) <= 32768,
+              "flash-attention tiles are sized for 32 KiB of shared memory");
+
+/* Split-KV: a launch of fewer row tiles than kSplitTargetGroups (a decode
+   step: B x Hkv tiles) splits its keys into up to kMaxSplits ranges of at
+   least kSplitMinKeys, so that about kSplitTargetGroups workgroups run;
+   attention_merge.comp then combines the ranges. Shorter ranges would cost
+   more in the merge than they gain. */
+constexpr uint64_t kSplitTargetGroups = 128;
+constexpr uint64_t kSplitMinKeys = 256;
+constexpr uint64_t kMaxSplits = 32;
 
 }  // namespace
 
@@ -136,6 +170,71 @@ rill_status layer_attention(rill_backend_context* ctx, const rill_backend_tensor
   return layer_attention_ex(ctx, q, k, v, kv_lengths, &params, out);
 }
 
+namespace {
+
+/* The flash-attention tile for head_dim, or nullptr where the row kernel
+   runs: the device's shared memory cannot hold the tile, or the context was
+   told not to use it. */
+const FlashTile* flash_tile_for(rill_backend_context* ctx, int64_t head_dim) {
+  if (!ctx->flash_attention) return nullptr;
+  for (const FlashTile& tile : kFlashTiles) {
+    if (head_dim <= tile.head_dim_max) {
+      return flash_shared_bytes(tile) <= ctx->caps.limits.maxComputeSharedMemorySize ? &tile : nullptr;
+    }
+  }
+  return nullptr;
+}
+
+/* How many key ranges flash attention splits into (1: none) for row_tiles
+   tiles of rows whose longest sequence holds max_length keys. */
+uint64_t split_count(uint64_t row_tiles, uint64_t max_length) {
+  if (row_tiles >= kSplitTargetGroups) return 1;
+  const uint64_t wanted = (kSplitTargetGroups + row_tiles - 1) / row_tiles;
+  const uint64_t longest = (max_length + kSplitMinKeys - 1) / kSplitMinKeys;
+  return std::min({wanted, longest, kMaxSplits});
+}
+
+/* Split-KV flash attention: the split variant writes each range's partial
+   rows into a transient f32 buffer (freed behind the frame that reads it),
+   attention_merge.comp combines them into out. ranges[3] is rebound here. */
+rill_status record_split_attention(rill_backend_context* ctx, const std::string& shader, BoundRange* ranges,
+                                   const std::vector<int32_t>& lengths, AttentionParams params, uint64_t splits,
+                                   uint64_t max_length, uint32_t keys, uint64_t row_tiles,
+                                   const rill_backend_tensor* out) {
+  const uint64_t rows = static_cast<uint64_t>(params.batch) * params.queries * params.q_heads;
+  const uint64_t row_values = params.head_dim + 2;
+  /* Each range a whole number of key tiles; rounding up may leave fewer ranges. */
+  const uint64_t split_keys = ((max_length + splits - 1) / splits + keys - 1) / keys * keys;
+  splits = (max_length + split_keys - 1) / split_keys;
+  rill_backend_buffer* partial = nullptr;
+  rill_status status = buffer_alloc(ctx, splits * rows * row_values * sizeof(float), &partial);
+  if (status != RILL_OK) return status;
+  const BoundRange out_range = ranges[3];
+  if ((status = bind_range(ctx, partial, 0, splits * rows * row_values, sizeof(float), true, &ranges[3])) == RILL_OK &&
+      (status = upload_to_staging(ctx, lengths.data(), lengths.size() * sizeof(int32_t), &ranges[4])) == RILL_OK) {
+    params.out_offset = ranges[3].element_offset;
+    params.split_keys = static_cast<uint32_t>(split_keys);
+    status = record_dispatch(ctx, shader + "_split", ranges, &params, sizeof params, groups_for(row_tiles, 1),
+                             static_cast<uint32_t>(splits));
+  }
+  if (status == RILL_OK) {
+    BoundRange merge_ranges[kBindingCount];
+    merge_ranges[1] = merge_ranges[2] = merge_ranges[4] = placeholder_range(ctx);
+    merge_ranges[3] = out_range;
+    status = bind_range(ctx, partial, 0, splits * rows * row_values, sizeof(float), false, &merge_ranges[0]);
+    const AttentionMergeParams merge{merge_ranges[0].element_offset, out_range.element_offset,
+                                     static_cast<uint32_t>(rows), params.head_dim, static_cast<uint32_t>(splits)};
+    if (status == RILL_OK) {
+      status = record_dispatch(ctx, std::string("attention_merge_") + dtype_suffix(out->dtype), merge_ranges, &merge,
+                               sizeof merge, groups_for(rows, 1), 1);
+    }
+  }
+  buffer_free(ctx, partial);
+  return status;
+}
+
+}  // namespace
+
 rill_status layer_attention_ex(rill_backend_context* ctx, const rill_backend_tensor* q, const rill_backend_tensor* k,
                                const rill_backend_tensor* v, const int32_t* kv_lengths,
                                const rill_attention_params* options, const rill_backend_tensor* out) {
@@ -153,9 +252,6 @@ rill_status layer_attention_ex(rill_backend_context* ctx, const rill_backend_ten
   if ((status = bind_tensor(ctx, k, false, &ranges[1])) != RILL_OK) return status;
   if ((status = bind_tensor(ctx, v, false, &ranges[2])) != RILL_OK) return status;
   if ((status = bind_tensor(ctx, out, true, &ranges[3])) != RILL_OK) return status;
-  if ((status = upload_to_staging(ctx, lengths.data(), lengths.size() * sizeof(int32_t), &ranges[4])) != RILL_OK) {
-    return status;
-  }
   AttentionParams params{ranges[0].element_offset,
                          ranges[1].element_offset,
                          ranges[2].element_offset,
@@ -171,10 +267,33 @@ rill_status layer_attention_ex(rill_backend_context* ctx, const rill_backend_ten
                          RILL_STRUCT_HAS(rill_attention_params, options, window)
                              ? static_cast<uint32_t>(options->window)
                              : 0u,
-                         RILL_STRUCT_HAS(rill_attention_params, options, softcap) ? options->softcap : 0.0f};
-  std::string shader = std::string("attention_") + dtype_suffix(q->dtype) + reduction_suffix(ctx);
-  return record_dispatch(ctx, shader, ranges, &params, sizeof params,
-                         groups_for(static_cast<uint64_t>(batch * queries * q_heads), 1), 1);
+                         RILL_STRUCT_HAS(rill_attention_params, options, softcap) ? options->softcap : 0.0f,
+                         0u};
+
+  const FlashTile* tile = flash_tile_for(ctx, head_dim);
+  if (tile == nullptr) {
+    if ((status = upload_to_staging(ctx, lengths.data(), lengths.size() * sizeof(int32_t), &ranges[4])) != RILL_OK) {
+      return status;
+    }
+    const std::string shader = std::string("attention_") + dtype_suffix(q->dtype) + reduction_suffix(ctx);
+    return record_dispatch(ctx, shader, ranges, &params, sizeof params,
+                           groups_for(static_cast<uint64_t>(batch * queries * q_heads), 1), 1);
+  }
+  const uint64_t rows_per_head = static_cast<uint64_t>(queries * (q_heads / kv_heads));
+  const uint64_t row_tiles =
+      static_cast<uint64_t>(batch * kv_heads) * ((rows_per_head + tile->rows - 1) / tile->rows);
+  const uint64_t max_length = static_cast<uint64_t>(*std::max_element(lengths.begin(), lengths.end()));
+  const std::string shader =
+      std::string("flash_attention_") + dtype_suffix(q->dtype) + "_d" + std::to_string(tile->head_dim_max);
+  const uint64_t splits = split_count(row_tiles, max_length);
+  if (splits > 1) {
+    return record_split_attention(ctx, shader, ranges, lengths, params, splits, max_length, tile->keys, row_tiles,
+                                  out);
+  }
+  if ((status = upload_to_staging(ctx, lengths.data(), lengths.size() * sizeof(int32_t), &ranges[4])) != RILL_OK) {
+    return status;
+  }
+  return record_dispatch(ctx, shader, ranges, &params, sizeof params, groups_for(row_tiles, 1), 1);
 }
 
 namespace {
