@@ -104,7 +104,7 @@ step "build"
 available_targets="$(cmake --build "$build_dir" --target help 2>/dev/null | sed -n 's/^\.\.\. \([A-Za-z0-9_]*\).*/\1/p')"
 targets=()
 for t in rill rill_backend_cuda rill_cli rill_cuda_bench conformance_test layer_ops_test quant_test backend_interface_test \
-  cuda_unavailable_test; do
+  backend_options_test cuda_unavailable_test; do
   grep -qx "$t" <<<"$available_targets" && targets+=("$t")
 done
 while read -r t; do
