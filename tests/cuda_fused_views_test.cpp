@@ -1,7 +1,8 @@
 // The CUDA backend's fused add+norm equals residual_add followed by the plain
 // norm bit for bit (the contract of rill_fused_add_rms_norm), also when some
 // operands are views at odd element offsets, which the 16-byte vector loads
-// cannot serve. The public API makes no such views, so this test drives the
+// cannot serve; activations and a GEMM bias at such offsets give the bits of
+// aligned operands. The public API makes no such views, so this test drives the
 // plugin's backend table directly, loaded with dlopen as the runtime does, and
 // places each operand at an offset of its own within a buffer.
 // Without a usable CUDA device the test reports skipped (77).
@@ -69,6 +70,33 @@ const Layout kLayouts[] = {
     {"all misaligned", true, true, true, true, true},
 };
 
+// A view of shape in a buffer of its own (added to buffers), at offset 0 or,
+// misaligned, one element in, holding bytes.
+rill_backend_tensor make_view(std::vector<rill_backend_buffer*>& buffers, rill_dtype dtype,
+                              const std::vector<int64_t>& shape, bool misaligned, const std::vector<unsigned char>& bytes) {
+  rill_backend_buffer* buffer = nullptr;
+  REQUIRE_MESSAGE(g_backend->buffer_alloc(g_ctx, bytes.size() + 16, &buffer) == RILL_OK, g_last_error);
+  buffers.push_back(buffer);
+  rill_backend_tensor t{};
+  t.buffer = buffer;
+  t.offset = misaligned ? dtype_bytes(dtype) : 0;
+  t.dtype = dtype;
+  t.ndim = static_cast<int32_t>(shape.size());
+  for (int64_t& s : t.shape) s = 1;
+  for (size_t i = 0; i < shape.size(); ++i) t.shape[i] = shape[i];
+  REQUIRE_MESSAGE(g_backend->buffer_write(g_ctx, buffer, t.offset, bytes.data(), bytes.size()) == RILL_OK,
+                  g_last_error);
+  return t;
+}
+
+std::vector<unsigned char> read_view(const rill_backend_tensor& t) {
+  size_t n = dtype_bytes(t.dtype);
+  for (int32_t i = 0; i < t.ndim; ++i) n *= static_cast<size_t>(t.shape[i]);
+  std::vector<unsigned char> bytes(n);
+  REQUIRE_MESSAGE(g_backend->buffer_read(g_ctx, t.buffer, t.offset, bytes.data(), n) == RILL_OK, g_last_error);
+  return bytes;
+}
+
 // The operands of one add+norm call, each in its own buffer at offset 0 or
 // one element in.
 struct Operands {
@@ -92,33 +120,11 @@ struct Operands {
 
   rill_backend_tensor make(rill_dtype dtype, int64_t rows, int64_t d, bool misaligned,
                            const std::vector<unsigned char>& bytes) {
-    rill_backend_buffer* buffer = nullptr;
-    REQUIRE_MESSAGE(g_backend->buffer_alloc(ctx, bytes.size() + 16, &buffer) == RILL_OK, g_last_error);
-    buffers.push_back(buffer);
-    rill_backend_tensor t{};
-    t.buffer = buffer;
-    t.offset = misaligned ? dtype_bytes(dtype) : 0;
-    t.dtype = dtype;
-    t.ndim = rows > 1 ? 2 : 1;
-    for (int64_t& s : t.shape) s = 1;
-    if (rows > 1) {
-      t.shape[0] = rows;
-      t.shape[1] = d;
-    } else {
-      t.shape[0] = d;
-    }
-    REQUIRE_MESSAGE(g_backend->buffer_write(ctx, buffer, t.offset, bytes.data(), bytes.size()) == RILL_OK,
-                    g_last_error);
-    return t;
+    return make_view(buffers, dtype, rows > 1 ? std::vector<int64_t>{rows, d} : std::vector<int64_t>{d}, misaligned,
+                     bytes);
   }
 
-  std::vector<unsigned char> read(const rill_backend_tensor& t) const {
-    size_t n = dtype_bytes(t.dtype);
-    for (int32_t i = 0; i < t.ndim; ++i) n *= static_cast<size_t>(t.shape[i]);
-    std::vector<unsigned char> bytes(n);
-    REQUIRE_MESSAGE(g_backend->buffer_read(ctx, t.buffer, t.offset, bytes.data(), n) == RILL_OK, g_last_error);
-    return bytes;
-  }
+  std::vector<unsigned char> read(const rill_backend_tensor& t) const { return read_view(t); }
 
   // Runs fused add+norm (or residual_add then the norm) and returns the new
   // residual and x.
@@ -178,6 +184,63 @@ TEST_CASE("fused add+norm equals residual_add then the norm bit for bit, with op
         check_all_layouts(dtype, rows, d, false);
         check_all_layouts(dtype, rows, d, true);
       }
+    }
+  }
+}
+
+// Operands of one op, each in its own buffer at offset 0 or one element in.
+struct Views {
+  std::vector<rill_backend_buffer*> buffers;
+  Views() = default;
+  ~Views() {
+    for (rill_backend_buffer* b : buffers) g_backend->buffer_free(g_ctx, b);
+  }
+  Views(const Views&) = delete;
+  Views& operator=(const Views&) = delete;
+  rill_backend_tensor make(rill_dtype dtype, const std::vector<int64_t>& shape, bool misaligned, uint32_t seed) {
+    size_t n = 1;
+    for (int64_t d : shape) n *= static_cast<size_t>(d);
+    return make_view(buffers, dtype, shape, misaligned, random_bits(n, dtype, seed));
+  }
+};
+
+TEST_CASE("gemm with a bias view off cuBLASLt's 16-byte alignment gives the aligned bias's bits") {
+  // The misaligned bias is copied to an aligned area first; a, w and out are
+  // aligned in both runs, so the same cuBLASLt algorithm runs on the same
+  // values.
+  for (rill_dtype dtype : {RILL_DTYPE_F32, RILL_DTYPE_F16, RILL_DTYPE_BF16}) {
+    INFO(dtype_name(dtype));
+    std::vector<unsigned char> results[2];
+    for (int misaligned = 0; misaligned < 2; ++misaligned) {
+      Views views;
+      const rill_backend_tensor a = views.make(dtype, {5, 256}, false, 21);
+      const rill_backend_tensor w = views.make(dtype, {200, 256}, false, 22);
+      const rill_backend_tensor bias = views.make(dtype, {200}, misaligned != 0, 23);
+      const rill_backend_tensor out = views.make(dtype, {5, 200}, false, 24);
+      REQUIRE_MESSAGE(g_backend->ops->gemm(g_ctx, &a, &w, &bias, 1.0f, 0.0f, &out) == RILL_OK, g_last_error);
+      results[misaligned] = read_view(out);
+    }
+    CHECK(results[1] == results[0]);
+  }
+}
+
+TEST_CASE("activation with operands at odd offsets (element by element) gives the 16-byte path's bits") {
+  // Aligned operands go in 16-byte packs plus a tail of count % pack
+  // elements; any misaligned one sends every element through the scalar
+  // path. Each element's arithmetic is the same on both.
+  for (rill_dtype dtype : {RILL_DTYPE_F32, RILL_DTYPE_F16, RILL_DTYPE_BF16}) {
+    for (rill_act_fn fn : {RILL_ACT_SILU, RILL_ACT_GELU_TANH}) {
+      INFO(dtype_name(dtype) << " fn " << static_cast<int>(fn));
+      std::vector<unsigned char> results[2];
+      for (int misaligned = 0; misaligned < 2; ++misaligned) {
+        Views views;
+        const rill_backend_tensor x = views.make(dtype, {3, 1001}, misaligned != 0, 31);
+        const rill_backend_tensor up = views.make(dtype, {3, 1001}, false, 32);
+        const rill_backend_tensor out = views.make(dtype, {3, 1001}, false, 33);
+        REQUIRE_MESSAGE(g_backend->ops->activation(g_ctx, fn, &x, &up, &out) == RILL_OK, g_last_error);
+        results[misaligned] = read_view(out);
+      }
+      CHECK(results[1] == results[0]);
     }
   }
 }

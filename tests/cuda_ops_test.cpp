@@ -3,8 +3,10 @@
 // decode attention split over long KV caches, writes from pinned memory,
 // device-memory exhaustion leaving the context usable, a GEMM with a bias on
 // several leading dims, and the requests the CUDA backend reports as
-// unsupported. Results are compared with the CPU backend's (which the
-// conformance suite checks against a double reference) with the limits of
+// unsupported, and the second passes of the residual_add, RoPE and
+// activation grids. Results are compared with the CPU backend's (which the
+// conformance suite checks against a double reference) and, for the ops
+// whose reference is cheap, with that reference too, with the limits of
 // tests/support/tolerance.h.
 // Without a usable CUDA device the test reports skipped (77).
 #define DOCTEST_CONFIG_IMPLEMENT
@@ -19,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "reference.h"
 #include "rill.h"
 #include "tolerance.h"
 
@@ -64,6 +67,21 @@ struct Tensor {
     return v;
   }
 };
+
+// values rounded to dtype, so that the double reference sees what the
+// backends store.
+std::vector<float> rounded(std::vector<float> values, rill_dtype dtype) {
+  for (float& v : values) v = static_cast<float>(rill_ref::round_to_dtype(v, dtype));
+  return values;
+}
+
+// The CUDA result against the double reference and against the CPU backend's.
+void check_both(const std::vector<float>& cuda, const std::vector<float>& cpu, const std::vector<double>& reference,
+                rill_dtype dtype) {
+  const rill_tol::Score score = rill_tol::score(cuda, reference);
+  CHECK_MESSAGE(rill_tol::within(score, dtype), "against the double reference: " << rill_tol::describe(score, dtype));
+  check_close(cuda, cpu, dtype);
+}
 
 // Runs fused add+RMSNorm or add+LayerNorm on both backends from the same
 // inputs and compares x and the residual.
@@ -151,6 +169,83 @@ TEST_CASE("GEMM with a bias over several leading dims matches the CPU backend, N
   }
 }
 
+TEST_CASE("residual_add past one pass of its grid, in rows and within a row, matches the CPU and the reference") {
+  // Blocks take 256 threads over a row's packs and rows, at most 16 blocks
+  // per SM: 400000 rows of 3 need several passes over rows, rows of 3 Mi f32
+  // (786432 packs, 3072 blocks of packs) several passes within a row on GPUs
+  // with fewer than 192 SMs; D = 4099 is not a multiple of the pack.
+  for (rill_dtype dtype : {RILL_DTYPE_F32, RILL_DTYPE_F16, RILL_DTYPE_BF16}) {
+    for (const std::vector<int64_t>& shape :
+         std::vector<std::vector<int64_t>>{{400000, 3}, {2, int64_t{3} << 20}, {5, 4099}}) {
+      INFO(std::string(rill_dtype_name(dtype)) << " [" << shape.front() << ", " << shape.back() << "]");
+      const int64_t rows = shape.front(), d = shape.back();
+      const std::vector<float> residual = rounded(random_values(numel(shape), 40), dtype);
+      const std::vector<float> update = rounded(random_values(numel(shape), 41), dtype);
+      const std::vector<float> gain = rounded(random_values(static_cast<size_t>(d), 42), dtype);
+      std::vector<float> results[2];
+      rill_context* contexts[2] = {g_cuda, g_cpu};
+      for (int i = 0; i < 2; ++i) {
+        Tensor tr(contexts[i], dtype, shape, residual), tu(contexts[i], dtype, shape, update);
+        Tensor tg(contexts[i], dtype, {d}, gain);
+        REQUIRE_MESSAGE(rill_residual_add(contexts[i], tr.t, tu.t, tg.t, 0.5f, 2.0f) == RILL_OK, rill_last_error());
+        results[i] = tr.read();
+      }
+      check_both(results[0], results[1], rill_ref::residual_add(residual, update, gain, 0.5f, 2.0f, rows, d), dtype);
+    }
+  }
+}
+
+TEST_CASE("rope past one pass of its grid (tokens, heads, pairs) matches the CPU and the reference") {
+  // Tokens go in the grid's y (65535 at most, then further passes), heads in
+  // blocks of 256 / min(128, pairs) threads, pairs past 128 in a second pass
+  // of a thread's loop: 70000 tokens, 67 heads, head_dim 512.
+  struct Case {
+    int64_t tokens, heads, head_dim, rotary_dim;
+  };
+  for (const Case& c : {Case{70000, 2, 8, 8}, Case{3, 67, 64, 32}, Case{2, 3, 512, 512}}) {
+    for (rill_dtype dtype : {RILL_DTYPE_F32, RILL_DTYPE_BF16}) {
+      INFO(std::string(rill_dtype_name(dtype)) << " tokens " << c.tokens << " heads " << c.heads << " head_dim "
+                                               << c.head_dim << " rotary_dim " << c.rotary_dim);
+      const std::vector<int64_t> shape = {c.tokens, c.heads, c.head_dim};
+      const std::vector<float> x = rounded(random_values(numel(shape), 43), dtype);
+      std::vector<int32_t> positions(static_cast<size_t>(c.tokens));
+      for (size_t i = 0; i < positions.size(); ++i) positions[i] = static_cast<int32_t>(i * 7 + 3);
+      std::vector<float> results[2];
+      rill_context* contexts[2] = {g_cuda, g_cpu};
+      for (int i = 0; i < 2; ++i) {
+        Tensor tx(contexts[i], dtype, shape, x);
+        REQUIRE_MESSAGE(rill_rope(contexts[i], tx.t, positions.data(), positions.size(), 10000.0f,
+                                  static_cast<int32_t>(c.rotary_dim)) == RILL_OK,
+                        rill_last_error());
+        results[i] = tx.read();
+      }
+      check_both(results[0], results[1],
+                 rill_ref::rope(x, positions, c.heads, c.head_dim, 10000.0, c.rotary_dim), dtype);
+    }
+  }
+}
+
+TEST_CASE("activation in 16-byte packs with a tail, past one pass of its grid, matches the CPU and the reference") {
+  // At most 32 blocks of 256 threads per SM, one pack each per pass: 5 Mi + 3
+  // f32 (4 per pack) need a second pass below 160 SMs, and leave a tail of 3.
+  for (rill_dtype dtype : {RILL_DTYPE_F32, RILL_DTYPE_BF16}) {
+    for (int64_t count : {(int64_t{5} << 20) + 3, int64_t{1001}}) {
+      INFO(std::string(rill_dtype_name(dtype)) << " count " << count);
+      const std::vector<float> x = rounded(random_values(static_cast<size_t>(count), 44), dtype);
+      const std::vector<float> up = rounded(random_values(static_cast<size_t>(count), 45), dtype);
+      std::vector<float> results[2];
+      rill_context* contexts[2] = {g_cuda, g_cpu};
+      for (int i = 0; i < 2; ++i) {
+        Tensor tx(contexts[i], dtype, {count}, x), tu(contexts[i], dtype, {count}, up);
+        Tensor out(contexts[i], dtype, {count}, x);
+        REQUIRE_MESSAGE(rill_activation(contexts[i], RILL_ACT_SILU, tx.t, tu.t, out.t) == RILL_OK, rill_last_error());
+        results[i] = out.read();
+      }
+      check_both(results[0], results[1], rill_ref::activation(RILL_ACT_SILU, x, up), dtype);
+    }
+  }
+}
+
 TEST_CASE("device memory exhaustion is RILL_ERROR_OUT_OF_MEMORY and the context stays usable") {
   const int64_t huge[2] = {int64_t{1} << 20, int64_t{1} << 20};  // 4 TiB of f32
   rill_tensor* t = nullptr;
@@ -203,6 +298,28 @@ TEST_CASE("decode attention over long caches (the KV walk split and merged) matc
       check_close(results[0], results[1], RILL_DTYPE_F32);
     }
   }
+}
+
+TEST_CASE("a tensor destroyed while an op that reads it is queued leaves that op's result intact") {
+  // Device memory is released in stream order (after the queued GEMM) where
+  // the device has memory pools, else after waiting for the stream; the
+  // GEMM's operands are destroyed before its result is read back.
+  const std::vector<int64_t> a_shape = {64, 2048}, w_shape = {2048, 2048}, out_shape = {64, 2048};
+  const std::vector<float> a = random_values(numel(a_shape), 46), w = random_values(numel(w_shape), 47);
+  std::vector<float> results[2];
+  rill_context* contexts[2] = {g_cuda, g_cpu};
+  for (int i = 0; i < 2; ++i) {
+    Tensor out(contexts[i], RILL_DTYPE_F32, out_shape, std::vector<float>(numel(out_shape), 0.0f));
+    {
+      Tensor ta(contexts[i], RILL_DTYPE_F32, a_shape, a), tw(contexts[i], RILL_DTYPE_F32, w_shape, w);
+      REQUIRE_MESSAGE(rill_gemm(contexts[i], ta.t, tw.t, nullptr, 1.0f, 0.0f, out.t) == RILL_OK, rill_last_error());
+    }
+    // New tensors may take the released memory at once; writing them must
+    // not reach the GEMM's inputs.
+    Tensor reuse(contexts[i], RILL_DTYPE_F32, w_shape, std::vector<float>(numel(w_shape), 1e6f));
+    results[i] = out.read();
+  }
+  check_close(results[0], results[1], RILL_DTYPE_F32);
 }
 
 TEST_CASE("a write from pinned host memory has consumed it when it returns") {

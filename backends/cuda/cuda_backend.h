@@ -43,6 +43,13 @@ struct rill_backend_context {
   rill_cuda_area attention_partials;
   /* RoPE's cos/sin table, [tokens][rotary_dim / 2] (cuda_layer_ops.cu). */
   rill_cuda_area rope_table;
+  /* A GEMM bias copied to a 16-byte aligned address for cuBLASLt's bias
+     epilogue (cuda_gemm.cpp). */
+  rill_cuda_area aligned_bias;
+  /* Whether buffers and areas come from the device's stream-ordered memory
+     pool (cudaMallocAsync/cudaFreeAsync), so that freeing one never waits
+     for the stream; else cudaMalloc, and a free waits for queued ops. */
+  bool stream_ordered_memory = false;
   bool allow_tf32 = false;
   int sm_count = 1;
   std::size_t max_shared_bytes = 48 * 1024; /* per block, after opting in */
@@ -105,9 +112,16 @@ rill_status rill_cuda_buffer_read(rill_backend_context* ctx, rill_backend_buffer
 rill_status rill_cuda_buffer_copy(rill_backend_context* ctx, rill_backend_buffer* src, uint64_t src_offset,
                                   rill_backend_buffer* dst, uint64_t dst_offset, uint64_t bytes);
 
-/* Makes area hold at least bytes (waiting for queued ops before it replaces
-   a smaller allocation; the old contents are lost). what names the
+/* Device memory for ctx's stream: allocated and released in stream order
+   where the device has memory pools (ops queued before the release still
+   see the memory; the release itself waits for nothing), else with
+   cudaMalloc and a cudaFree that first waits for the stream. what names the
    allocation in an error. */
+rill_status rill_cuda_malloc(rill_backend_context* ctx, void** out_data, std::size_t bytes, const char* what);
+void rill_cuda_free(rill_backend_context* ctx, void* data);
+
+/* Makes area hold at least bytes (releasing a smaller allocation in stream
+   order; the old contents are lost). what names the allocation in an error. */
 rill_status rill_cuda_reserve(rill_backend_context* ctx, rill_cuda_area* area, std::size_t bytes, const char* what);
 
 /* Copies bytes from host memory into the context's upload area, ordered on
@@ -132,7 +146,8 @@ rill_status rill_cuda_fused_add_layer_norm(rill_backend_context* ctx, const rill
                                            const rill_backend_tensor* residual, const rill_backend_tensor* gain,
                                            const rill_backend_tensor* weight, const rill_backend_tensor* bias,
                                            float eps, float residual_scale, float update_scale);
-/* The norms' limit on the row length, shared with the capability query. */
+/* The limit of the norms and residual_add on the row length, shared with the
+   capability query. */
 rill_status rill_cuda_check_norm_cols(const char* op, std::int64_t cols);
 /* Checks that this build holds kernels the device can run and lets the norm
    kernels use up to max_shared_bytes of shared memory per block. Called once

@@ -4,13 +4,35 @@
 
 #include "cuda_backend.h"
 
+rill_status rill_cuda_malloc(rill_backend_context* ctx, void** out_data, std::size_t bytes, const char* what) {
+  const cudaError_t error =
+      ctx->stream_ordered_memory ? cudaMallocAsync(out_data, bytes, ctx->stream) : cudaMalloc(out_data, bytes);
+  return rill_cuda_check(error, what);
+}
+
+void rill_cuda_free(rill_backend_context* ctx, void* data) {
+  if (!data) return;
+  if (ctx->stream_ordered_memory) {
+    // Released once the ops queued before it are done; nothing waits here.
+    (void)rill_cuda_check(cudaFreeAsync(data, ctx->stream), "cudaFreeAsync");
+    return;
+  }
+  // Ops that still use the memory must finish before it is reused. Where the
+  // device cannot be made current the memory is still released: with unified
+  // addressing cudaFree finds the pointer's device itself.
+  if (rill_cuda_activate(ctx) == RILL_OK) {
+    (void)rill_cuda_check(cudaStreamSynchronize(ctx->stream), "cudaStreamSynchronize (cudaFree)");
+  }
+  (void)rill_cuda_check(cudaFree(data), "cudaFree");
+}
+
 rill_status rill_cuda_buffer_alloc(rill_backend_context* ctx, uint64_t bytes, rill_backend_buffer** out_buffer) {
   rill_status status = rill_cuda_activate(ctx);
   if (status != RILL_OK) return status;
   rill_backend_buffer* buffer = new (std::nothrow) rill_backend_buffer();
   if (!buffer) return rill_cuda_fail(RILL_ERROR_OUT_OF_MEMORY, "cuda: buffer_alloc: out of host memory");
-  status = rill_cuda_check(cudaMalloc(&buffer->data, static_cast<std::size_t>(bytes)),
-                           ("cudaMalloc of " + std::to_string(bytes) + " bytes").c_str());
+  status = rill_cuda_malloc(ctx, &buffer->data, static_cast<std::size_t>(bytes),
+                            ("device allocation of " + std::to_string(bytes) + " bytes").c_str());
   if (status != RILL_OK) {
     delete buffer;
     return status;
@@ -22,13 +44,7 @@ rill_status rill_cuda_buffer_alloc(rill_backend_context* ctx, uint64_t bytes, ri
 
 void rill_cuda_buffer_free(rill_backend_context* ctx, rill_backend_buffer* buffer) {
   if (!buffer) return;
-  // Ops that still use the buffer must finish before its memory is reused.
-  // Where the device cannot be made current the memory is still released:
-  // with unified addressing cudaFree finds the pointer's device itself.
-  if (rill_cuda_activate(ctx) == RILL_OK) {
-    (void)rill_cuda_check(cudaStreamSynchronize(ctx->stream), "cudaStreamSynchronize (buffer_free)");
-  }
-  (void)rill_cuda_check(cudaFree(buffer->data), "cudaFree");
+  rill_cuda_free(ctx, buffer->data);
   delete buffer;
 }
 
@@ -76,14 +92,13 @@ rill_status rill_cuda_buffer_copy(rill_backend_context* ctx, rill_backend_buffer
 
 rill_status rill_cuda_reserve(rill_backend_context* ctx, rill_cuda_area* area, std::size_t bytes, const char* what) {
   if (bytes <= area->bytes) return RILL_OK;
-  // Ops queued earlier may still use the old area.
-  rill_status status = rill_cuda_check(cudaStreamSynchronize(ctx->stream), "cudaStreamSynchronize (growing an area)");
-  if (status != RILL_OK) return status;
-  if (area->data) (void)cudaFree(area->data);
+  // Ops queued earlier may still use the old area: rill_cuda_free releases
+  // it after them.
+  rill_cuda_free(ctx, area->data);
   area->data = nullptr;
   area->bytes = 0;
   const std::size_t grown = bytes < 4096 ? 4096 : bytes;
-  status = rill_cuda_check(cudaMalloc(&area->data, grown), what);
+  const rill_status status = rill_cuda_malloc(ctx, &area->data, grown, what);
   if (status != RILL_OK) return status;
   area->bytes = grown;
   return RILL_OK;

@@ -70,14 +70,16 @@ bool cuda_allow_tf32(const rill_backend_context_options* options) {
 
 /* Releases whatever part of a context exists. */
 void cuda_context_release(rill_backend_context* ctx) {
+  // The areas go back in stream order (they exist only once the stream does),
+  // then everything waits for the stream.
+  for (rill_cuda_area* area : {&ctx->upload, &ctx->dequantized, &ctx->attention_partials, &ctx->rope_table,
+                               &ctx->aligned_bias}) {
+    rill_cuda_free(ctx, area->data);
+  }
   if (ctx->stream) (void)cudaStreamSynchronize(ctx->stream);
   rill_cuda_gemm_cache_destroy(ctx->gemm_cache);
   if (ctx->lt) (void)cublasLtDestroy(ctx->lt);
   if (ctx->gemm_workspace) (void)cudaFree(ctx->gemm_workspace);
-  if (ctx->upload.data) (void)cudaFree(ctx->upload.data);
-  if (ctx->dequantized.data) (void)cudaFree(ctx->dequantized.data);
-  if (ctx->attention_partials.data) (void)cudaFree(ctx->attention_partials.data);
-  if (ctx->rope_table.data) (void)cudaFree(ctx->rope_table.data);
   if (ctx->stream) (void)cudaStreamDestroy(ctx->stream);
   delete ctx;
 }
@@ -161,10 +163,17 @@ rill_status rill_cuda_context_create(const rill_backend_context_options* options
   ctx->sm_count = prop.multiProcessorCount > 0 ? prop.multiProcessorCount : 1;
   ctx->max_shared_bytes = prop.sharedMemPerBlockOptin;
   ctx->device_name = prop.name;
+  int memory_pools = 0;
+  if (cudaDeviceGetAttribute(&memory_pools, cudaDevAttrMemoryPoolsSupported, device) != cudaSuccess) {
+    (void)cudaGetLastError();  // no pools: cudaMalloc and cudaFree
+    memory_pools = 0;
+  }
+  ctx->stream_ordered_memory = memory_pools != 0;
 
-  // A blocking stream (the default flag): work that a host queues on the
-  // legacy default stream stays ordered with rill's work on this stream.
-  status = rill_cuda_check(cudaStreamCreate(&ctx->stream), "cudaStreamCreate");
+  // A non-blocking stream: rill's work never waits for, nor holds up, work
+  // that the host or another library queues on the legacy default stream
+  // (rill_context_synchronize is the one point where the two meet).
+  status = rill_cuda_check(cudaStreamCreateWithFlags(&ctx->stream, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
   if (status == RILL_OK) status = rill_cuda_check_lt(cublasLtCreate(&ctx->lt), "cublasLtCreate");
   if (status == RILL_OK) {
     status = rill_cuda_check(cudaMalloc(&ctx->gemm_workspace, kGemmWorkspaceBytes), "cudaMalloc (GEMM workspace)");

@@ -17,6 +17,10 @@
  * one that ran is tried first next time) are cached per shape,
  * dtype, bias presence, TF32 choice and operand alignment; the bias pointer is
  * set on the cached descriptor before each call (one thread per context).
+ * cuBLASLt states no alignment for the bias epilogue's vector and has no
+ * preference to ask for one; other users of the epilogue (Marian NMT) found
+ * that it needs 16 bytes. So a bias view that is not 16-byte aligned is first
+ * copied to an aligned area of the context, in stream order.
  * With beta == 0 cuBLASLt does not read C, so out's old contents (NaN or not)
  * do not matter.
  */
@@ -34,10 +38,10 @@ struct GemmKey {
   rill_dtype dtype;
   bool has_bias;
   bool tf32;
-  uint32_t align_a, align_w, align_out, align_bias;
+  uint32_t align_a, align_w, align_out;
   bool operator==(const GemmKey& o) const {
     return m == o.m && n == o.n && k == o.k && dtype == o.dtype && has_bias == o.has_bias && tf32 == o.tf32 &&
-           align_a == o.align_a && align_w == o.align_w && align_out == o.align_out && align_bias == o.align_bias;
+           align_a == o.align_a && align_w == o.align_w && align_out == o.align_out;
   }
 };
 
@@ -50,7 +54,7 @@ struct GemmKeyHash {
     mix(static_cast<std::size_t>(key.dtype));
     mix((key.has_bias ? 1u : 0u) | (key.tf32 ? 2u : 0u));
     mix(key.align_a | (static_cast<std::size_t>(key.align_w) << 16));
-    mix(key.align_out | (static_cast<std::size_t>(key.align_bias) << 16));
+    mix(key.align_out);
     return h;
   }
 };
@@ -106,6 +110,28 @@ cudaDataType_t cuda_type(rill_dtype dtype) {
     default:
       return CUDA_R_32F;
   }
+}
+
+/* The alignment cuBLASLt's bias epilogue needs. */
+constexpr uint32_t kBiasAlignment = 16;
+
+/* bias's device address, or that of a copy at a kBiasAlignment-aligned
+   address when bias itself is not aligned so. */
+rill_status epilogue_bias(rill_backend_context* ctx, const rill_backend_tensor* bias, const void** out_bias) {
+  const void* data = rill_cuda_data(bias);
+  if (alignment_of(data) >= kBiasAlignment) {
+    *out_bias = data;
+    return RILL_OK;
+  }
+  const std::size_t bytes = static_cast<std::size_t>(rill_cuda_cols(bias)) * rill_backend_block_bytes(bias->dtype);
+  // cudaMalloc returns 256-byte aligned memory.
+  rill_status status = rill_cuda_reserve(ctx, &ctx->aligned_bias, bytes, "cudaMalloc (aligned GEMM bias)");
+  if (status != RILL_OK) return status;
+  status = rill_cuda_check(cudaMemcpyAsync(ctx->aligned_bias.data, data, bytes, cudaMemcpyDeviceToDevice, ctx->stream),
+                           "cudaMemcpyAsync (aligned GEMM bias)");
+  if (status != RILL_OK) return status;
+  *out_bias = ctx->aligned_bias.data;
+  return RILL_OK;
 }
 
 /* Builds the descriptors for key and asks the heuristic for the best algorithm. */
@@ -214,7 +240,11 @@ rill_status rill_cuda_gemm(rill_backend_context* ctx, const rill_backend_tensor*
   if (status != RILL_OK) return status;
   const void* a_data = rill_cuda_data(a);
   const void* w_data = rill_cuda_data(w);
-  const void* bias_data = rill_cuda_data(bias);
+  const void* bias_data = nullptr;
+  if (bias) {
+    status = epilogue_bias(ctx, bias, &bias_data);
+    if (status != RILL_OK) return status;
+  }
   void* out_data = rill_cuda_data(out);
 
   GemmKey key{};
@@ -227,7 +257,6 @@ rill_status rill_cuda_gemm(rill_backend_context* ctx, const rill_backend_tensor*
   key.align_a = alignment_of(a_data);
   key.align_w = alignment_of(w_data);
   key.align_out = alignment_of(out_data);
-  key.align_bias = bias ? alignment_of(bias_data) : 0;
 
   auto& plans = ctx->gemm_cache->plans;
   auto found = plans.find(key);

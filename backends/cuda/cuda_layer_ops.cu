@@ -6,13 +6,15 @@
  * one block per query row for attention (online softmax per warp, warps merged
  * at the end; in decode, where the query rows alone cannot fill the GPU, also
  * one block per chunk of the KV cache, the chunks merged by a second kernel),
- * one thread per element for activations and (interface version 5) the
- * clamp. f32 math throughout;
+ * one thread per 16-byte pack of elements for activations (per element where
+ * an operand is not 16-byte aligned), one per element for (interface
+ * version 5) the clamp. f32 math throughout;
  * RoPE angles in double like the CPU backend, so large positions agree.
  */
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -28,33 +30,46 @@ using namespace rill_cuda_kernels;
 /* ---- RoPE --------------------------------------------------------------- */
 
 /* table[token * half + i] = (cos, sin) of positions[token] * inv_freq[i],
-   in double (like the CPU backend, so large positions agree), scaled by
-   factor, then rounded to f32: once per token, not once per head. */
-__global__ void rope_table_kernel(const int32_t* positions, const double* inv_freq, double factor, int64_t tokens,
-                                  int64_t half, float2* table) {
-  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
-  for (int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; idx < tokens * half; idx += stride) {
-    double sin_d, cos_d;
-    sincos(static_cast<double>(positions[idx / half]) * inv_freq[idx % half], &sin_d, &cos_d);
-    table[idx] = make_float2(static_cast<float>(factor * cos_d), static_cast<float>(factor * sin_d));
+   scaled by factor: once per token, not once per head. The angle is formed
+   and reduced to [-pi, pi] in double, so large positions keep the bits the
+   CPU backend's double angle has; the sine and cosine of the reduced angle
+   are then taken in f32 (a double sincos costs 64x more on GPUs other than
+   the A100/H100 class). */
+__global__ void rope_table_kernel(const int32_t* positions, const double* inv_freq, float factor, int64_t tokens,
+                                  int half, float2* table) {
+  constexpr double kTwoPi = 6.283185307179586476925286766559;
+  for (int64_t token = blockIdx.y; token < tokens; token += gridDim.y) {
+    const double position = static_cast<double>(positions[token]);
+    for (int i = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x); i < half;
+         i += static_cast<int>(gridDim.x * blockDim.x)) {
+      const double angle = position * inv_freq[i];
+      const float reduced = static_cast<float>(angle - rint(angle / kTwoPi) * kTwoPi);
+      float sin_f, cos_f;
+      sincosf(reduced, &sin_f, &cos_f);
+      table[token * half + i] = make_float2(factor * cos_f, factor * sin_f);
+    }
   }
 }
 
-/* x: [tokens, heads, head_dim], rotated with rope_table_kernel's table. */
+/* x: [tokens, heads, head_dim], rotated with rope_table_kernel's table.
+   Threads (x, y) of a block take pair x of heads y, y + blockDim.y, ... of
+   the tokens blockIdx.y, blockIdx.y + gridDim.y, ...: no index is divided. */
 template <typename T>
-__global__ void rope_kernel(T* x, const float2* table, int64_t tokens, int64_t heads, int64_t head_dim, int64_t half) {
-  const int64_t total = tokens * heads * half;
-  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
-  for (int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; idx < total; idx += stride) {
-    const int64_t i = idx % half;
-    const int64_t token_head = idx / half;  // token * heads + head
-    const float2 cos_sin = table[(token_head / heads) * half + i];
-    const float c = cos_sin.x, s = cos_sin.y;
-    const int64_t row = token_head * head_dim;
-    const float x1 = load_f32(x, row + i);
-    const float x2 = load_f32(x, row + i + half);
-    store_f32(x, row + i, x1 * c - x2 * s);
-    store_f32(x, row + i + half, x2 * c + x1 * s);
+__global__ void rope_kernel(T* x, const float2* table, int64_t tokens, int heads, int head_dim, int half) {
+  const int head_stride = static_cast<int>(gridDim.x * blockDim.y);
+  for (int64_t token = blockIdx.y; token < tokens; token += gridDim.y) {
+    const float2* token_table = table + token * half;
+    for (int head = static_cast<int>(blockIdx.x * blockDim.y + threadIdx.y); head < heads; head += head_stride) {
+      T* row = x + (token * heads + head) * head_dim;
+      for (int i = static_cast<int>(threadIdx.x); i < half; i += static_cast<int>(blockDim.x)) {
+        const float2 cos_sin = token_table[i];
+        const float c = cos_sin.x, s = cos_sin.y;
+        const float x1 = load_f32(row, i);
+        const float x2 = load_f32(row, i + half);
+        store_f32(row, i, x1 * c - x2 * s);
+        store_f32(row, i + half, x2 * c + x1 * s);
+      }
+    }
   }
 }
 
@@ -211,12 +226,29 @@ __device__ __forceinline__ float activate(rill_act_fn fn, float x) {
   }
 }
 
-/* out = fn(x) * up, or fn(x) without up. out may alias x or up: each element
-   is read before it is written, by the same thread. */
-template <typename T>
+/* out = fn(x) * up, or fn(x) without up. The elements go in packs of VEC
+   (16 bytes when every operand is 16-byte aligned, else single elements),
+   the count % VEC elements past the last pack one by one; either way each
+   element's arithmetic is the same. out may alias x or up: each element is
+   read before it is written, by the same thread. */
+template <typename T, int VEC>
 __global__ void activation_kernel(rill_act_fn fn, const T* x, const T* up, T* out, int64_t count) {
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
-  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < count; i += stride) {
+  const int64_t first = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  const int64_t packs = count / VEC;
+  for (int64_t p = first; p < packs; p += stride) {
+    const Pack<T, VEC> xs = load_pack<T, VEC>(x, p, true);
+    const Pack<T, VEC> ups = load_pack_or<T, VEC>(up, p, true, 1.0f);
+    Pack<T, VEC> ys;
+#pragma unroll
+    for (int j = 0; j < VEC; ++j) {
+      float y = activate(fn, to_f32(xs.v[j]));
+      if (up) y *= to_f32(ups.v[j]);
+      ys.v[j] = from_f32<T>(y);
+    }
+    store_pack<T, VEC>(out, p, ys, true);
+  }
+  for (int64_t i = packs * VEC + first; i < count; i += stride) {
     float y = activate(fn, load_f32(x, i));
     if (up) y *= load_f32(up, i);
     store_f32(out, i, y);
@@ -237,12 +269,19 @@ __global__ void clamp_kernel(const T* x, float lo, float hi, T* out, int64_t cou
 
 /* ---- Host side ---------------------------------------------------------- */
 
+/* Blocks of 256 threads: a warp-multiple of them across a head's pairs (up
+   to 128), the rest across heads; up to 65535 tokens in y, then further
+   passes of the token loop. */
+constexpr int64_t kMaxGridY = 65535;
 template <typename T>
 void launch_rope(rill_backend_context* ctx, const rill_backend_tensor* x, const float2* table, int64_t half) {
   const int64_t tokens = x->shape[0], heads = x->shape[1], head_dim = x->shape[2];
-  constexpr int kThreads = 256;
-  rope_kernel<T><<<grid_for(tokens * heads * half, kThreads, ctx->sm_count), kThreads, 0, ctx->stream>>>(
-      static_cast<T*>(rill_cuda_data(x)), table, tokens, heads, head_dim, half);
+  const int64_t threads_x = std::min<int64_t>(128, ceil_div(half, 32) * 32);
+  const int64_t threads_y = 256 / threads_x;
+  const dim3 grid(static_cast<unsigned>(ceil_div(heads, threads_y)), static_cast<unsigned>(std::min(tokens, kMaxGridY)));
+  rope_kernel<T><<<grid, dim3(static_cast<unsigned>(threads_x), static_cast<unsigned>(threads_y)), 0, ctx->stream>>>(
+      static_cast<T*>(rill_cuda_data(x)), table, tokens, static_cast<int>(heads), static_cast<int>(head_dim),
+      static_cast<int>(half));
 }
 
 template <typename T>
@@ -285,10 +324,18 @@ template <typename T>
 void launch_activation(rill_backend_context* ctx, rill_act_fn fn, const rill_backend_tensor* x,
                        const rill_backend_tensor* up, const rill_backend_tensor* out) {
   const int64_t count = element_count(x);
+  const T* x_data = static_cast<const T*>(rill_cuda_data(x));
+  const T* up_data = static_cast<const T*>(rill_cuda_data(up));
+  T* out_data = static_cast<T*>(rill_cuda_data(out));
   constexpr int kThreads = 256;
-  activation_kernel<T><<<grid_for(count, kThreads, ctx->sm_count), kThreads, 0, ctx->stream>>>(
-      fn, static_cast<const T*>(rill_cuda_data(x)), static_cast<const T*>(rill_cuda_data(up)),
-      static_cast<T*>(rill_cuda_data(out)), count);
+  if (aligned16(x_data) && aligned16(up_data) && aligned16(out_data)) {
+    constexpr int V = kWideVec<T>;
+    activation_kernel<T, V><<<grid_for(ceil_div(count, V), kThreads, ctx->sm_count), kThreads, 0, ctx->stream>>>(
+        fn, x_data, up_data, out_data, count);
+  } else {
+    activation_kernel<T, 1><<<grid_for(count, kThreads, ctx->sm_count), kThreads, 0, ctx->stream>>>(
+        fn, x_data, up_data, out_data, count);
+  }
 }
 
 template <typename T>
@@ -303,6 +350,12 @@ void launch_clamp(rill_backend_context* ctx, const rill_backend_tensor* x, float
 /* One upload: the inverse frequencies (double), then the positions. */
 rill_status rope_with_freqs(rill_backend_context* ctx, const char* op, const rill_backend_tensor* x,
                             const int32_t* positions, const std::vector<double>& freqs, double factor) {
+  // The kernels index heads and dims within a token in 32 bits.
+  if (x->shape[1] * x->shape[2] > 0x7FFFFFFF) {
+    return rill_cuda_fail(RILL_ERROR_UNSUPPORTED, std::string("cuda: ") + op +
+                                                      ": heads*head_dim must be below 2^31, given " +
+                                                      std::to_string(x->shape[1] * x->shape[2]));
+  }
   rill_status status = rill_cuda_activate(ctx);
   if (status != RILL_OK) return status;
   const int64_t tokens = x->shape[0];
@@ -319,9 +372,11 @@ rill_status rope_with_freqs(rill_backend_context* ctx, const char* op, const ril
                              "cudaMalloc (RoPE table)");
   if (status != RILL_OK) return status;
   auto* table = static_cast<float2*>(ctx->rope_table.data);
-  constexpr int kThreads = 256;
-  rope_table_kernel<<<grid_for(tokens * half, kThreads, ctx->sm_count), kThreads, 0, ctx->stream>>>(
-      device_positions, inv_freq, factor, tokens, half, table);
+  const int64_t table_threads = std::min<int64_t>(256, ceil_div(half, 32) * 32);
+  rope_table_kernel<<<dim3(static_cast<unsigned>(ceil_div(half, table_threads)),
+                           static_cast<unsigned>(std::min(tokens, kMaxGridY))),
+                      static_cast<unsigned>(table_threads), 0, ctx->stream>>>(
+      device_positions, inv_freq, static_cast<float>(factor), tokens, static_cast<int>(half), table);
   switch (x->dtype) {
     case RILL_DTYPE_F32: launch_rope<float>(ctx, x, table, half); break;
     case RILL_DTYPE_F16: launch_rope<__half>(ctx, x, table, half); break;

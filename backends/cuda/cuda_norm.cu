@@ -39,6 +39,7 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <algorithm>
 #include <climits>
 #include <cstdint>
 
@@ -47,66 +48,7 @@
 
 namespace {
 
-using rill_cuda_kernels::ceil_div;
-
-__device__ __forceinline__ float to_f32(float v) { return v; }
-__device__ __forceinline__ float to_f32(__half v) { return __half2float(v); }
-__device__ __forceinline__ float to_f32(__nv_bfloat16 v) { return __bfloat162float(v); }
-
-template <typename T>
-__device__ __forceinline__ T from_f32(float v);
-template <>
-__device__ __forceinline__ float from_f32<float>(float v) {
-  return v;
-}
-template <>
-__device__ __forceinline__ __half from_f32<__half>(float v) {
-  return __float2half_rn(v);
-}
-template <>
-__device__ __forceinline__ __nv_bfloat16 from_f32<__nv_bfloat16>(float v) {
-  return __float2bfloat16_rn(v);
-}
-
-/* VEC consecutive elements, loaded and stored as one access. */
-template <typename T, int VEC>
-struct alignas(sizeof(T) * VEC) Pack {
-  T v[VEC];
-};
-
-/* Pack pack_index of base: one access when base is 16-byte aligned (wide),
-   else VEC element accesses. Either way the same values arrive. */
-template <typename T, int VEC>
-__device__ __forceinline__ Pack<T, VEC> load_pack(const T* base, int64_t pack_index, bool wide) {
-  if constexpr (VEC > 1) {
-    if (!wide) {
-      Pack<T, VEC> p;
-#pragma unroll
-      for (int j = 0; j < VEC; ++j) p.v[j] = base[pack_index * VEC + j];
-      return p;
-    }
-  }
-  return reinterpret_cast<const Pack<T, VEC>*>(base)[pack_index];
-}
-template <typename T, int VEC>
-__device__ __forceinline__ void store_pack(T* base, int64_t pack_index, const Pack<T, VEC>& p, bool wide) {
-  if constexpr (VEC > 1) {
-    if (!wide) {
-#pragma unroll
-      for (int j = 0; j < VEC; ++j) base[pack_index * VEC + j] = p.v[j];
-      return;
-    }
-  }
-  reinterpret_cast<Pack<T, VEC>*>(base)[pack_index] = p;
-}
-template <typename T, int VEC>
-__device__ __forceinline__ Pack<T, VEC> load_pack_or(const T* base, int64_t pack_index, bool wide, float fallback) {
-  if (base) return load_pack<T, VEC>(base, pack_index, wide);
-  Pack<T, VEC> p;
-#pragma unroll
-  for (int j = 0; j < VEC; ++j) p.v[j] = from_f32<T>(fallback);
-  return p;
-}
+using namespace rill_cuda_kernels;
 
 /* The new residual of one element, rounded to the storage dtype:
    residual_scale*residual + update_scale*(gain*update), each product and the
@@ -249,34 +191,32 @@ __global__ void __launch_bounds__(1024) norm_kernel(NormArgs<T> a) {
   }
 }
 
+/* Threads (x, y) of a block take pack x of rows y, y + blockDim.y, ...: the
+   gain's index is the pack's index within its row, so no division or modulo
+   is needed (rows advance by a multiple, packs within a row by a stride). */
 template <typename T, int VEC>
-__global__ void residual_add_kernel(T* residual, const T* update, const T* gain, int64_t total_packs,
-                                    int64_t packs_per_row, float residual_scale, float update_scale,
-                                    WideOperands wide) {
-  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
-  for (int64_t p = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; p < total_packs; p += stride) {
-    const Pack<T, VEC> r = load_pack<T, VEC>(residual, p, wide.residual);
-    const Pack<T, VEC> u = load_pack<T, VEC>(update, p, wide.in);
-    // Without a gain no pack index within the row is needed (nor its modulo).
-    const Pack<T, VEC> g = load_pack_or<T, VEC>(gain, gain ? p % packs_per_row : 0, wide.gain, 1.0f);
-    Pack<T, VEC> y;
+__global__ void residual_add_kernel(T* residual, const T* update, const T* gain, int64_t rows, int packs_per_row,
+                                    float residual_scale, float update_scale, WideOperands wide) {
+  const int pack_stride = static_cast<int>(gridDim.x * blockDim.x);
+  const int64_t row_stride = static_cast<int64_t>(gridDim.y) * blockDim.y;
+  for (int64_t row = static_cast<int64_t>(blockIdx.y) * blockDim.y + threadIdx.y; row < rows; row += row_stride) {
+    T* residual_row = residual + row * packs_per_row * VEC;
+    const T* update_row = update + row * packs_per_row * VEC;
+    for (int p = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x); p < packs_per_row; p += pack_stride) {
+      const Pack<T, VEC> r = load_pack<T, VEC>(residual_row, p, wide.residual);
+      const Pack<T, VEC> u = load_pack<T, VEC>(update_row, p, wide.in);
+      const Pack<T, VEC> g = load_pack_or<T, VEC>(gain, p, wide.gain, 1.0f);
+      Pack<T, VEC> y;
 #pragma unroll
-    for (int j = 0; j < VEC; ++j) y.v[j] = residual_update(r.v[j], u.v[j], g.v[j], residual_scale, update_scale);
-    store_pack<T, VEC>(residual, p, y, wide.residual);
+      for (int j = 0; j < VEC; ++j) y.v[j] = residual_update(r.v[j], u.v[j], g.v[j], residual_scale, update_scale);
+      store_pack<T, VEC>(residual_row, p, y, wide.residual);
+    }
   }
 }
 
 /* ---------------------------------------------------------------------- */
 /* Host side                                                               */
 /* ---------------------------------------------------------------------- */
-
-template <typename T>
-constexpr int kWideVec = 16 / static_cast<int>(sizeof(T));
-
-/* Whether an operand can be moved in 16-byte accesses. With D a multiple of
-   the pack, an aligned base makes every row aligned. Views carry byte offsets,
-   so this is decided per call and per operand; it never changes arithmetic. */
-bool aligned16(const void* p) { return p == nullptr || reinterpret_cast<uintptr_t>(p) % 16 == 0; }
 
 /* Packs of 16 bytes when D is a multiple of that. A function of D alone, so
    that residual_add, the plain norms and the fused norms of one D split rows
@@ -331,23 +271,34 @@ rill_status run_norm(rill_backend_context* ctx, NormArgs<T> a) {
   return launch_norm<T, 1>(ctx, a);
 }
 
+/* Blocks of 256 threads: a warp-multiple of them across a row's packs (up to
+   the whole block), the rest across rows; at most 16 blocks per SM, rows
+   and then packs taking further passes of the loops beyond that. */
+template <typename T, int VEC>
+void launch_residual_add(rill_backend_context* ctx, T* residual, const T* update, const T* gain, int64_t rows,
+                         int64_t d, float residual_scale, float update_scale, const WideOperands& wide) {
+  constexpr int kThreads = 256;
+  const int64_t packs = d / VEC;
+  const int64_t max_blocks = static_cast<int64_t>(ctx->sm_count) * 16;
+  const int64_t threads_x = std::min<int64_t>(kThreads, ceil_div(packs, 32) * 32);
+  const int64_t threads_y = kThreads / threads_x;
+  const int64_t blocks_x = std::min(ceil_div(packs, threads_x), max_blocks);
+  const int64_t blocks_y =
+      std::min<int64_t>({ceil_div(rows, threads_y), std::max<int64_t>(1, max_blocks / blocks_x), 65535});
+  residual_add_kernel<T, VEC><<<dim3(static_cast<unsigned>(blocks_x), static_cast<unsigned>(blocks_y)),
+                                dim3(static_cast<unsigned>(threads_x), static_cast<unsigned>(threads_y)), 0,
+                                ctx->stream>>>(residual, update, gain, rows, static_cast<int>(packs),
+                                               residual_scale, update_scale, wide);
+}
+
 template <typename T>
 rill_status run_residual_add(rill_backend_context* ctx, T* residual, const T* update, const T* gain, int64_t rows,
                              int64_t d, float residual_scale, float update_scale) {
-  constexpr int kThreads = 256;
-  const int64_t max_blocks = static_cast<int64_t>(ctx->sm_count) * 16;
   const WideOperands wide{aligned16(update), aligned16(residual), aligned16(gain), false, false, false};
   if (d_allows_wide_packs<T>(d)) {
-    constexpr int V = kWideVec<T>;
-    const int64_t total = rows * d / V;
-    const dim3 grid(static_cast<unsigned>(std::min(ceil_div(total, kThreads), max_blocks)));
-    residual_add_kernel<T, V><<<grid, kThreads, 0, ctx->stream>>>(residual, update, gain, total, d / V,
-                                                                  residual_scale, update_scale, wide);
+    launch_residual_add<T, kWideVec<T>>(ctx, residual, update, gain, rows, d, residual_scale, update_scale, wide);
   } else {
-    const int64_t total = rows * d;
-    const dim3 grid(static_cast<unsigned>(std::min(ceil_div(total, kThreads), max_blocks)));
-    residual_add_kernel<T, 1>
-        <<<grid, kThreads, 0, ctx->stream>>>(residual, update, gain, total, d, residual_scale, update_scale, wide);
+    launch_residual_add<T, 1>(ctx, residual, update, gain, rows, d, residual_scale, update_scale, wide);
   }
   return rill_cuda_check(cudaGetLastError(), "residual_add kernel launch");
 }
@@ -442,7 +393,9 @@ rill_status rill_cuda_norm_prepare(std::size_t max_shared_bytes) {
 rill_status rill_cuda_residual_add(rill_backend_context* ctx, const rill_backend_tensor* residual,
                                    const rill_backend_tensor* update, const rill_backend_tensor* gain,
                                    float residual_scale, float update_scale) {
-  const rill_status status = rill_cuda_activate(ctx);
+  rill_status status = rill_cuda_check_norm_cols("residual_add", rill_cuda_cols(residual));
+  if (status != RILL_OK) return status;
+  status = rill_cuda_activate(ctx);
   if (status != RILL_OK) return status;
   const int64_t rows = rill_cuda_rows(residual);
   const int64_t d = rill_cuda_cols(residual);

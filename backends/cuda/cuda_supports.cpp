@@ -26,6 +26,7 @@ rill_status rill_cuda_supports(rill_backend_context* ctx, const rill_backend_op_
                                                       " (a block format) are taken only by gemm and get_rows");
   }
   switch (desc->op) {
+    case RILL_BACKEND_OP_RESIDUAL_ADD:
     case RILL_BACKEND_OP_RMS_NORM:
     case RILL_BACKEND_OP_LAYER_NORM:
     case RILL_BACKEND_OP_FUSED_ADD_RMS_NORM:
