@@ -9,6 +9,12 @@
 // (tx, ty) owns rows ty + i*THREADS_Y and columns tx + j*THREADS_X, so that
 // neighbouring invocations write neighbouring columns. Edges are bounds-checked.
 // With beta == 0, out is never read.
+//
+// -DSPLIT_K: the x groups are p.splits runs of column tiles; run s sums only
+// k in [s * p.k_chunk, (s + 1) * p.k_chunk) (k_chunk a multiple of TILE_K,
+// the last run shorter) and stores its raw sums to partials[s][m][n]
+// (binding 4); gemm_split_reduce.comp adds the runs and applies alpha, beta
+// and bias. For shapes with too few tiles to fill a GPU.
 #include "common/extensions.glsl"
 #include "common/dtype.glsl"
 
@@ -49,7 +55,15 @@ layout(push_constant) uniform Params {
   uint has_bias;
   float alpha;
   float beta;
+#if defined(SPLIT_K)
+  uint splits;
+  uint k_chunk;
+#endif
 } p;
+
+#if defined(SPLIT_K)
+layout(std430, set = 0, binding = 4) writeonly buffer PartialBuffer { float partials[]; };
+#endif
 
 // One padding column keeps the k-major stores from hitting one bank.
 shared float a_tile[TILE_K][TILE_M + 1];
@@ -59,8 +73,18 @@ void main() {
   uint tx = gl_LocalInvocationID.x;
   uint ty = gl_LocalInvocationID.y;
   uint lane = gl_LocalInvocationIndex;
-  uint col0 = gl_WorkGroupID.x * TILE_N;
   uint row_tiles = (p.rows + TILE_M - 1) / TILE_M;
+#if defined(SPLIT_K)
+  uint column_tiles = (p.n + TILE_N - 1) / TILE_N;
+  uint split = gl_WorkGroupID.x / column_tiles;
+  uint col0 = (gl_WorkGroupID.x % column_tiles) * TILE_N;
+  uint k_begin = split * p.k_chunk;
+  uint k_end = min(p.k, k_begin + p.k_chunk);
+#else
+  uint col0 = gl_WorkGroupID.x * TILE_N;
+  uint k_begin = 0u;
+  uint k_end = p.k;
+#endif
 
   // The grid's y extent is capped by the device limit; larger M loops.
   for (uint row_tile = gl_WorkGroupID.y; row_tile < row_tiles; row_tile += gl_NumWorkGroups.y) {
@@ -72,21 +96,21 @@ void main() {
       }
     }
 
-    for (uint k0 = 0; k0 < p.k; k0 += TILE_K) {
+    for (uint k0 = k_begin; k0 < k_end; k0 += TILE_K) {
       // Stage: consecutive invocations read consecutive k of one row.
       for (uint idx = lane; idx < TILE_M * TILE_K; idx += THREADS) {
         uint r = idx / TILE_K;
         uint kk = idx % TILE_K;
         uint gr = row0 + r;
         uint gk = k0 + kk;
-        a_tile[kk][r] = (gr < p.rows && gk < p.k) ? TO_F32(a_data[p.a_offset + gr * p.k + gk]) : 0.0;
+        a_tile[kk][r] = (gr < p.rows && gk < k_end) ? TO_F32(a_data[p.a_offset + gr * p.k + gk]) : 0.0;
       }
       for (uint idx = lane; idx < TILE_N * TILE_K; idx += THREADS) {
         uint c = idx / TILE_K;
         uint kk = idx % TILE_K;
         uint gc = col0 + c;
         uint gk = k0 + kk;
-        w_tile[kk][c] = (gc < p.n && gk < p.k) ? TO_F32(w_data[p.w_offset + gc * p.k + gk]) : 0.0;
+        w_tile[kk][c] = (gc < p.n && gk < k_end) ? TO_F32(w_data[p.w_offset + gc * p.k + gk]) : 0.0;
       }
       barrier();
 
@@ -118,6 +142,9 @@ void main() {
         if (gc >= p.n) {
           continue;
         }
+#if defined(SPLIT_K)
+        partials[(split * p.rows + gr) * p.n + gc] = acc[i][j];
+#else
         uint out_index = p.out_offset + gr * p.n + gc;
         float v = p.alpha * acc[i][j];
         if (p.beta != 0.0) {
@@ -127,6 +154,7 @@ void main() {
           v += TO_F32(bias_data[p.bias_offset + gc]);
         }
         out_data[out_index] = FROM_F32(v);
+#endif
       }
     }
   }

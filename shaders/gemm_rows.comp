@@ -1,23 +1,13 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
-// GEMM for few rows (decode): out[m, n] = alpha * a[m, :] · w[n, :] + beta *
-// out[m, n] + bias[n] for rows <= MAX_ROWS. Each workgroup owns output
-// columns and streams their weight rows once, contiguously, applying every
-// weight element to all rows of a; the per-row dot products are then reduced
-// across the workgroup. Same operands and push constants as gemm.comp.
+// GEMM for few rows (decode) on weights of a's dtype, as common/gemv.glsl
+// describes; same operands and push constants as gemm.comp. When a's and w's
+// rows all start on a multiple of 4 elements, both are read as vectors of 4.
 #include "common/extensions.glsl"
 #include "common/dtype.glsl"
 
-#ifndef MAX_ROWS
-#define MAX_ROWS 8
-#endif
-
-#include "common/reduce.glsl"
-
-layout(std430, set = 0, binding = 0) readonly buffer ABuffer { STORAGE_T a_data[]; };
 layout(std430, set = 0, binding = 1) readonly buffer WBuffer { STORAGE_T w_data[]; };
-layout(std430, set = 0, binding = 2) readonly buffer BiasBuffer { STORAGE_T bias_data[]; };
-layout(std430, set = 0, binding = 3) buffer OutBuffer { STORAGE_T out_data[]; };
+layout(std430, set = 0, binding = 1) readonly buffer WVecBuffer { VEC4_STORAGE_T w_vec[]; };
 
 layout(push_constant) uniform Params {
   uint a_offset;
@@ -32,34 +22,43 @@ layout(push_constant) uniform Params {
   float beta;
 } p;
 
+#include "common/gemv.glsl"
+
 void main() {
   uint lane = gl_LocalInvocationIndex;
-  for (uint col = gl_WorkGroupID.x; col < p.n; col += gl_NumWorkGroups.x) {
-    float acc[MAX_ROWS];
-    for (uint r = 0; r < MAX_ROWS; ++r) {
-      acc[r] = 0.0;
-    }
-    uint w_base = p.w_offset + col * p.k;
-    for (uint kk = lane; kk < p.k; kk += WORKGROUP_SIZE) {
-      float w = TO_F32(w_data[w_base + kk]);
-      for (uint r = 0; r < p.rows; ++r) {
-        acc[r] += TO_F32(a_data[p.a_offset + r * p.k + kk]) * w;
+  bool vectors = gemv_a_vectors() && (p.w_offset & 3u) == 0u;
+  uint step = vectors ? 4u : 1u;
+  for (uint col0 = gl_WorkGroupID.x * COLS_PER_GROUP; col0 < p.n; col0 += gl_NumWorkGroups.x * COLS_PER_GROUP) {
+    gemv_clear();
+    for (uint kk = lane * step; kk < p.k; kk += WORKGROUP_SIZE * step) {
+      if (vectors) {
+        vec4 a[MAX_ROWS];
+        for (uint r = 0u; r < ROWS; ++r) {
+          a[r] = gemv_a4(p.a_offset + r * p.k + kk, true);
+        }
+        for (uint c = 0u; c < COLS_PER_GROUP; ++c) {
+          if (col0 + c < p.n) {
+            vec4 w = VEC4_TO_F32(w_vec[(p.w_offset + (col0 + c) * p.k + kk) >> 2]);
+            for (uint r = 0u; r < ROWS; ++r) {
+              gemv_acc[c * ROWS + r] += dot(a[r], w);
+            }
+          }
+        }
+      } else {
+        float a[MAX_ROWS];
+        for (uint r = 0u; r < ROWS; ++r) {
+          a[r] = TO_F32(a_data[p.a_offset + r * p.k + kk]);
+        }
+        for (uint c = 0u; c < COLS_PER_GROUP; ++c) {
+          if (col0 + c < p.n) {
+            float w = TO_F32(w_data[p.w_offset + (col0 + c) * p.k + kk]);
+            for (uint r = 0u; r < ROWS; ++r) {
+              gemv_acc[c * ROWS + r] += a[r] * w;
+            }
+          }
+        }
       }
     }
-    // p.rows is uniform, so every invocation takes part in each reduction.
-    for (uint r = 0; r < p.rows; ++r) {
-      float dot_product = workgroup_sum(acc[r]);
-      if (lane == 0u) {
-        uint out_index = p.out_offset + r * p.n + col;
-        float v = p.alpha * dot_product;
-        if (p.beta != 0.0) {
-          v += p.beta * TO_F32(out_data[out_index]);
-        }
-        if (p.has_bias != 0u) {
-          v += TO_F32(bias_data[p.bias_offset + col]);
-        }
-        out_data[out_index] = FROM_F32(v);
-      }
-    }
+    gemv_finish(col0);
   }
 }

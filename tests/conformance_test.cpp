@@ -471,6 +471,10 @@ TEST_CASE("gemm matches the double reference") {
       // The panel kernel (many rows): K over two widened chunks of 256 and a
       // remainder, 33 rows (a 32-row tile, then a padded one), N = 2 x 12 + 5.
       {{33, 520}, 29},
+      // Split K on GPUs (few output tiles): K = 1000 in runs of 336, 336 and
+      // 328, and K = 600 in runs of 304 and 296, with M and N at a 64-element
+      // tile edge and one past it.
+      {{65, 1000}, 64}, {{64, 600}, 65},
   };
   const std::vector<GemmVariant> variants = {
       {1.0f, 0.0f, false}, {0.5f, 0.0f, true}, {1.0f, 1.0f, true}, {-2.0f, 0.25f, false}, {1.0f, -1.0f, true},
@@ -859,7 +863,7 @@ TEST_CASE("launches larger than one pass of a GPU grid match the reference") {
   // GPU backends cap their grids and loop over the rest: Vulkan at 65535
   // workgroups per dimension (the least every device allows; 256 invocations
   // per group in the elementwise shaders, one row per group in the norms,
-  // one output feature per group in gemm_rows, 64 rows per group in gemm,
+  // four output features per group in gemm_rows, 64 rows per group in gemm,
   // one (sequence, KV head, tile of query rows) per group in flash attention,
   // one (sequence, query, head) in the row kernel), CUDA at 32 blocks of
   // 256 threads per SM for the elementwise kernels (H200: 132 SMs). Each
@@ -906,7 +910,7 @@ TEST_CASE("launches larger than one pass of a GPU grid match the reference") {
                   dtype, "out");
     }
   }
-  for (const GemmCase& c : {GemmCase{{3, 4}, 70000}, GemmCase{{65535 * 64 + 70, 1}, 2}}) {
+  for (const GemmCase& c : {GemmCase{{3, 4}, 65535 * 4 + 5}, GemmCase{{65535 * 64 + 70, 1}, 2}}) {
     const int64_t k = c.a_shape.back(), rows = numel(c.a_shape) / k;
     INFO("gemm a " << shape_text(c.a_shape) << " n " << c.n);
     const std::vector<float> a = rounded(random_values(size_t(rows * k), 14040, -1.0f, 1.0f), dtype);

@@ -329,12 +329,19 @@ TEST_CASE("gemm matches the reference: decode and tiled paths, bias, alpha, beta
     struct Shape {
       int64_t rows, n, k;
     };
-    for (Shape s : {Shape{1, 37, 300}, Shape{8, 64, 64}, Shape{9, 70, 33}, Shape{130, 129, 100}}) {
+    // The decode GEMV reads a and w as vectors of 4 when every row starts on
+    // a multiple of 4 elements (the offsets of 4 and 8 below; 2 and 6 do
+    // not), and owns 4 output columns per workgroup (N = 37: one left over).
+    // 40 x 70 x 1000 has two output tiles and splits K into 336, 336 and 328.
+    for (Shape s : {Shape{1, 37, 300}, Shape{3, 37, 300}, Shape{8, 64, 64}, Shape{9, 70, 33}, Shape{130, 129, 100},
+                    Shape{40, 70, 1000}}) {
       for (bool accumulate : {false, true}) {
+        const bool vector_offsets = accumulate && s.rows <= 8;
         CAPTURE(s.rows);
         CAPTURE(s.n);
         CAPTURE(s.k);
         CAPTURE(accumulate);
+        CAPTURE(vector_offsets);
         auto a = round_to(random_values(s.rows * s.k, 30), dtype);
         auto w = round_to(random_values(s.n * s.k, 31), dtype);
         auto bias = round_to(random_values(s.n, 32), dtype);
@@ -342,8 +349,8 @@ TEST_CASE("gemm matches the reference: decode and tiled paths, bias, alpha, beta
         // would otherwise poison the result.
         std::vector<float> prior = accumulate ? round_to(random_values(s.rows * s.n, 33), dtype)
                                               : std::vector<float>(s.rows * s.n, NAN);
-        rill_backend_tensor ta = c.tensor(a, dtype, s.rows, s.k, 2);
-        rill_backend_tensor tw = c.tensor(w, dtype, s.n, s.k, 6);
+        rill_backend_tensor ta = c.tensor(a, dtype, s.rows, s.k, vector_offsets ? 4 : 2);
+        rill_backend_tensor tw = c.tensor(w, dtype, s.n, s.k, vector_offsets ? 8 : 6);
         rill_backend_tensor tb = c.tensor(bias, dtype, 0, s.n);
         rill_backend_tensor tout = c.tensor(prior, dtype, s.rows, s.n, 10);
         const float alpha = 0.5f, beta = accumulate ? -1.5f : 0.0f;

@@ -419,9 +419,11 @@ BoundRange placeholder_range(rill_backend_context* ctx);
 rill_status create_pipeline_layout(rill_backend_context* ctx);
 void destroy_pipelines(rill_backend_context* ctx);
 /* Records one dispatch of the named shader variant with kBindingCount bound
-   ranges and push constants. */
+   ranges and push constants; constant0, when not 0, is the value of the
+   shader's specialization constant 0 (ROWS of common/gemv.glsl). */
 rill_status record_dispatch(rill_backend_context* ctx, const std::string& shader, const BoundRange* ranges,
-                            const void* push, uint32_t push_size, uint32_t groups_x, uint32_t groups_y);
+                            const void* push, uint32_t push_size, uint32_t groups_x, uint32_t groups_y,
+                            uint32_t constant0 = 0);
 
 /* ---- vk_ops.cpp --------------------------------------------------------- */
 
@@ -437,7 +439,7 @@ rill_status prepare_op(rill_backend_context* ctx, const char* op, rill_dtype dty
 rill_status check_dtype(rill_backend_context* ctx, const char* op, rill_dtype dtype);
 rill_status check_gemm_n(uint64_t rows, uint64_t n);
 /* A gemm with at most this many rows streams the weights once (gemm_rows.comp,
-   gemm_q.comp: their MAX_ROWS); more rows take the tiled gemm.comp. */
+   gemm_q.comp: MAX_ROWS of common/gemv.glsl); more rows take the tiled gemm.comp. */
 constexpr int64_t kGemmRowsMax = 8;
 /* gemm's push constants: the Params block of gemm.comp and gemm_rows.comp,
    and the start of gemm_q.comp's. */
@@ -445,6 +447,10 @@ struct GemmParams {
   uint32_t a_offset, w_offset, bias_offset, out_offset, rows, n, k, has_bias;
   float alpha, beta;
 };
+/* Records the decode GEMV (common/gemv.glsl) of the named kernel for
+   params.rows rows and params.n output columns. */
+rill_status record_gemv(rill_backend_context* ctx, const std::string& kernel, const BoundRange* ranges,
+                        const void* push, uint32_t push_size, const GemmParams& params);
 /* Binds gemm's operands to bindings 0-3 (a, w, bias, out; w in its element
    or block layout, all n rows), the placeholder to 4, and fills params. */
 rill_status bind_gemm_operands(rill_backend_context* ctx, const rill_backend_tensor* a, const rill_backend_tensor* w,

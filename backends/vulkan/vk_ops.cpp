@@ -15,17 +15,33 @@ struct ResidualParams {
   uint32_t residual_offset, update_offset, gain_offset, has_gain, count, cols;
   float residual_scale, update_scale;
 };
+/* gemm.comp -DSPLIT_K and gemm_split_reduce.comp. */
+struct SplitGemmParams {
+  GemmParams gemm;
+  uint32_t splits, k_chunk;
+};
 struct NormParams {
   uint32_t x_offset, out_offset, weight_offset, bias_offset, gain_offset, flags, rows, cols;
   float eps, residual_scale, update_scale;
 };
 static_assert(sizeof(NormParams) <= kPushConstantBytes, "push constants exceed the pipeline layout");
-static_assert(sizeof(GemmParams) <= kPushConstantBytes, "push constants exceed the pipeline layout");
+static_assert(sizeof(SplitGemmParams) <= kPushConstantBytes, "push constants exceed the pipeline layout");
 
 constexpr uint32_t kNormHasWeight = 1, kNormHasBias = 2, kNormHasGain = 4;
 constexpr uint32_t kElementwiseGroupSize = 256;
 constexpr uint32_t kGemmTile = 64;        /* TILE_M and TILE_N of gemm.comp */
+constexpr uint32_t kGemvColumnsPerGroup = 4;  /* COLS_PER_GROUP of common/gemv.glsl */
+constexpr uint32_t kGemvGroupSize = 128;      /* its WORKGROUP_SIZE (CMakeLists.txt) */
+constexpr uint32_t kGemvSubgroupSlots = 32;   /* its GEMV_SUBGROUP_SLOTS */
 constexpr uint32_t kMaxGroupsPerDispatch = 65535; /* the least every device allows */
+/* Split-K: a GEMM of fewer tiles than kGemmFillGroups (enough workgroups to
+   occupy a large GPU) splits k into up to kGemmMaxSplits runs of at least
+   kGemmMinSplitK, rounded up to whole TILE_K steps (kGemmTileK). */
+constexpr uint64_t kGemmFillGroups = 256;
+constexpr uint64_t kGemmMaxSplits = 16;
+constexpr uint64_t kGemmMinSplitK = 256;
+constexpr uint64_t kGemmTileK = 16;
+constexpr uint32_t kSplitReduceGroupSize = 256; /* local_size_x of gemm_split_reduce.comp */
 
 uint64_t last_dim(const rill_backend_tensor* t) { return static_cast<uint64_t>(t->shape[t->ndim - 1]); }
 
@@ -106,6 +122,40 @@ rill_status vk_fused_add_layer_norm(rill_backend_context* ctx, const rill_backen
                      update_scale, true);
 }
 
+/* How many runs to split k into for a GEMM of tiles workgroups: enough to
+   reach kGemmFillGroups, each run at least kGemmMinSplitK long. */
+uint64_t gemm_splits(uint64_t tiles, uint64_t k) {
+  if (tiles >= kGemmFillGroups) return 1;
+  const uint64_t wanted = (kGemmFillGroups + tiles - 1) / tiles;
+  return std::max<uint64_t>(1, std::min({wanted, kGemmMaxSplits, k / kGemmMinSplitK}));
+}
+
+/* Split-K: gemm.comp -DSPLIT_K writes each run's sums to a transient f32
+   buffer (freed behind the frame that uses it), gemm_split_reduce.comp adds
+   them and writes out. */
+rill_status gemm_split_k(rill_backend_context* ctx, rill_dtype dtype, BoundRange* ranges, const GemmParams& gemm,
+                         uint64_t splits, uint32_t column_tiles) {
+  const uint64_t k_chunk = ((gemm.k + splits - 1) / splits + kGemmTileK - 1) / kGemmTileK * kGemmTileK;
+  splits = (gemm.k + k_chunk - 1) / k_chunk; /* rounding k_chunk up may leave fewer runs */
+  const uint64_t outputs = uint64_t{gemm.rows} * gemm.n;
+  rill_backend_buffer* partials = nullptr;
+  rill_status status = buffer_alloc(ctx, splits * outputs * sizeof(float), &partials);
+  if (status != RILL_OK) return status;
+  status = bind_range(ctx, partials, 0, splits * outputs, sizeof(float), true, &ranges[4]);
+  const SplitGemmParams params{gemm, static_cast<uint32_t>(splits), static_cast<uint32_t>(k_chunk)};
+  if (status == RILL_OK) {
+    status = record_dispatch(ctx, std::string("gemm_split_") + dtype_suffix(dtype), ranges, &params, sizeof params,
+                             column_tiles * static_cast<uint32_t>(splits), groups_for(gemm.rows, kGemmTile));
+  }
+  if (status == RILL_OK) {
+    ranges[4].write = false;
+    status = record_dispatch(ctx, std::string("gemm_split_reduce_") + dtype_suffix(dtype), ranges, &params,
+                             sizeof params, groups_for(outputs, kSplitReduceGroupSize), 1);
+  }
+  buffer_free(ctx, partials);
+  return status;
+}
+
 rill_status vk_gemm(rill_backend_context* ctx, const rill_backend_tensor* a, const rill_backend_tensor* w,
                     const rill_backend_tensor* bias, float alpha, float beta, const rill_backend_tensor* out) {
   const rill_status status = prepare_op(ctx, "gemm", a->dtype);
@@ -151,13 +201,27 @@ rill_status gemm_elements(rill_backend_context* ctx, const rill_backend_tensor* 
   if (status != RILL_OK) return status;
   if (params.rows <= static_cast<uint32_t>(kGemmRowsMax)) {
     /* Decode: stream each weight row once for all rows of a. */
-    std::string shader = std::string("gemm_rows_") + dtype_suffix(a->dtype) + reduction_suffix(ctx);
-    return record_dispatch(ctx, shader, ranges, &params, sizeof params, groups_for(params.n, 1), 1);
+    return record_gemv(ctx, std::string("gemm_rows_") + dtype_suffix(a->dtype), ranges, &params, sizeof params,
+                       params);
   }
   if ((status = check_gemm_n(params.rows, params.n)) != RILL_OK) return status;
   const uint64_t column_tiles = (uint64_t{params.n} + kGemmTile - 1) / kGemmTile;
+  const uint64_t row_tiles = (uint64_t{params.rows} + kGemmTile - 1) / kGemmTile;
+  const uint64_t splits = gemm_splits(column_tiles * row_tiles, params.k);
+  if (splits > 1 && column_tiles * splits <= kMaxGroupsPerDispatch) {
+    return gemm_split_k(ctx, a->dtype, ranges, params, splits, static_cast<uint32_t>(column_tiles));
+  }
   return record_dispatch(ctx, std::string("gemm_") + dtype_suffix(a->dtype), ranges, &params, sizeof params,
                          static_cast<uint32_t>(column_tiles), groups_for(params.rows, kGemmTile));
+}
+
+rill_status record_gemv(rill_backend_context* ctx, const std::string& kernel, const BoundRange* ranges,
+                        const void* push, uint32_t push_size, const GemmParams& params) {
+  /* The subgroup reduction keeps a slot per subgroup, so it needs subgroups
+     of at least kGemvGroupSize / kGemvSubgroupSlots invocations. */
+  const bool subgroups = ctx->use_subgroups && ctx->caps.subgroup_size * kGemvSubgroupSlots >= kGemvGroupSize;
+  return record_dispatch(ctx, kernel + (subgroups ? "_sg" : "_shared"), ranges, push, push_size,
+                         groups_for(params.n, kGemvColumnsPerGroup), 1, params.rows);
 }
 
 uint64_t tensor_numel(const rill_backend_tensor* t) {

@@ -17,8 +17,12 @@ const ShaderBinary* find_shader(const std::string& name) {
   return nullptr;
 }
 
-rill_status get_pipeline(rill_backend_context* ctx, const std::string& name, VkPipeline* out_pipeline) {
-  auto found = ctx->pipelines.find(name);
+/* The pipeline of shader name with specialization constant 0 set to
+   constant0 (when not 0), made on first use. */
+rill_status get_pipeline(rill_backend_context* ctx, const std::string& name, uint32_t constant0,
+                         VkPipeline* out_pipeline) {
+  const std::string key = constant0 == 0 ? name : name + "#" + std::to_string(constant0);
+  auto found = ctx->pipelines.find(key);
   if (found != ctx->pipelines.end()) {
     *out_pipeline = found->second;
     return RILL_OK;
@@ -53,12 +57,15 @@ rill_status get_pipeline(rill_backend_context* ctx, const std::string& name, VkP
   info.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
   info.stage.module = module;
   info.stage.pName = "main";
+  const VkSpecializationMapEntry entry{0, 0, sizeof constant0};
+  const VkSpecializationInfo specialization{1, &entry, sizeof constant0, &constant0};
+  if (constant0 != 0) info.stage.pSpecializationInfo = &specialization;
   info.layout = ctx->pipeline_layout;
   VkPipeline pipeline = VK_NULL_HANDLE;
   result = vkCreateComputePipelines(ctx->device, ctx->pipeline_cache, 1, &info, nullptr, &pipeline);
   vkDestroyShaderModule(ctx->device, module, nullptr);
   if (result != VK_SUCCESS) return fail_context(ctx, result, ("vkCreateComputePipelines for " + name).c_str());
-  ctx->pipelines.emplace(name, pipeline);
+  ctx->pipelines.emplace(key, pipeline);
   *out_pipeline = pipeline;
   return RILL_OK;
 }
@@ -131,9 +138,10 @@ void destroy_pipelines(rill_backend_context* ctx) {
 }
 
 rill_status record_dispatch(rill_backend_context* ctx, const std::string& shader, const BoundRange* ranges,
-                            const void* push, uint32_t push_size, uint32_t groups_x, uint32_t groups_y) {
+                            const void* push, uint32_t push_size, uint32_t groups_x, uint32_t groups_y,
+                            uint32_t constant0) {
   VkPipeline pipeline = VK_NULL_HANDLE;
-  rill_status status = get_pipeline(ctx, shader, &pipeline);
+  rill_status status = get_pipeline(ctx, shader, constant0, &pipeline);
   if (status != RILL_OK) return status;
   Frame* frame = nullptr;
   status = begin_recording(ctx, &frame);

@@ -99,9 +99,8 @@ rill_status gemm_block_weights(rill_backend_context* ctx, const rill_backend_ten
     return status;
   }
   params.w_row_bytes = static_cast<uint32_t>(row_bytes(w->dtype, k));
-  const std::string shader = std::string("gemm_q_") + rill_backend_dtype_name(w->dtype) + "_" +
-                             dtype_suffix(a->dtype) + reduction_suffix(ctx);
-  return record_dispatch(ctx, shader, ranges, &params, sizeof params, groups_for(n, 1), 1);
+  return record_gemv(ctx, std::string("gemm_q_") + rill_backend_dtype_name(w->dtype) + "_" + dtype_suffix(a->dtype),
+                     ranges, &params, sizeof params, params.gemm);
 }
 
 rill_status get_rows(rill_backend_context* ctx, const rill_backend_tensor* table, const int32_t* ids, uint64_t count,

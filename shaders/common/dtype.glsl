@@ -1,6 +1,8 @@
 // Storage dtype of every tensor binding, chosen by one of -DDTYPE_F32,
 // -DDTYPE_F16 or -DDTYPE_BF16. Arithmetic is always f32: TO_F32 widens a stored
-// element and FROM_F32 rounds an f32 to the storage type.
+// element and FROM_F32 rounds an f32 to the storage type. VEC4_STORAGE_T
+// holds 4 stored elements, for vector loads through an aliased binding, and
+// VEC4_TO_F32 widens it to a vec4.
 //
 // f16 uses 16-bit storage (VK_KHR_16bit_storage) with float16_t loads and
 // stores. bf16 has no storage type of its own here, so it is kept as uint16_t
@@ -16,15 +18,21 @@
 
 #if defined(DTYPE_F32)
 #define STORAGE_T float
+#define VEC4_STORAGE_T vec4
 #define TO_F32(v) (v)
+#define VEC4_TO_F32(v) (v)
 #define FROM_F32(f) (f)
 #elif defined(DTYPE_F16)
 #define STORAGE_T float16_t
+#define VEC4_STORAGE_T f16vec4
 #define TO_F32(v) float(v)
+#define VEC4_TO_F32(v) vec4(v)
 #define FROM_F32(f) float16_t(f)
 #elif defined(DTYPE_BF16)
 #define STORAGE_T uint16_t
+#define VEC4_STORAGE_T u16vec4
 #define TO_F32(v) uintBitsToFloat(uint(v) << 16)
+#define VEC4_TO_F32(v) uintBitsToFloat(uvec4(v) << 16)
 #define FROM_F32(f) uint16_t(bf16_bits_from_f32(f))
 #else
 #error "define one of DTYPE_F32, DTYPE_F16, DTYPE_BF16"
