@@ -74,19 +74,7 @@ std::string write_folder(const char* name, int hidden = kHidden) {
       {"model.norm.weight", {hidden}},
       {"lm_head.weight", {kVocab, hidden}},
   };
-  std::vector<rill_test::F32Tensor> checkpoint;
-  uint32_t state = 12345;
-  for (const auto& [tensor, shape] : tensors) {
-    size_t count = 1;
-    for (int64_t d : shape) count *= static_cast<size_t>(d);
-    std::vector<float> values(count);
-    for (float& v : values) {
-      state = state * 1664525u + 1013904223u;
-      v = static_cast<float>(state >> 8) / 16777216.0f - 0.5f;
-    }
-    checkpoint.push_back({tensor, shape, values});
-  }
-  const std::string bytes = rill_test::f32_safetensors(checkpoint);
+  const std::string bytes = rill_test::f32_safetensors(rill_test::random_f32_tensors(tensors, 12345, 1.0f));
   rill_test::write_text_file(folder + "/model.safetensors", bytes);
   return folder;
 }

@@ -68,19 +68,8 @@ std::string write_folder(int vocab) {
         {"model.layers.0.post_attention_layernorm.weight", {kHidden}},
         {"model.norm.weight", {kHidden}},
     };
-    std::vector<rill_test::F32Tensor> tensors;
-    uint32_t state = 2024;
-    for (const auto& [name, shape] : shapes) {
-      size_t count = 1;
-      for (int64_t d : shape) count *= static_cast<size_t>(d);
-      std::vector<float> values(count);
-      for (float& v : values) {
-        state = state * 1664525u + 1013904223u;
-        v = (static_cast<float>(state >> 8) / 16777216.0f - 0.5f) * 0.2f;
-      }
-      tensors.push_back({name, shape, values});
-    }
-    rill_test::write_text_file(path + "/model.safetensors", rill_test::f32_safetensors(tensors));
+    rill_test::write_text_file(path + "/model.safetensors",
+                               rill_test::f32_safetensors(rill_test::random_f32_tensors(shapes, 2024, 0.2f)));
     return path;
 }
 

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace rill_test {
@@ -43,6 +44,25 @@ struct F32Tensor {
   std::vector<int64_t> shape;
   std::vector<float> values;
 };
+
+// Tensors of the named shapes holding values of a fixed sequence (a linear
+// congruential generator from seed), uniform in [-scale / 2, scale / 2).
+inline std::vector<F32Tensor> random_f32_tensors(
+    const std::vector<std::pair<std::string, std::vector<int64_t>>>& shapes, uint32_t seed, float scale) {
+  std::vector<F32Tensor> tensors;
+  uint32_t state = seed;
+  for (const auto& [name, shape] : shapes) {
+    size_t count = 1;
+    for (int64_t d : shape) count *= static_cast<size_t>(d);
+    std::vector<float> values(count);
+    for (float& v : values) {
+      state = state * 1664525u + 1013904223u;
+      v = (static_cast<float>(state >> 8) / 16777216.0f - 0.5f) * scale;
+    }
+    tensors.push_back({name, shape, values});
+  }
+  return tensors;
+}
 
 // A checkpoint's bytes: the tensors' F32 values stored one after another, in order.
 inline std::string f32_safetensors(const std::vector<F32Tensor>& tensors) {
