@@ -308,6 +308,14 @@ TEST_CASE("rill_lm_create_shared refuses NULLs and a context of another backend"
 
 TEST_CASE("Vulkan: contexts on different VkDevices are refused, naming both") {
   if (backend_name() != "vulkan") return;
+  if (rill_test::kAddressSanitizer) {
+    // The second device's instance loads the validation layer and drops it
+    // when destroyed; LeakSanitizer then reports the allocations the Vulkan
+    // loader and the layer keep (tests/sanitizers/lsan.supp) from an unloaded
+    // module, whose frames its fast unwinder cannot name.
+    MESSAGE("not checked under AddressSanitizer: a second instance with the other validation setting");
+    return;
+  }
   Context a;
   rill_lm* source = load(a.ctx);
   // The other validation setting opens a device of its own on the same GPU.

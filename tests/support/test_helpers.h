@@ -18,6 +18,19 @@ namespace rill_test {
 
 inline const char* const kCpuConfig = "[runtime]\nbackend = \"cpu\"\n";
 
+// True in a build under AddressSanitizer (GCC's and clang's spellings).
+#if defined(__SANITIZE_ADDRESS__)
+inline constexpr bool kAddressSanitizer = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+inline constexpr bool kAddressSanitizer = true;
+#else
+inline constexpr bool kAddressSanitizer = false;
+#endif
+#else
+inline constexpr bool kAddressSanitizer = false;
+#endif
+
 // Checks that message holds every part. Parts are std::string so that a
 // missing one is printed as text: doctest prints a bare const char* as an address.
 inline void expect_message_has(const std::string& message, const std::vector<std::string>& parts) {
