@@ -13,6 +13,7 @@ packages=(
   python3-venv python3-packaging                                       # the tests' transformers venv
   mono-mcs mono-runtime                                                # C# binding
   clang-14 libfuzzer-14-dev libclang-rt-14-dev                         # fuzz targets, sanitizer builds
+  llvm-14                                                              # llvm-symbolizer: sanitizer stacks, and the suppressions that match them
   g++-mingw-w64-x86-64 wine64 xvfb xauth                              # Windows cross-build, its tests under Wine
   ninja-build                                                          # the Python wheel's CMake build (scikit-build-core)
 )

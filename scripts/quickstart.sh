@@ -85,7 +85,10 @@ stage "sanitizer suite"
 configure_and_build "$build-asan" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER=clang-14 \
   -DCMAKE_CXX_COMPILER=clang++-14 -DRILL_SANITIZE=address,undefined -DRILL_FUZZ=ON -DRILL_BACKEND_CUDA=OFF \
   -DRILL_BUILD_EXAMPLES=OFF
-(cd "$build-asan" && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+# LeakSanitizer's suppressions (tests/sanitizers/lsan.supp) match function
+# names, so the stacks must be symbolized: llvm-14's symbolizer, named here
+# since Debian puts only versioned names on PATH without the llvm package.
+(cd "$build-asan" && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:external_symbolizer_path=/usr/lib/llvm-14/bin/llvm-symbolizer \
   LSAN_OPTIONS=suppressions=$root/tests/sanitizers/lsan.supp \
   UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --output-on-failure -j "$jobs" -LE no-sanitize \
