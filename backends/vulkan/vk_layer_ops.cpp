@@ -198,9 +198,8 @@ uint64_t split_count(uint64_t row_tiles, uint64_t max_length) {
    rows into a transient f32 buffer (freed behind the frame that reads it),
    attention_merge.comp combines them into out. ranges[3] is rebound here. */
 rill_status record_split_attention(rill_backend_context* ctx, const std::string& shader, BoundRange* ranges,
-                                   const std::vector<int32_t>& lengths, AttentionParams params, uint64_t splits,
-                                   uint64_t max_length, uint32_t keys, uint64_t row_tiles,
-                                   const rill_backend_tensor* out) {
+                                   AttentionParams params, uint64_t splits, uint64_t max_length, uint32_t keys,
+                                   uint64_t row_tiles, const rill_backend_tensor* out) {
   const uint64_t rows = static_cast<uint64_t>(params.batch) * params.queries * params.q_heads;
   const uint64_t row_values = params.head_dim + 2;
   /* Each range a whole number of key tiles; rounding up may leave fewer ranges. */
@@ -210,8 +209,7 @@ rill_status record_split_attention(rill_backend_context* ctx, const std::string&
   rill_status status = buffer_alloc(ctx, splits * rows * row_values * sizeof(float), &partial);
   if (status != RILL_OK) return status;
   const BoundRange out_range = ranges[3];
-  if ((status = bind_range(ctx, partial, 0, splits * rows * row_values, sizeof(float), true, &ranges[3])) == RILL_OK &&
-      (status = upload_to_staging(ctx, lengths.data(), lengths.size() * sizeof(int32_t), &ranges[4])) == RILL_OK) {
+  if ((status = bind_range(ctx, partial, 0, splits * rows * row_values, sizeof(float), true, &ranges[3])) == RILL_OK) {
     params.out_offset = ranges[3].element_offset;
     params.split_keys = static_cast<uint32_t>(split_keys);
     status = record_dispatch(ctx, shader + "_split", ranges, &params, sizeof params, groups_for(row_tiles, 1),
@@ -270,11 +268,11 @@ rill_status layer_attention_ex(rill_backend_context* ctx, const rill_backend_ten
                          RILL_STRUCT_HAS(rill_attention_params, options, softcap) ? options->softcap : 0.0f,
                          0u};
 
+  if ((status = upload_to_staging(ctx, lengths.data(), lengths.size() * sizeof(int32_t), &ranges[4])) != RILL_OK) {
+    return status;
+  }
   const FlashTile* tile = flash_tile_for(ctx, head_dim);
   if (tile == nullptr) {
-    if ((status = upload_to_staging(ctx, lengths.data(), lengths.size() * sizeof(int32_t), &ranges[4])) != RILL_OK) {
-      return status;
-    }
     const std::string shader = std::string("attention_") + dtype_suffix(q->dtype) + reduction_suffix(ctx);
     return record_dispatch(ctx, shader, ranges, &params, sizeof params,
                            groups_for(static_cast<uint64_t>(batch * queries * q_heads), 1), 1);
@@ -287,11 +285,7 @@ rill_status layer_attention_ex(rill_backend_context* ctx, const rill_backend_ten
       std::string("flash_attention_") + dtype_suffix(q->dtype) + "_d" + std::to_string(tile->head_dim_max);
   const uint64_t splits = split_count(row_tiles, max_length);
   if (splits > 1) {
-    return record_split_attention(ctx, shader, ranges, lengths, params, splits, max_length, tile->keys, row_tiles,
-                                  out);
-  }
-  if ((status = upload_to_staging(ctx, lengths.data(), lengths.size() * sizeof(int32_t), &ranges[4])) != RILL_OK) {
-    return status;
+    return record_split_attention(ctx, shader, ranges, params, splits, max_length, tile->keys, row_tiles, out);
   }
   return record_dispatch(ctx, shader, ranges, &params, sizeof params, groups_for(row_tiles, 1), 1);
 }
