@@ -36,6 +36,7 @@ if [ ${#targets[@]} -eq 0 ]; then
   for seeds in "$root"/tests/fuzz/corpus/*/; do targets+=("$(basename "$seeds")"); done
 fi
 
+source "$root/scripts/sanitizer-options.sh"
 findings=$build/findings
 mkdir -p "$findings"
 
@@ -44,8 +45,8 @@ run_target() {  # <target>: one libFuzzer run; its summary line goes to findings
   mkdir -p "$corpus"
   # -rss_limit_mb: a reader that allocates what a header claims shows up as
   # an out-of-memory finding. -close_fd_mask=3: the CLI's own output is noise.
-  ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-    "$build/bin/fuzz_$target" "$corpus" "$root/tests/fuzz/corpus/$target" \
+  ASAN_OPTIONS=$rill_asan_options:allocator_may_return_null=1 LSAN_OPTIONS=$rill_lsan_options \
+    UBSAN_OPTIONS=$rill_ubsan_options "$build/bin/fuzz_$target" "$corpus" "$root/tests/fuzz/corpus/$target" \
     -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len=65536 -close_fd_mask=3 \
     -artifact_prefix="$findings/$target-" -print_final_stats=1 >"$log" 2>&1 || status=FAILED
   local runs cov
@@ -66,6 +67,12 @@ wait
 failed=$({ grep -l FAILED "$findings"/*.summary 2>/dev/null || true; } | xargs -r -n1 basename | sed 's/\.summary$//' |
   tr '\n' ' ')
 if [ -n "$failed" ]; then
+  # The findings folder may not outlive the run (a CI machine): each failed
+  # target's report goes to the output too.
+  for target in $failed; do
+    echo "---- fuzz $target: the end of its log" >&2
+    grep -v -E '^#[0-9]+' "$findings/$target.log" | tail -n 40 >&2
+  done
   echo "fuzz: failures in $failed; inputs and logs in $findings" >&2
   exit 1
 fi
