@@ -1,6 +1,7 @@
 // CUDA-specific paths the cross-backend conformance suite does not reach:
 // the launch shapes for many rows, rows too long to park in shared memory,
-// decode attention split over long KV caches, writes from pinned memory,
+// decode attention split over long KV caches, attention's GQA groups sharing
+// K/V loads (16-byte and element loads), writes from pinned memory,
 // device-memory exhaustion leaving the context usable, a GEMM with a bias on
 // several leading dims, and the requests the CUDA backend reports as
 // unsupported, and the second passes of the residual_add, RoPE and
@@ -296,6 +297,58 @@ TEST_CASE("decode attention over long caches (the KV walk split and merged) matc
         results[i] = out.read();
       }
       check_close(results[0], results[1], RILL_DTYPE_F32);
+    }
+  }
+}
+
+TEST_CASE("attention sharing K/V loads across a GQA group (MQA, 4 and 7 heads) matches the CPU and the reference") {
+  // A block serves up to 8 query heads of one KV head: 7 heads per KV head
+  // (a group that is no power of two) fill one block partly, MQA's 12 heads
+  // take a full block and a partial one. K and V move in 16-byte packs for
+  // head_dim 64/128/256 and element by element for 98 (no multiple of a
+  // pack in any dtype). The KV lengths are odd; one query per sequence
+  // splits the walk; 140 queries of 2 sequences (560 blocks) fill any GPU of
+  // up to 280 SMs without a split.
+  struct Group {
+    int64_t q_heads, kv_heads;
+  };
+  struct Case {
+    int64_t queries;
+    int32_t window;
+    float softcap;
+  };
+  const int64_t batch = 2, slots = 1537;
+  const std::vector<int32_t> lengths = {1537, 333};
+  for (const Group& g : {Group{12, 1}, Group{8, 2}, Group{14, 2}}) {
+    for (const Case& c : {Case{1, 0, 0.0f}, Case{1, 301, 20.0f}, Case{140, 0, 0.0f}}) {
+      for (int64_t head_dim : {64, 98, 128, 256}) {
+        for (rill_dtype dtype : {RILL_DTYPE_F32, RILL_DTYPE_F16, RILL_DTYPE_BF16}) {
+          if (c.queries > 1 && (head_dim != 128 || dtype != RILL_DTYPE_BF16)) continue;  // one prefill shape
+          INFO(rill_dtype_name(dtype) << " q_heads " << g.q_heads << " kv_heads " << g.kv_heads << " head_dim "
+                                      << head_dim << " queries " << c.queries << " window " << c.window
+                                      << " softcap " << c.softcap);
+          const std::vector<int64_t> q_shape = {batch, c.queries, g.q_heads, head_dim};
+          const std::vector<int64_t> kv_shape = {batch, slots, g.kv_heads, head_dim};
+          const std::vector<float> q = rounded(random_values(numel(q_shape), 50), dtype);
+          const std::vector<float> k = rounded(random_values(numel(kv_shape), 51), dtype);
+          const std::vector<float> v = rounded(random_values(numel(kv_shape), 52), dtype);
+          const float scale = 0.1f;
+          const rill_attention_params params{sizeof(rill_attention_params), scale, c.window, c.softcap};
+          std::vector<float> results[2];
+          rill_context* contexts[2] = {g_cuda, g_cpu};
+          for (int i = 0; i < 2; ++i) {
+            Tensor tq(contexts[i], dtype, q_shape, q), tk(contexts[i], dtype, kv_shape, k);
+            Tensor tv(contexts[i], dtype, kv_shape, v), out(contexts[i], dtype, q_shape, q);
+            REQUIRE_MESSAGE(rill_attention_ex(contexts[i], tq.t, tk.t, tv.t, lengths.data(), lengths.size(), &params,
+                                              out.t) == RILL_OK,
+                            rill_last_error());
+            results[i] = out.read();
+          }
+          const rill_ref::AttentionShape shape{batch, c.queries, slots, g.q_heads, g.kv_heads, head_dim};
+          check_both(results[0], results[1],
+                     rill_ref::attention(q, k, v, shape, lengths, scale, c.window, c.softcap), dtype);
+        }
+      }
     }
   }
 }
