@@ -5,7 +5,8 @@
 // device-memory exhaustion leaving the context usable, a GEMM with a bias on
 // several leading dims, and the requests the CUDA backend reports as
 // unsupported, and the second passes of the residual_add, RoPE and
-// activation grids. Results are compared with the CPU backend's (which the
+// activation grids, and cuBLASLt's fallback to its next algorithm. Results
+// are compared with the CPU backend's (which the
 // conformance suite checks against a double reference) and, for the ops
 // whose reference is cheap, with that reference too, with the limits of
 // tests/support/tolerance.h.
@@ -24,6 +25,7 @@
 
 #include "reference.h"
 #include "rill.h"
+#include "test_helpers.h"
 #include "tolerance.h"
 
 namespace {
@@ -351,6 +353,73 @@ TEST_CASE("attention sharing K/V loads across a GQA group (MQA, 4 and 7 heads) m
       }
     }
   }
+}
+
+namespace {
+
+// A bf16 GEMM [64, 1024] x [512, 1024]^T on ctx from fixed inputs: rill_gemm's
+// status, and the result in *result when it ran.
+rill_status gemm_on(rill_context* ctx, std::vector<float>* result) {
+  const std::vector<int64_t> a_shape = {64, 1024}, w_shape = {512, 1024}, out_shape = {64, 512};
+  const std::vector<float> a = rounded(random_values(numel(a_shape), 60), RILL_DTYPE_BF16);
+  const std::vector<float> w = rounded(random_values(numel(w_shape), 61), RILL_DTYPE_BF16);
+  Tensor ta(ctx, RILL_DTYPE_BF16, a_shape, a), tw(ctx, RILL_DTYPE_BF16, w_shape, w);
+  Tensor out(ctx, RILL_DTYPE_BF16, out_shape, std::vector<float>(numel(out_shape), 0.0f));
+  const rill_status status = rill_gemm(ctx, ta.t, tw.t, nullptr, 1.0f, 0.0f, out.t);
+  if (status == RILL_OK) *result = out.read();
+  return status;
+}
+
+std::vector<std::string> g_log;
+void keep_log(rill_log_level, const char* message, void*) { g_log.emplace_back(message); }
+
+// A CUDA context made while RILL_CUDA_TEST_REFUSE_GEMM_ALGOS=refused.
+rill_context* refusing_context(int refused) {
+  rill_test::set_env("RILL_CUDA_TEST_REFUSE_GEMM_ALGOS", std::to_string(refused));
+  rill_context* ctx = nullptr;
+  const rill_status status = rill_context_create("[runtime]\nbackend = \"cuda\"\n", &ctx);
+  rill_test::unset_env("RILL_CUDA_TEST_REFUSE_GEMM_ALGOS");
+  REQUIRE_MESSAGE(status == RILL_OK, rill_last_error());
+  return ctx;
+}
+
+}  // namespace
+
+TEST_CASE("a GEMM whose first cuBLASLt algorithm is refused runs the next one and matches the CPU and the reference") {
+  std::vector<float> expected_cpu, cuda;
+  REQUIRE(gemm_on(g_cpu, &expected_cpu) == RILL_OK);
+  const std::vector<float> a = rounded(random_values(64 * 1024, 60), RILL_DTYPE_BF16);
+  const std::vector<float> w = rounded(random_values(512 * 1024, 61), RILL_DTYPE_BF16);
+  const std::vector<double> reference = rill_ref::gemm(a, w, {}, 1.0f, 0.0f, {}, 64, 512, 1024);
+
+  rill_context* refusing = refusing_context(1);
+  g_log.clear();
+  REQUIRE(rill_set_log_callback(keep_log, nullptr, RILL_LOG_DEBUG) == RILL_OK);
+  const rill_status status = gemm_on(refusing, &cuda);
+  REQUIRE(rill_set_log_callback(nullptr, nullptr, RILL_LOG_DEBUG) == RILL_OK);
+  // cuBLASLt offers up to 8 algorithms for this shape; with one alone the
+  // fallback has nothing to go to, and the call must say so.
+  if (status != RILL_OK) {
+    CHECK_MESSAGE(std::string(rill_last_error()).find("each of 1 algorithms") != std::string::npos, rill_last_error());
+  } else {
+    bool fell_back = false;
+    for (const std::string& line : g_log) fell_back |= line.find("refused 1 of") != std::string::npos &&
+                                                       line.find("algorithm 2 ran") != std::string::npos;
+    CHECK_MESSAGE(fell_back, "no log line says that algorithm 2 ran after algorithm 1 was refused");
+    check_both(cuda, expected_cpu, reference, RILL_DTYPE_BF16);
+    // The algorithm that ran is tried first from then on: the same result again.
+    std::vector<float> again;
+    REQUIRE(gemm_on(refusing, &again) == RILL_OK);
+    CHECK(again == cuda);
+  }
+  rill_context_destroy(refusing);
+
+  // Every algorithm refused: an error naming how many were tried, and no result.
+  rill_context* refusing_all = refusing_context(1000);
+  CHECK(gemm_on(refusing_all, &cuda) != RILL_OK);
+  CHECK_MESSAGE(std::string(rill_last_error()).find("algorithms the heuristic offered") != std::string::npos,
+                rill_last_error());
+  rill_context_destroy(refusing_all);
 }
 
 TEST_CASE("a tensor destroyed while an op that reads it is queued leaves that op's result intact") {
