@@ -1,7 +1,8 @@
 // CUDA-specific paths the cross-backend conformance suite does not reach:
 // the launch shapes for many rows, rows too long to park in shared memory,
 // decode attention split over long KV caches, attention's GQA groups sharing
-// K/V loads (16-byte and element loads), writes from pinned memory,
+// K/V loads (16-byte and element loads), the reuse of the page-locked
+// staging for RoPE positions, writes from pinned memory,
 // device-memory exhaustion leaving the context usable, a GEMM with a bias on
 // several leading dims, and the requests the CUDA backend reports as
 // unsupported, and the second passes of the residual_add, RoPE and
@@ -19,6 +20,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <limits>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -420,6 +422,41 @@ TEST_CASE("a GEMM whose first cuBLASLt algorithm is refused runs the next one an
   CHECK_MESSAGE(std::string(rill_last_error()).find("algorithms the heuristic offered") != std::string::npos,
                 rill_last_error());
   rill_context_destroy(refusing_all);
+}
+
+TEST_CASE("RoPE positions of 200 calls queued behind a long GEMM (staging slots reused) match the CPU backend") {
+  // The positions reach the device through 64 page-locked staging slots,
+  // taken in turn; a slot is refilled only once the copy from it has ended.
+  // Large GEMMs first keep the device busy while the host queues 200
+  // calls, each with its own positions, so slots are reused while copies
+  // from them are still queued.
+  const std::vector<int64_t> a_shape = {2048, 4096}, w_shape = {4096, 4096};
+  const std::vector<float> a = random_values(numel(a_shape), 70), w = random_values(numel(w_shape), 71);
+  Tensor ta(g_cuda, RILL_DTYPE_F32, a_shape, a), tw(g_cuda, RILL_DTYPE_F32, w_shape, w);
+  Tensor busy(g_cuda, RILL_DTYPE_F32, {2048, 4096}, std::vector<float>(2048 * 4096, 0.0f));
+  REQUIRE(rill_context_synchronize(g_cuda) == RILL_OK);
+  constexpr int kCalls = 200;
+  const std::vector<int64_t> shape = {3, 2, 64};
+  const std::vector<float> x = random_values(numel(shape), 72);
+  std::vector<std::vector<float>> results[2];
+  rill_context* contexts[2] = {g_cuda, g_cpu};
+  for (int i = 0; i < 2; ++i) {
+    for (int gemm = 0; contexts[i] == g_cuda && gemm < 10; ++gemm) {  // some 10 ms on an H200
+      REQUIRE_MESSAGE(rill_gemm(g_cuda, ta.t, tw.t, nullptr, 1.0f, 0.0f, busy.t) == RILL_OK, rill_last_error());
+    }
+    std::vector<std::unique_ptr<Tensor>> tensors;
+    for (int call = 0; call < kCalls; ++call) {
+      tensors.push_back(std::make_unique<Tensor>(contexts[i], RILL_DTYPE_F32, shape, x));
+      const int32_t positions[3] = {call, 7 * call + 1, 1000 + call};
+      REQUIRE_MESSAGE(rill_rope(contexts[i], tensors.back()->t, positions, 3, 10000.0f, 64) == RILL_OK,
+                      rill_last_error());
+    }
+    for (const auto& t : tensors) results[i].push_back(t->read());
+  }
+  for (int call = 0; call < kCalls; ++call) {
+    INFO("call " << call);
+    check_close(results[0][static_cast<size_t>(call)], results[1][static_cast<size_t>(call)], RILL_DTYPE_F32);
+  }
 }
 
 TEST_CASE("a tensor destroyed while an op that reads it is queued leaves that op's result intact") {
