@@ -1,10 +1,13 @@
 // CUDA-specific paths the cross-backend conformance suite does not reach:
 // the launch shapes for many rows, rows too long to park in shared memory,
-// decode attention split over long KV caches, writes from pinned memory,
+// decode attention split over long KV caches, attention's GQA groups sharing
+// K/V loads (16-byte and element loads), the reuse of the page-locked
+// staging for RoPE positions, writes from pinned memory,
 // device-memory exhaustion leaving the context usable, a GEMM with a bias on
 // several leading dims, and the requests the CUDA backend reports as
 // unsupported, and the second passes of the residual_add, RoPE and
-// activation grids. Results are compared with the CPU backend's (which the
+// activation grids, and cuBLASLt's fallback to its next algorithm. Results
+// are compared with the CPU backend's (which the
 // conformance suite checks against a double reference) and, for the ops
 // whose reference is cheap, with that reference too, with the limits of
 // tests/support/tolerance.h.
@@ -17,12 +20,14 @@
 #include <algorithm>
 #include <cstdio>
 #include <limits>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "reference.h"
 #include "rill.h"
+#include "test_helpers.h"
 #include "tolerance.h"
 
 namespace {
@@ -297,6 +302,160 @@ TEST_CASE("decode attention over long caches (the KV walk split and merged) matc
       }
       check_close(results[0], results[1], RILL_DTYPE_F32);
     }
+  }
+}
+
+TEST_CASE("attention sharing K/V loads across a GQA group (MQA, 4 and 7 heads) matches the CPU and the reference") {
+  // A block serves up to 8 query heads of one KV head: 7 heads per KV head
+  // (a group that is no power of two) fill one block partly, MQA's 12 heads
+  // take a full block and a partial one. K and V move in 16-byte packs for
+  // head_dim 64/128/256 and element by element for 98 (no multiple of a
+  // pack in any dtype). The KV lengths are odd; one query per sequence
+  // splits the walk; 140 queries of 2 sequences (560 blocks) fill any GPU of
+  // up to 280 SMs without a split.
+  struct Group {
+    int64_t q_heads, kv_heads;
+  };
+  struct Case {
+    int64_t queries;
+    int32_t window;
+    float softcap;
+  };
+  const int64_t batch = 2, slots = 1537;
+  const std::vector<int32_t> lengths = {1537, 333};
+  for (const Group& g : {Group{12, 1}, Group{8, 2}, Group{14, 2}}) {
+    for (const Case& c : {Case{1, 0, 0.0f}, Case{1, 301, 20.0f}, Case{140, 0, 0.0f}}) {
+      for (int64_t head_dim : {64, 98, 128, 256}) {
+        for (rill_dtype dtype : {RILL_DTYPE_F32, RILL_DTYPE_F16, RILL_DTYPE_BF16}) {
+          if (c.queries > 1 && (head_dim != 128 || dtype != RILL_DTYPE_BF16)) continue;  // one prefill shape
+          INFO(rill_dtype_name(dtype) << " q_heads " << g.q_heads << " kv_heads " << g.kv_heads << " head_dim "
+                                      << head_dim << " queries " << c.queries << " window " << c.window
+                                      << " softcap " << c.softcap);
+          const std::vector<int64_t> q_shape = {batch, c.queries, g.q_heads, head_dim};
+          const std::vector<int64_t> kv_shape = {batch, slots, g.kv_heads, head_dim};
+          const std::vector<float> q = rounded(random_values(numel(q_shape), 50), dtype);
+          const std::vector<float> k = rounded(random_values(numel(kv_shape), 51), dtype);
+          const std::vector<float> v = rounded(random_values(numel(kv_shape), 52), dtype);
+          const float scale = 0.1f;
+          const rill_attention_params params{sizeof(rill_attention_params), scale, c.window, c.softcap};
+          std::vector<float> results[2];
+          rill_context* contexts[2] = {g_cuda, g_cpu};
+          for (int i = 0; i < 2; ++i) {
+            Tensor tq(contexts[i], dtype, q_shape, q), tk(contexts[i], dtype, kv_shape, k);
+            Tensor tv(contexts[i], dtype, kv_shape, v), out(contexts[i], dtype, q_shape, q);
+            REQUIRE_MESSAGE(rill_attention_ex(contexts[i], tq.t, tk.t, tv.t, lengths.data(), lengths.size(), &params,
+                                              out.t) == RILL_OK,
+                            rill_last_error());
+            results[i] = out.read();
+          }
+          const rill_ref::AttentionShape shape{batch, c.queries, slots, g.q_heads, g.kv_heads, head_dim};
+          check_both(results[0], results[1],
+                     rill_ref::attention(q, k, v, shape, lengths, scale, c.window, c.softcap), dtype);
+        }
+      }
+    }
+  }
+}
+
+namespace {
+
+// A bf16 GEMM [64, 1024] x [512, 1024]^T on ctx from fixed inputs: rill_gemm's
+// status, and the result in *result when it ran.
+rill_status gemm_on(rill_context* ctx, std::vector<float>* result) {
+  const std::vector<int64_t> a_shape = {64, 1024}, w_shape = {512, 1024}, out_shape = {64, 512};
+  const std::vector<float> a = rounded(random_values(numel(a_shape), 60), RILL_DTYPE_BF16);
+  const std::vector<float> w = rounded(random_values(numel(w_shape), 61), RILL_DTYPE_BF16);
+  Tensor ta(ctx, RILL_DTYPE_BF16, a_shape, a), tw(ctx, RILL_DTYPE_BF16, w_shape, w);
+  Tensor out(ctx, RILL_DTYPE_BF16, out_shape, std::vector<float>(numel(out_shape), 0.0f));
+  const rill_status status = rill_gemm(ctx, ta.t, tw.t, nullptr, 1.0f, 0.0f, out.t);
+  if (status == RILL_OK) *result = out.read();
+  return status;
+}
+
+std::vector<std::string> g_log;
+void keep_log(rill_log_level, const char* message, void*) { g_log.emplace_back(message); }
+
+// A CUDA context made while RILL_CUDA_TEST_REFUSE_GEMM_ALGOS=refused.
+rill_context* refusing_context(int refused) {
+  rill_test::set_env("RILL_CUDA_TEST_REFUSE_GEMM_ALGOS", std::to_string(refused));
+  rill_context* ctx = nullptr;
+  const rill_status status = rill_context_create("[runtime]\nbackend = \"cuda\"\n", &ctx);
+  rill_test::unset_env("RILL_CUDA_TEST_REFUSE_GEMM_ALGOS");
+  REQUIRE_MESSAGE(status == RILL_OK, rill_last_error());
+  return ctx;
+}
+
+}  // namespace
+
+TEST_CASE("a GEMM whose first cuBLASLt algorithm is refused runs the next one and matches the CPU and the reference") {
+  std::vector<float> expected_cpu, cuda;
+  REQUIRE(gemm_on(g_cpu, &expected_cpu) == RILL_OK);
+  const std::vector<float> a = rounded(random_values(64 * 1024, 60), RILL_DTYPE_BF16);
+  const std::vector<float> w = rounded(random_values(512 * 1024, 61), RILL_DTYPE_BF16);
+  const std::vector<double> reference = rill_ref::gemm(a, w, {}, 1.0f, 0.0f, {}, 64, 512, 1024);
+
+  rill_context* refusing = refusing_context(1);
+  g_log.clear();
+  REQUIRE(rill_set_log_callback(keep_log, nullptr, RILL_LOG_DEBUG) == RILL_OK);
+  const rill_status status = gemm_on(refusing, &cuda);
+  REQUIRE(rill_set_log_callback(nullptr, nullptr, RILL_LOG_DEBUG) == RILL_OK);
+  // cuBLASLt offers up to 8 algorithms for this shape; with one alone the
+  // fallback has nothing to go to, and the call must say so.
+  if (status != RILL_OK) {
+    CHECK_MESSAGE(std::string(rill_last_error()).find("each of 1 algorithms") != std::string::npos, rill_last_error());
+  } else {
+    bool fell_back = false;
+    for (const std::string& line : g_log) fell_back |= line.find("refused 1 of") != std::string::npos &&
+                                                       line.find("algorithm 2 ran") != std::string::npos;
+    CHECK_MESSAGE(fell_back, "no log line says that algorithm 2 ran after algorithm 1 was refused");
+    check_both(cuda, expected_cpu, reference, RILL_DTYPE_BF16);
+    // The algorithm that ran is tried first from then on: the same result again.
+    std::vector<float> again;
+    REQUIRE(gemm_on(refusing, &again) == RILL_OK);
+    CHECK(again == cuda);
+  }
+  rill_context_destroy(refusing);
+
+  // Every algorithm refused: an error naming how many were tried, and no result.
+  rill_context* refusing_all = refusing_context(1000);
+  CHECK(gemm_on(refusing_all, &cuda) != RILL_OK);
+  CHECK_MESSAGE(std::string(rill_last_error()).find("algorithms the heuristic offered") != std::string::npos,
+                rill_last_error());
+  rill_context_destroy(refusing_all);
+}
+
+TEST_CASE("RoPE positions of 200 calls queued behind a long GEMM (staging slots reused) match the CPU backend") {
+  // The positions reach the device through 64 page-locked staging slots,
+  // taken in turn; a slot is refilled only once the copy from it has ended.
+  // Large GEMMs first keep the device busy while the host queues 200
+  // calls, each with its own positions, so slots are reused while copies
+  // from them are still queued.
+  const std::vector<int64_t> a_shape = {2048, 4096}, w_shape = {4096, 4096};
+  const std::vector<float> a = random_values(numel(a_shape), 70), w = random_values(numel(w_shape), 71);
+  Tensor ta(g_cuda, RILL_DTYPE_F32, a_shape, a), tw(g_cuda, RILL_DTYPE_F32, w_shape, w);
+  Tensor busy(g_cuda, RILL_DTYPE_F32, {2048, 4096}, std::vector<float>(2048 * 4096, 0.0f));
+  REQUIRE(rill_context_synchronize(g_cuda) == RILL_OK);
+  constexpr int kCalls = 200;
+  const std::vector<int64_t> shape = {3, 2, 64};
+  const std::vector<float> x = random_values(numel(shape), 72);
+  std::vector<std::vector<float>> results[2];
+  rill_context* contexts[2] = {g_cuda, g_cpu};
+  for (int i = 0; i < 2; ++i) {
+    for (int gemm = 0; contexts[i] == g_cuda && gemm < 10; ++gemm) {  // some 10 ms on an H200
+      REQUIRE_MESSAGE(rill_gemm(g_cuda, ta.t, tw.t, nullptr, 1.0f, 0.0f, busy.t) == RILL_OK, rill_last_error());
+    }
+    std::vector<std::unique_ptr<Tensor>> tensors;
+    for (int call = 0; call < kCalls; ++call) {
+      tensors.push_back(std::make_unique<Tensor>(contexts[i], RILL_DTYPE_F32, shape, x));
+      const int32_t positions[3] = {call, 7 * call + 1, 1000 + call};
+      REQUIRE_MESSAGE(rill_rope(contexts[i], tensors.back()->t, positions, 3, 10000.0f, 64) == RILL_OK,
+                      rill_last_error());
+    }
+    for (const auto& t : tensors) results[i].push_back(t->read());
+  }
+  for (int call = 0; call < kCalls; ++call) {
+    INFO("call " << call);
+    check_close(results[0][static_cast<size_t>(call)], results[1][static_cast<size_t>(call)], RILL_DTYPE_F32);
   }
 }
 

@@ -24,6 +24,20 @@ struct rill_cuda_area {
   std::size_t bytes = 0;
 };
 
+/* Page-locked host memory through which rill_cuda_upload copies the small
+   per-call arrays (RoPE positions, KV lengths, get_rows' ids): from pageable
+   memory the driver stages the bytes itself, synchronously with the host.
+   The slots are taken in turn; a slot is refilled only once the copy from it
+   has ended (its event), so the host may run kSlots uploads ahead of the
+   device. */
+struct rill_cuda_staging {
+  static constexpr int kSlots = 64;
+  static constexpr std::size_t kSlotBytes = 4096;
+  void* host = nullptr; /* kSlots * kSlotBytes; NULL: uploads copy from pageable memory */
+  cudaEvent_t copied[kSlots] = {};
+  int next = 0;
+};
+
 /* The backend's context: one device, one stream, one cuBLASLt handle and the
    workspace that cuBLASLt may use for the GEMMs queued on that stream. */
 struct rill_backend_context {
@@ -36,6 +50,7 @@ struct rill_backend_context {
   /* Device copies of small host arrays an op reads (RoPE positions, KV
      lengths), reused by later ops in stream order. */
   rill_cuda_area upload;
+  rill_cuda_staging staging;
   /* Block weights dequantized for cuBLASLt (cuda_quant.cu), reused by later
      GEMMs in stream order. */
   rill_cuda_area dequantized;
@@ -126,7 +141,14 @@ rill_status rill_cuda_reserve(rill_backend_context* ctx, rill_cuda_area* area, s
 
 /* Copies bytes from host memory into the context's upload area, ordered on
    its stream, and returns the device address in *out_device. src may be
-   reused when this returns; the copy stays valid until the next upload. */
+   reused when this returns; the copy stays valid until the next upload.
+   Up to rill_cuda_staging::kSlotBytes go through the pinned staging. */
+/* Creates ctx's staging (page-locked memory and events) with its device
+   current; without page-locked memory uploads copy from pageable memory.
+   rill_cuda_staging_release waits for the copies, then frees it. */
+rill_status rill_cuda_staging_create(rill_backend_context* ctx);
+void rill_cuda_staging_release(rill_backend_context* ctx);
+
 rill_status rill_cuda_upload(rill_backend_context* ctx, const void* src, std::size_t bytes, void** out_device);
 
 /* Residual and normalization ops (cuda_norm.cu). */

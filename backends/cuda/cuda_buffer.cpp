@@ -1,5 +1,6 @@
 /* Device buffers. Transfers go through the context's stream, so they are
    ordered with the ops queued before them; reads wait for the data. */
+#include <cstring>
 #include <new>
 
 #include "cuda_backend.h"
@@ -104,15 +105,58 @@ rill_status rill_cuda_reserve(rill_backend_context* ctx, rill_cuda_area* area, s
   return RILL_OK;
 }
 
+rill_status rill_cuda_staging_create(rill_backend_context* ctx) {
+  rill_cuda_staging& staging = ctx->staging;
+  for (cudaEvent_t& event : staging.copied) {
+    const rill_status status = rill_cuda_check(cudaEventCreateWithFlags(&event, cudaEventDisableTiming),
+                                               "cudaEventCreateWithFlags (upload staging)");
+    if (status != RILL_OK) return status;
+  }
+  if (cudaMallocHost(&staging.host, rill_cuda_staging::kSlots * rill_cuda_staging::kSlotBytes) != cudaSuccess) {
+    (void)cudaGetLastError();  // no page-locked memory to spare: uploads copy from pageable memory
+    staging.host = nullptr;
+  }
+  return RILL_OK;
+}
+
+void rill_cuda_staging_release(rill_backend_context* ctx) {
+  rill_cuda_staging& staging = ctx->staging;
+  for (cudaEvent_t& event : staging.copied) {
+    if (!event) continue;
+    (void)cudaEventSynchronize(event);
+    (void)cudaEventDestroy(event);
+    event = nullptr;
+  }
+  if (staging.host) (void)cudaFreeHost(staging.host);
+  staging.host = nullptr;
+}
+
 rill_status rill_cuda_upload(rill_backend_context* ctx, const void* src, std::size_t bytes, void** out_device) {
-  const rill_status grown = rill_cuda_reserve(ctx, &ctx->upload, bytes, "cudaMalloc (upload area)");
-  if (grown != RILL_OK) return grown;
-  // Stream-ordered: an earlier op that reads the previous contents runs
-  // before this copy overwrites them. From pageable memory the call returns
-  // once src has been consumed.
-  const rill_status status = rill_cuda_check(
-      cudaMemcpyAsync(ctx->upload.data, src, bytes, cudaMemcpyHostToDevice, ctx->stream), "cudaMemcpyAsync (upload)");
+  rill_status status = rill_cuda_reserve(ctx, &ctx->upload, bytes, "cudaMalloc (upload area)");
   if (status != RILL_OK) return status;
+  rill_cuda_staging& staging = ctx->staging;
+  const bool staged = staging.host != nullptr && bytes <= rill_cuda_staging::kSlotBytes;
+  const int slot = staging.next;
+  const void* from = src;
+  if (staged) {
+    // The copy that last read this slot (kSlots uploads ago) must have ended.
+    status = rill_cuda_check(cudaEventSynchronize(staging.copied[slot]), "cudaEventSynchronize (upload staging)");
+    if (status != RILL_OK) return status;
+    char* host = static_cast<char*>(staging.host) + static_cast<std::size_t>(slot) * rill_cuda_staging::kSlotBytes;
+    std::memcpy(host, src, bytes);
+    from = host;
+  }
+  // Stream-ordered: an earlier op that reads the previous contents runs
+  // before this copy overwrites them. src itself is consumed when the call
+  // returns: copied to the staging above, or by the driver from pageable memory.
+  status = rill_cuda_check(cudaMemcpyAsync(ctx->upload.data, from, bytes, cudaMemcpyHostToDevice, ctx->stream),
+                           "cudaMemcpyAsync (upload)");
+  if (status != RILL_OK) return status;
+  if (staged) {
+    status = rill_cuda_check(cudaEventRecord(staging.copied[slot], ctx->stream), "cudaEventRecord (upload staging)");
+    if (status != RILL_OK) return status;
+    staging.next = (slot + 1) % rill_cuda_staging::kSlots;
+  }
   *out_device = ctx->upload.data;
   return RILL_OK;
 }

@@ -77,6 +77,7 @@ void cuda_context_release(rill_backend_context* ctx) {
     rill_cuda_free(ctx, area->data);
   }
   if (ctx->stream) (void)cudaStreamSynchronize(ctx->stream);
+  rill_cuda_staging_release(ctx);
   rill_cuda_gemm_cache_destroy(ctx->gemm_cache);
   if (ctx->lt) (void)cublasLtDestroy(ctx->lt);
   if (ctx->gemm_workspace) (void)cudaFree(ctx->gemm_workspace);
@@ -179,6 +180,7 @@ rill_status rill_cuda_context_create(const rill_backend_context_options* options
     status = rill_cuda_check(cudaMalloc(&ctx->gemm_workspace, kGemmWorkspaceBytes), "cudaMalloc (GEMM workspace)");
     if (status == RILL_OK) ctx->gemm_workspace_bytes = kGemmWorkspaceBytes;
   }
+  if (status == RILL_OK) status = rill_cuda_staging_create(ctx);
   if (status == RILL_OK) {
     ctx->gemm_cache = rill_cuda_gemm_cache_create();
     if (!ctx->gemm_cache) status = rill_cuda_fail(RILL_ERROR_OUT_OF_MEMORY, "cuda: context_create: out of host memory");

@@ -14,7 +14,9 @@
  *
  * Descriptors, layouts and the heuristic's algorithms (up to kMaxAlgos, best
  * first: a call that cuBLASLt refuses with one goes on to the next, and the
- * one that ran is tried first next time) are cached per shape,
+ * one that ran is tried first next time; the environment variable
+ * RILL_CUDA_TEST_REFUSE_GEMM_ALGOS=n makes the first n count as refused, so
+ * tests reach the fallback) are cached per shape,
  * dtype, bias presence, TF32 choice and operand alignment; the bias pointer is
  * set on the cached descriptor before each call (one thread per context).
  * cuBLASLt states no alignment for the bias epilogue's vector and has no
@@ -25,6 +27,7 @@
  * do not matter.
  */
 #include <cstdint>
+#include <cstdlib>
 #include <functional>
 #include <new>
 #include <unordered_map>
@@ -222,6 +225,11 @@ rill_status build_plan(rill_backend_context* ctx, const GemmKey& key, GemmPlan* 
 
 struct rill_cuda_gemm_cache {
   std::unordered_map<GemmKey, GemmPlan, GemmKeyHash> plans;
+  /* For tests only: the first this many algorithms of every plan count as
+     refused, without calling cuBLASLt with them, so that the fallback to the
+     next one runs on any GPU (RILL_CUDA_TEST_REFUSE_GEMM_ALGOS, read when the
+     context is created). */
+  int refused_for_test = 0;
   ~rill_cuda_gemm_cache() { clear(); }
   void clear() {
     for (auto& entry : plans) release_plan(entry.second);
@@ -229,7 +237,12 @@ struct rill_cuda_gemm_cache {
   }
 };
 
-rill_cuda_gemm_cache* rill_cuda_gemm_cache_create() { return new (std::nothrow) rill_cuda_gemm_cache(); }
+rill_cuda_gemm_cache* rill_cuda_gemm_cache_create() {
+  rill_cuda_gemm_cache* cache = new (std::nothrow) rill_cuda_gemm_cache();
+  const char* refused = std::getenv("RILL_CUDA_TEST_REFUSE_GEMM_ALGOS");
+  if (cache && refused) cache->refused_for_test = std::atoi(refused);
+  return cache;
+}
 
 void rill_cuda_gemm_cache_destroy(rill_cuda_gemm_cache* cache) { delete cache; }
 
@@ -279,10 +292,18 @@ rill_status rill_cuda_gemm(rill_backend_context* ctx, const rill_backend_tensor*
   cublasStatus_t lt_status = CUBLAS_STATUS_NOT_SUPPORTED;
   for (int tried = 0; tried < plan.algo_count; ++tried) {
     const int i = (plan.chosen + tried) % plan.algo_count;
-    lt_status = cublasLtMatmul(ctx->lt, plan.desc, &alpha, w_data, plan.w_layout, a_data, plan.a_layout, &beta,
-                               out_data, plan.out_layout, out_data, plan.out_layout, &plan.algos[i],
-                               ctx->gemm_workspace, ctx->gemm_workspace_bytes, ctx->stream);
+    lt_status = i < ctx->gemm_cache->refused_for_test
+                    ? CUBLAS_STATUS_NOT_SUPPORTED
+                    : cublasLtMatmul(ctx->lt, plan.desc, &alpha, w_data, plan.w_layout, a_data, plan.a_layout, &beta,
+                                     out_data, plan.out_layout, out_data, plan.out_layout, &plan.algos[i],
+                                     ctx->gemm_workspace, ctx->gemm_workspace_bytes, ctx->stream);
     if (lt_status == CUBLAS_STATUS_SUCCESS) {
+      if (tried > 0 && rill_cuda_host && rill_cuda_host->log) {
+        const std::string message = "gemm: cuBLASLt refused " + std::to_string(tried) + " of " +
+                                    std::to_string(plan.algo_count) + " heuristic algorithms; algorithm " +
+                                    std::to_string(i + 1) + " ran";
+        rill_cuda_host->log(RILL_LOG_DEBUG, "cuda", message.c_str());
+      }
       plan.chosen = i;
       return RILL_OK;
     }

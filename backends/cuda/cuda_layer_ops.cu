@@ -3,9 +3,11 @@
  *
  * These favour plain, checkable code over speed: one thread per rotated pair
  * (cos and sin from a table made once per token),
- * one block per query row for attention (online softmax per warp, warps merged
- * at the end; in decode, where the query rows alone cannot fill the GPU, also
- * one block per chunk of the KV cache, the chunks merged by a second kernel),
+ * for attention one block per query position and KV head, serving up to 8
+ * query heads of its GQA group from each K/V row it loads (16-byte loads
+ * where the rows allow; online softmax per warp, warps merged at the end; in
+ * decode, where these blocks alone cannot fill the GPU, also one block per
+ * chunk of the KV cache, the chunks merged by a second kernel),
  * one thread per 16-byte pack of elements for activations (per element where
  * an operand is not 16-byte aligned), one per element for (interface
  * version 5) the clamp. f32 math throughout;
@@ -76,40 +78,73 @@ __global__ void rope_kernel(T* x, const float2* table, int64_t tokens, int heads
 /* ---- Attention ---------------------------------------------------------- */
 
 constexpr int kAttentionWarps = 8;
-constexpr int kMaxDimsPerLane = 8;  // head_dim <= 256
-constexpr int kMaxHeadDim = 32 * kMaxDimsPerLane;
+constexpr int kMaxHeadDim = 256;
+constexpr int kDimsPerLane = kMaxHeadDim / 32;
+/* Query heads of one GQA group that share a block, and so each K and V row
+   the block loads. A larger group (MQA's) takes several blocks; the bound
+   keeps each lane's accumulators (heads x kDimsPerLane floats) in registers. */
+constexpr int kHeadsPerBlock = 8;
 
 struct AttentionShape {
   int64_t batch, queries, q_heads, slots, kv_heads, head_dim;
+  int64_t group;             // q_heads / kv_heads: query heads per KV head
+  int64_t blocks_per_group;  // ceil(group / kHeadsPerBlock)
   float scale;
   int64_t window;  // 0 = none: a query sees its last `window` slots
   float softcap;   // 0 = off: logit l becomes softcap * tanh(l / softcap)
   /* Split-KV (gridDim.y > 1 splits): split i walks the query's visible slots
      from i * chunk to (i + 1) * chunk and leaves its max, sum and unscaled
-     value sum in partials, [row][split][2 + head_dim]; attention_merge_kernel
-     combines them. */
+     value sum in partials, [query row][split][2 + head_dim];
+     attention_merge_kernel combines them. */
   int64_t chunk;
   float* partials;
 };
 
-/* One block per (b, t, query head) in x, and per split of the visible slots
-   in y. Each warp walks a strided subset of its slots with a running max, sum
-   and weighted value sum (online softmax); the warps' partial results are
-   then rescaled to a common max and added. Lanes split head_dim: lane l owns
-   dims l, l+32, ... */
-template <typename T>
+/* Lane l's share of a K or V row: packs l, l + 32, ... of VEC elements, as
+   f32 (0 past head_dim). With VEC > 1 each pack is one 16-byte load (the
+   host checked the row's alignment). */
+template <typename T, int VEC>
+__device__ __forceinline__ void load_lane_share(const T* row, int64_t packs, int lane, float (&share)[kDimsPerLane]) {
+#pragma unroll
+  for (int c = 0; c < kDimsPerLane / VEC; ++c) {
+    const int64_t p = lane + 32 * c;
+    if (p < packs) {
+      const Pack<T, VEC> pack = load_pack<T, VEC>(row, p, true);
+#pragma unroll
+      for (int e = 0; e < VEC; ++e) share[c * VEC + e] = to_f32(pack.v[e]);
+    } else {
+#pragma unroll
+      for (int e = 0; e < VEC; ++e) share[c * VEC + e] = 0.0f;
+    }
+  }
+}
+
+/* One block per (b, t, KV head, up to kHeadsPerBlock of its query heads) in
+   x, and per split of the visible slots in y. Each warp walks a strided
+   subset of the slots; a slot's K and V rows are loaded once, in VEC-element
+   packs, and serve every query head of the block, each with its own running
+   max, sum and weighted value sum (online softmax). The warps' results are
+   then rescaled to a common max and added, warp after warp (a fixed order:
+   the same inputs give the same bits). */
+template <typename T, int VEC>
 __global__ void __launch_bounds__(kAttentionWarps * 32)
     attention_kernel(const T* q, const T* k, const T* v, const int32_t* kv_lengths, T* out, AttentionShape s) {
+  constexpr int kPacksPerLane = kDimsPerLane / VEC;
   extern __shared__ float shared[];
-  float* q_row = shared;                          // [head_dim], scaled
-  float* warp_max = q_row + s.head_dim;           // [warps]
-  float* warp_sum = warp_max + kAttentionWarps;   // [warps]
-  float* warp_acc = warp_sum + kAttentionWarps;   // [warps][head_dim]
+  float* q_rows = shared;                                       // [kHeadsPerBlock][head_dim], scaled
+  float* merged = q_rows + kHeadsPerBlock * s.head_dim;         // [kHeadsPerBlock][head_dim]
+  float* warp_max = merged + kHeadsPerBlock * s.head_dim;       // [warps][kHeadsPerBlock]
+  float* warp_sum = warp_max + kAttentionWarps * kHeadsPerBlock;  // [warps][kHeadsPerBlock]
 
-  const int64_t h = blockIdx.x % s.q_heads;
-  const int64_t t = (blockIdx.x / s.q_heads) % s.queries;
-  const int64_t b = blockIdx.x / (s.q_heads * s.queries);
-  const int64_t kvh = h / (s.q_heads / s.kv_heads);
+  int64_t index = blockIdx.x;
+  const int64_t part = index % s.blocks_per_group;
+  index /= s.blocks_per_group;
+  const int64_t kvh = index % s.kv_heads;
+  index /= s.kv_heads;
+  const int64_t t = index % s.queries;
+  const int64_t b = index / s.queries;
+  const int64_t first_head = kvh * s.group + part * kHeadsPerBlock;
+  const int heads = static_cast<int>(min(static_cast<int64_t>(kHeadsPerBlock), s.group - part * kHeadsPerBlock));
   const int64_t visible = static_cast<int64_t>(kv_lengths[b]) - s.queries + t + 1;  // slots 0..position
   const int64_t first = s.window > 0 && visible > s.window ? visible - s.window : 0;
   const int warp = static_cast<int>(threadIdx.x) / 32;
@@ -118,76 +153,121 @@ __global__ void __launch_bounds__(kAttentionWarps * 32)
   const int64_t begin = split ? first + static_cast<int64_t>(blockIdx.y) * s.chunk : first;
   const int64_t end = split && begin + s.chunk < visible ? begin + s.chunk : visible;
 
-  const int64_t q_offset = ((b * s.queries + t) * s.q_heads + h) * s.head_dim;
-  for (int64_t d = threadIdx.x; d < s.head_dim; d += blockDim.x) q_row[d] = load_f32(q, q_offset + d) * s.scale;
+  // The block's query heads are consecutive rows of q.
+  const int64_t q_offset = ((b * s.queries + t) * s.q_heads + first_head) * s.head_dim;
+  for (int64_t i = threadIdx.x; i < heads * s.head_dim; i += blockDim.x) {
+    q_rows[i] = load_f32(q, q_offset + i) * s.scale;
+    merged[i] = 0.0f;
+  }
   __syncthreads();
 
-  float running_max = -INFINITY;
-  float running_sum = 0.0f;
-  float acc[kMaxDimsPerLane];
+  const int64_t packs = s.head_dim / VEC;  // the host picks VEC dividing head_dim
+  float running_max[kHeadsPerBlock], running_sum[kHeadsPerBlock];
+  float acc[kHeadsPerBlock][kDimsPerLane];
 #pragma unroll
-  for (int c = 0; c < kMaxDimsPerLane; ++c) acc[c] = 0.0f;
+  for (int h = 0; h < kHeadsPerBlock; ++h) {
+    running_max[h] = -INFINITY;
+    running_sum[h] = 0.0f;
+#pragma unroll
+    for (int i = 0; i < kDimsPerLane; ++i) acc[h][i] = 0.0f;
+  }
 
   for (int64_t j = begin + warp; j < end; j += kAttentionWarps) {
     const int64_t kv_offset = ((b * s.slots + j) * s.kv_heads + kvh) * s.head_dim;
-    float partial = 0.0f;
+    float share[kDimsPerLane];
+    load_lane_share<T, VEC>(k + kv_offset, packs, lane, share);
+    float p[kHeadsPerBlock];
 #pragma unroll
-    for (int c = 0; c < kMaxDimsPerLane; ++c) {
-      const int64_t d = lane + 32 * c;
-      if (d < s.head_dim) partial += q_row[d] * load_f32(k, kv_offset + d);
+    for (int h = 0; h < kHeadsPerBlock; ++h) {
+      if (h >= heads) break;
+      const float* q_row = q_rows + h * s.head_dim;
+      float partial = 0.0f;
+#pragma unroll
+      for (int c = 0; c < kPacksPerLane; ++c) {
+        const int64_t d = (lane + 32 * c) * static_cast<int64_t>(VEC);
+        if (d < s.head_dim) {
+#pragma unroll
+          for (int e = 0; e < VEC; ++e) partial += q_row[d + e] * share[c * VEC + e];
+        }
+      }
+#pragma unroll
+      for (int offset = 16; offset > 0; offset >>= 1) partial += __shfl_xor_sync(0xffffffffu, partial, offset);
+      const float score = s.softcap > 0.0f ? s.softcap * tanhf(partial / s.softcap) : partial;
+      const float new_max = fmaxf(running_max[h], score);
+      const float correction = expf(running_max[h] - new_max);  // 0 on the first slot
+      p[h] = expf(score - new_max);
+      running_sum[h] = running_sum[h] * correction + p[h];
+      running_max[h] = new_max;
+#pragma unroll
+      for (int i = 0; i < kDimsPerLane; ++i) acc[h][i] *= correction;
     }
+    load_lane_share<T, VEC>(v + kv_offset, packs, lane, share);
 #pragma unroll
-    for (int offset = 16; offset > 0; offset >>= 1) partial += __shfl_xor_sync(0xffffffffu, partial, offset);
-    const float score = s.softcap > 0.0f ? s.softcap * tanhf(partial / s.softcap) : partial;
-    const float new_max = fmaxf(running_max, score);
-    const float correction = expf(running_max - new_max);  // 0 on the first slot
-    const float p = expf(score - new_max);
-    running_sum = running_sum * correction + p;
+    for (int h = 0; h < kHeadsPerBlock; ++h) {
+      if (h >= heads) break;
 #pragma unroll
-    for (int c = 0; c < kMaxDimsPerLane; ++c) {
-      const int64_t d = lane + 32 * c;
-      if (d < s.head_dim) acc[c] = acc[c] * correction + p * load_f32(v, kv_offset + d);
+      for (int i = 0; i < kDimsPerLane; ++i) acc[h][i] += p[h] * share[i];
     }
-    running_max = new_max;
   }
 
   if (lane == 0) {
-    warp_max[warp] = running_max;
-    warp_sum[warp] = running_sum;
-  }
 #pragma unroll
-  for (int c = 0; c < kMaxDimsPerLane; ++c) {
-    const int64_t d = lane + 32 * c;
-    if (d < s.head_dim) warp_acc[warp * s.head_dim + d] = acc[c];
+    for (int h = 0; h < kHeadsPerBlock; ++h) {
+      warp_max[warp * kHeadsPerBlock + h] = running_max[h];
+      warp_sum[warp * kHeadsPerBlock + h] = running_sum[h];
+    }
   }
   __syncthreads();
 
-  // A warp that saw no slot has max -inf, sum 0 and contributes nothing; a
-  // split past the query's last slot saw none at all (and leaves max -inf,
-  // sum 0, values 0 for the merge).
-  float global_max = -INFINITY;
-  for (int w = 0; w < kAttentionWarps; ++w) global_max = fmaxf(global_max, warp_max[w]);
-  const bool empty = global_max == -INFINITY;
-  float total = 0.0f;
-  if (!empty) {
-    for (int w = 0; w < kAttentionWarps; ++w) total += warp_sum[w] * expf(warp_max[w] - global_max);
+  // Each head's largest max over the warps; a warp that saw no slot has max
+  // -inf and sum 0 and contributes nothing. A split past the query's last
+  // slot saw none at all (and leaves max -inf, sum 0, values 0 for the merge).
+  float block_max[kHeadsPerBlock];
+#pragma unroll
+  for (int h = 0; h < kHeadsPerBlock; ++h) {
+    block_max[h] = -INFINITY;
+    for (int w = 0; w < kAttentionWarps; ++w) block_max[h] = fmaxf(block_max[h], warp_max[w * kHeadsPerBlock + h]);
   }
-  float* partial =
-      split ? s.partials + (static_cast<int64_t>(blockIdx.x) * gridDim.y + blockIdx.y) * (2 + s.head_dim) : nullptr;
-  if (split && threadIdx.x == 0) {
-    partial[0] = global_max;
-    partial[1] = total;
+  for (int w = 0; w < kAttentionWarps; ++w) {
+    if (warp == w) {
+#pragma unroll
+      for (int h = 0; h < kHeadsPerBlock; ++h) {
+        if (h >= heads || running_max[h] == -INFINITY) continue;
+        const float rescale = expf(running_max[h] - block_max[h]);
+#pragma unroll
+        for (int c = 0; c < kPacksPerLane; ++c) {
+          const int64_t d = (lane + 32 * c) * static_cast<int64_t>(VEC);
+          if (d < s.head_dim) {
+#pragma unroll
+            for (int e = 0; e < VEC; ++e) merged[h * s.head_dim + d + e] += acc[h][c * VEC + e] * rescale;
+          }
+        }
+      }
+    }
+    __syncthreads();
   }
-  const float inv_total = 1.0f / total;
-  for (int64_t d = threadIdx.x; d < s.head_dim; d += blockDim.x) {
-    float value = 0.0f;
-    if (!empty) {
-      for (int w = 0; w < kAttentionWarps; ++w) value += warp_acc[w * s.head_dim + d] * expf(warp_max[w] - global_max);
+
+  for (int64_t i = threadIdx.x; i < heads * s.head_dim; i += blockDim.x) {
+    const int h = static_cast<int>(i / s.head_dim);
+    const int64_t d = i - h * s.head_dim;
+    float head_max = -INFINITY;
+    for (int w = 0; w < kAttentionWarps; ++w) head_max = fmaxf(head_max, warp_max[w * kHeadsPerBlock + h]);
+    float total = 0.0f;
+    if (head_max != -INFINITY) {
+      for (int w = 0; w < kAttentionWarps; ++w) {
+        total += warp_sum[w * kHeadsPerBlock + h] * expf(warp_max[w * kHeadsPerBlock + h] - head_max);
+      }
     }
     if (split) {
-      partial[2 + d] = value;
+      const int64_t row = (b * s.queries + t) * s.q_heads + first_head + h;
+      float* partial = s.partials + (row * gridDim.y + blockIdx.y) * (2 + s.head_dim);
+      if (d == 0) {
+        partial[0] = head_max;
+        partial[1] = total;
+      }
+      partial[2 + d] = merged[i];
     } else {
-      store_f32(out, q_offset + d, value * inv_total);
+      store_f32(out, q_offset + i, merged[i] / total);
     }
   }
 }
@@ -284,33 +364,52 @@ void launch_rope(rill_backend_context* ctx, const rill_backend_tensor* x, const 
       static_cast<int>(half));
 }
 
+/* Blocks of attention_kernel: one per (b, t, KV head, kHeadsPerBlock of its
+   query heads). */
+int64_t attention_blocks(const AttentionShape& s) { return s.batch * s.queries * s.kv_heads * s.blocks_per_group; }
+
+template <typename T, int VEC>
+void launch_attention_vec(rill_backend_context* ctx, const T* q, const T* k, const T* v, const int32_t* kv_lengths,
+                          int64_t splits, const AttentionShape& s, T* out) {
+  const std::size_t shared_bytes =
+      sizeof(float) * static_cast<std::size_t>(2 * kHeadsPerBlock * s.head_dim + 2 * kAttentionWarps * kHeadsPerBlock);
+  attention_kernel<T, VEC><<<dim3(static_cast<unsigned>(attention_blocks(s)), static_cast<unsigned>(splits)),
+                             kAttentionWarps * 32, shared_bytes, ctx->stream>>>(q, k, v, kv_lengths, out, s);
+}
+
+/* K and V move in 16-byte packs when every row of them starts 16-byte
+   aligned (head_dim a multiple of the pack, both bases aligned), else
+   element by element; either way the arithmetic is the same. */
 template <typename T>
 void launch_attention(rill_backend_context* ctx, const rill_backend_tensor* q, const rill_backend_tensor* k,
                       const rill_backend_tensor* v, const int32_t* kv_lengths, int64_t splits,
                       const AttentionShape& s, const rill_backend_tensor* out) {
-  const std::size_t shared_bytes =
-      sizeof(float) * static_cast<std::size_t>(s.head_dim + 2 * kAttentionWarps + kAttentionWarps * s.head_dim);
-  const unsigned blocks = static_cast<unsigned>(s.batch * s.queries * s.q_heads);
-  attention_kernel<T><<<dim3(blocks, static_cast<unsigned>(splits)), kAttentionWarps * 32, shared_bytes, ctx->stream>>>(
-      static_cast<const T*>(rill_cuda_data(q)), static_cast<const T*>(rill_cuda_data(k)),
-      static_cast<const T*>(rill_cuda_data(v)), kv_lengths, static_cast<T*>(rill_cuda_data(out)), s);
+  const T* q_data = static_cast<const T*>(rill_cuda_data(q));
+  const T* k_data = static_cast<const T*>(rill_cuda_data(k));
+  const T* v_data = static_cast<const T*>(rill_cuda_data(v));
+  T* out_data = static_cast<T*>(rill_cuda_data(out));
+  if (s.head_dim % kWideVec<T> == 0 && aligned16(k_data) && aligned16(v_data)) {
+    launch_attention_vec<T, kWideVec<T>>(ctx, q_data, k_data, v_data, kv_lengths, splits, s, out_data);
+  } else {
+    launch_attention_vec<T, 1>(ctx, q_data, k_data, v_data, kv_lengths, splits, s, out_data);
+  }
   if (splits > 1) {
-    attention_merge_kernel<T><<<blocks, 128, 0, ctx->stream>>>(s.partials, static_cast<int>(splits), s.head_dim,
-                                                               static_cast<T*>(rill_cuda_data(out)));
+    const unsigned rows = static_cast<unsigned>(s.batch * s.queries * s.q_heads);
+    attention_merge_kernel<T><<<rows, 128, 0, ctx->stream>>>(s.partials, static_cast<int>(splits), s.head_dim, out_data);
   }
 }
 
-/* Splits of the KV walk: when the (b, t, head) rows alone give fewer than two
-   blocks per SM (decode), the visible slots are split into chunks of at
-   least kMinSlotsPerSplit until there are, at most kMaxSplits. span: the
-   most slots one query sees. */
+/* Splits of the KV walk: when the blocks of one walk each (attention_blocks)
+   are fewer than two per SM (decode), the visible slots are split into
+   chunks of at least kMinSlotsPerSplit until there are, at most kMaxSplits.
+   span: the most slots one query sees. */
 constexpr int64_t kMinSlotsPerSplit = 256;
 constexpr int64_t kMaxSplits = 64;
-int64_t attention_splits(int64_t rows, int64_t span, int sm_count) {
+int64_t attention_splits(int64_t blocks, int64_t span, int sm_count) {
   const int64_t wanted = 2 * static_cast<int64_t>(sm_count);
-  if (rows >= wanted) return 1;
+  if (blocks >= wanted) return 1;
   int64_t splits = ceil_div(span, kMinSlotsPerSplit);
-  if (splits > ceil_div(wanted, rows)) splits = ceil_div(wanted, rows);
+  if (splits > ceil_div(wanted, blocks)) splits = ceil_div(wanted, blocks);
   return splits < kMaxSplits ? splits : kMaxSplits;
 }
 
@@ -422,6 +521,8 @@ rill_status rill_cuda_attention_ex(rill_backend_context* ctx, const rill_backend
   s.head_dim = q->shape[3];
   s.slots = k->shape[1];
   s.kv_heads = k->shape[2];
+  s.group = s.q_heads / s.kv_heads;
+  s.blocks_per_group = ceil_div(s.group, kHeadsPerBlock);
   s.scale = params->scale;
   s.window = RILL_STRUCT_HAS(rill_attention_params, params, window) ? params->window : 0;
   s.softcap = RILL_STRUCT_HAS(rill_attention_params, params, softcap) ? params->softcap : 0.0f;
@@ -439,7 +540,7 @@ rill_status rill_cuda_attention_ex(rill_backend_context* ctx, const rill_backend
     span = seen > span ? seen : span;
   }
   const int64_t rows = s.batch * s.queries * s.q_heads;
-  const int64_t splits = attention_splits(rows, span, ctx->sm_count);
+  const int64_t splits = attention_splits(attention_blocks(s), span, ctx->sm_count);
   s.chunk = ceil_div(span, splits);
   if (splits > 1) {
     const std::size_t bytes = sizeof(float) * static_cast<std::size_t>(rows * splits * (2 + s.head_dim));
