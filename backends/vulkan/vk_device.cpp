@@ -13,7 +13,6 @@ const rill_host_services* g_host = nullptr;
 namespace {
 
 constexpr const char* kValidationLayer = "VK_LAYER_KHRONOS_validation";
-constexpr const char* kCooperativeMatrixExtension = "VK_KHR_cooperative_matrix";
 constexpr const char* kMemoryBudgetExtension = "VK_EXT_memory_budget";
 
 /* Devices found by the first enumeration; the list does not change while the
@@ -66,10 +65,61 @@ rill_status enumerate_devices() {
     destroy_instance(instance, messenger);
     return status;
   }
-  for (VkPhysicalDevice physical : physicals) g_devices.push_back(query_caps(physical));
+  for (VkPhysicalDevice physical : physicals) g_devices.push_back(query_caps(instance, physical));
   destroy_instance(instance, messenger);
   g_devices_known = true;
   return RILL_OK;
+}
+
+/* The shape gemm_coopmat.comp would run with on physical (whose extension
+   list has VK_KHR_cooperative_matrix): none unless the plugin embeds the
+   shader and the device has the features the shader's SPIR-V declares. */
+CoopmatTile query_coopmat_tile(VkInstance instance, VkPhysicalDevice physical, const DeviceCaps& caps) {
+#if RILL_VULKAN_COOPMAT_BUILT
+  PhysicalDeviceCooperativeMatrixFeatures coopmat{};
+  VkPhysicalDeviceVulkanMemoryModelFeatures memory_model{};
+  memory_model.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_MEMORY_MODEL_FEATURES;
+  memory_model.pNext = &coopmat;
+  VkPhysicalDeviceShaderFloat16Int8Features float16{};
+  float16.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES;
+  float16.pNext = &memory_model;
+  VkPhysicalDeviceFeatures2 features2{};
+  features2.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2;
+  features2.pNext = &float16;
+  vkGetPhysicalDeviceFeatures2(physical, &features2);
+  const auto get_properties = reinterpret_cast<GetCooperativeMatrixProperties>(
+      vkGetInstanceProcAddr(instance, "vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR"));
+  if (coopmat.cooperativeMatrix != VK_TRUE || float16.shaderFloat16 != VK_TRUE ||
+      memory_model.vulkanMemoryModel != VK_TRUE || !caps.storage_16bit || get_properties == nullptr) {
+    return {};
+  }
+  uint32_t count = 0;
+  if (get_properties(physical, &count, nullptr) != VK_SUCCESS) return {};
+  std::vector<CooperativeMatrixProperties> reports(count);
+  if (get_properties(physical, &count, reports.data()) != VK_SUCCESS) return {};
+  reports.resize(count);
+  CoopmatLimits limits;
+  limits.subgroup_size = caps.subgroup_size;
+  limits.max_shared_bytes = caps.limits.maxComputeSharedMemorySize;
+  limits.max_invocations = caps.limits.maxComputeWorkGroupInvocations;
+  limits.max_workgroup_size_x = caps.limits.maxComputeWorkGroupSize[0];
+  return choose_coopmat_tile(reports, limits);
+#else
+  (void)instance;
+  (void)physical;
+  (void)caps;
+  return {};
+#endif
+}
+
+/* The details' words on cooperative matrices. */
+std::string describe_coopmat(const DeviceCaps& caps) {
+  if (!caps.cooperative_matrix) return "no";
+  if (!RILL_VULKAN_COOPMAT_BUILT) return "yes, unused (the plugin was built without the shader)";
+  if (!caps.coopmat_tile.usable()) return "yes, unused (no f16 shape or feature rill can use)";
+  const CoopmatTile& tile = caps.coopmat_tile;
+  return "f16 " + std::to_string(tile.m) + "x" + std::to_string(tile.n) + "x" + std::to_string(tile.k) +
+         " (the f16 prefill GEMM)";
 }
 
 }  // namespace
@@ -255,7 +305,7 @@ void destroy_instance(VkInstance instance, VkDebugUtilsMessengerEXT messenger) {
   vkDestroyInstance(instance, nullptr);
 }
 
-DeviceCaps query_caps(VkPhysicalDevice physical) {
+DeviceCaps query_caps(VkInstance instance, VkPhysicalDevice physical) {
   DeviceCaps caps;
   VkPhysicalDeviceProperties props{};
   vkGetPhysicalDeviceProperties(physical, &props);
@@ -307,10 +357,14 @@ DeviceCaps query_caps(VkPhysicalDevice physical) {
     std::vector<VkExtensionProperties> extensions(extension_count);
     if (vkEnumerateDeviceExtensionProperties(physical, nullptr, &extension_count, extensions.data()) == VK_SUCCESS) {
       for (const VkExtensionProperties& extension : extensions) {
-        if (std::strcmp(extension.extensionName, kCooperativeMatrixExtension) == 0) caps.cooperative_matrix = true;
+        if (std::strcmp(extension.extensionName, kCooperativeMatrixExtensionName) == 0) caps.cooperative_matrix = true;
         if (std::strcmp(extension.extensionName, kMemoryBudgetExtension) == 0) caps.memory_budget = true;
       }
     }
+  }
+
+  if (caps.cooperative_matrix && props.apiVersion >= VK_API_VERSION_1_2) {
+    caps.coopmat_tile = query_coopmat_tile(instance, physical, caps);
   }
 
   VkPhysicalDeviceMemoryProperties memory{};
@@ -325,13 +379,13 @@ DeviceCaps query_caps(VkPhysicalDevice physical) {
   char details[512];
   std::snprintf(details, sizeof details,
                 "%s, Vulkan %u.%u.%u, driver %s; 16-bit storage: %s; subgroup arithmetic: %s; "
-                "f16 rounding: %s; f16 denormals: %s; cooperative matrix: %s (not used by rill yet)%s",
+                "f16 rounding: %s; f16 denormals: %s; cooperative matrix: %s%s",
                 device_type_name(props.deviceType), VK_API_VERSION_MAJOR(props.apiVersion),
                 VK_API_VERSION_MINOR(props.apiVersion), VK_API_VERSION_PATCH(props.apiVersion), driver.c_str(),
                 caps.storage_16bit ? "yes" : "no (f32 only)", caps.subgroup_arithmetic ? "yes" : "no",
                 f16.round_to_nearest_even ? "nearest even (RoundingModeRTE)" : "the driver's (no RTE mode)",
                 f16.denorm_preserve ? "preserved (DenormPreserve)" : "the driver's (no DenormPreserve mode)",
-                caps.cooperative_matrix ? "yes" : "no",
+                describe_coopmat(caps).c_str(),
                 props.apiVersion >= VK_API_VERSION_1_2 ? "" : "; unusable: rill needs Vulkan 1.2");
   caps.details = details;
   return caps;

@@ -8,6 +8,7 @@
    dispatch), vk_pipeline_cache.cpp (the pipeline cache file and the backend's
    options), vk_ops.cpp (the residual-stream operators), vk_quant_ops.cpp
    (get_rows and gemm on block-format weights),
+   vk_coopmat_gemm.cpp (the cooperative-matrix GEMM),
    vk_layer_ops.cpp (the decoder-layer operators), vk_timeline.cpp (the
    host's timeline semaphores), vk_plugin.cpp (tables),
    vk_functions.cpp (the Vulkan functions, loaded at run time). */
@@ -26,6 +27,7 @@
 #include <vector>
 
 #include "rill_backend.h"
+#include "vk_coopmat.h"
 #include "vk_device_list.h"
 #include "vk_float_controls.h"
 #include "vk_ranges.h"
@@ -71,7 +73,13 @@ struct DeviceCaps {
   /* Float controls usable for 16-bit floats: RoundingModeRTE and
      DenormPreserve (added to the f16 shader variants, vk_float_controls.h). */
   rill_vk::F16FloatControls f16_float_controls;
-  bool cooperative_matrix = false; /* VK_KHR_cooperative_matrix reported (not used) */
+  bool cooperative_matrix = false; /* VK_KHR_cooperative_matrix reported */
+  /* The shape gemm_coopmat.comp runs with (vk_coopmat.h); none where the
+     extension, its features (cooperativeMatrix, shaderFloat16,
+     vulkanMemoryModel) or an f16 shape are missing, on a host's device (whose
+     enabled extensions rill does not know), or in a plugin built without the
+     shader. */
+  rill_vk::CoopmatTile coopmat_tile;
   bool timeline_semaphore = false; /* the timelineSemaphore feature (Vulkan 1.2) */
   uint64_t device_local_bytes = 0;
   uint64_t max_allocation_bytes = 0; /* maxMemoryAllocationSize */
@@ -90,8 +98,8 @@ void destroy_instance(VkInstance instance, VkDebugUtilsMessengerEXT messenger);
 /* The physical devices rill lists and opens by index: each GPU once, however
    many drivers expose it (unique_devices). On failure reports and returns a status. */
 rill_status list_physical_devices(VkInstance instance, std::vector<VkPhysicalDevice>* out);
-/* Queries what rill needs to know about a physical device. */
-DeviceCaps query_caps(VkPhysicalDevice physical);
+/* Queries what rill needs to know about a physical device of instance. */
+DeviceCaps query_caps(VkInstance instance, VkPhysicalDevice physical);
 /* True when the environment asks for validation (RILL_VULKAN_VALIDATION=1). */
 bool validation_requested();
 
@@ -284,6 +292,10 @@ struct rill_backend_context {
      kernel (attention.comp) everywhere, as on a device whose shared memory
      cannot hold a flash-attention tile. */
   bool flash_attention = true;
+  /* The device's cooperative-matrix shape for the f16 prefill GEMM
+     (gemm_coopmat.comp); none with RILL_VULKAN_NO_COOPMAT=1, so that the
+     tiled gemm.comp can be compared on the same device. */
+  rill_vk::CoopmatTile coopmat_tile;
   /* The float-controls modes the f16 shader variants run with (what the
      device supports), inserted as each pipeline is made. */
   rill_vk::F16FloatControls f16_float_controls;
@@ -424,6 +436,12 @@ void destroy_pipelines(rill_backend_context* ctx);
 rill_status record_dispatch(rill_backend_context* ctx, const std::string& shader, const BoundRange* ranges,
                             const void* push, uint32_t push_size, uint32_t groups_x, uint32_t groups_y,
                             uint32_t constant0 = 0);
+/* record_dispatch with the shader's specialization constants 0, 1, ... set
+   to constants. */
+rill_status record_dispatch_specialized(rill_backend_context* ctx, const std::string& shader,
+                                        const std::vector<uint32_t>& constants, const BoundRange* ranges,
+                                        const void* push, uint32_t push_size, uint32_t groups_x,
+                                        uint32_t groups_y);
 
 /* ---- vk_ops.cpp --------------------------------------------------------- */
 
@@ -460,6 +478,9 @@ rill_status bind_gemm_operands(rill_backend_context* ctx, const rill_backend_ten
    context and dtype already checked. */
 rill_status gemm_elements(rill_backend_context* ctx, const rill_backend_tensor* a, const rill_backend_tensor* w,
                           const rill_backend_tensor* bias, float alpha, float beta, const rill_backend_tensor* out);
+/* gemm on the device's matrix units (vk_coopmat_gemm.cpp, gemm_coopmat.comp)
+   with the operands bound by bind_gemm_operands; where coopmat_applies. */
+rill_status gemm_coopmat(rill_backend_context* ctx, const BoundRange* ranges, const GemmParams& params);
 /* Binds a tensor (or the placeholder for NULL). */
 rill_status bind_tensor(rill_backend_context* ctx, const rill_backend_tensor* t, bool write, BoundRange* out);
 /* Workgroups for work_items split per_group each, capped at the 65535 every

@@ -205,6 +205,9 @@ rill_status gemm_elements(rill_backend_context* ctx, const rill_backend_tensor* 
                        params);
   }
   if ((status = check_gemm_n(params.rows, params.n)) != RILL_OK) return status;
+  if (coopmat_applies(ctx->coopmat_tile, a->dtype, params.rows, params.n, kGemmRowsMax, kMaxGroupsPerDispatch)) {
+    return gemm_coopmat(ctx, ranges, params);
+  }
   const uint64_t column_tiles = (uint64_t{params.n} + kGemmTile - 1) / kGemmTile;
   const uint64_t row_tiles = (uint64_t{params.rows} + kGemmTile - 1) / kGemmTile;
   const uint64_t splits = gemm_splits(column_tiles * row_tiles, params.k);

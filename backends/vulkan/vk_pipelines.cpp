@@ -17,11 +17,12 @@ const ShaderBinary* find_shader(const std::string& name) {
   return nullptr;
 }
 
-/* The pipeline of shader name with specialization constant 0 set to
-   constant0 (when not 0), made on first use. */
-rill_status get_pipeline(rill_backend_context* ctx, const std::string& name, uint32_t constant0,
+/* The pipeline of shader name with its specialization constants 0, 1, ...
+   set to constants, made on first use. */
+rill_status get_pipeline(rill_backend_context* ctx, const std::string& name, const std::vector<uint32_t>& constants,
                          VkPipeline* out_pipeline) {
-  const std::string key = constant0 == 0 ? name : name + "#" + std::to_string(constant0);
+  std::string key = name;
+  for (uint32_t constant : constants) key += "#" + std::to_string(constant);
   auto found = ctx->pipelines.find(key);
   if (found != ctx->pipelines.end()) {
     *out_pipeline = found->second;
@@ -57,9 +58,11 @@ rill_status get_pipeline(rill_backend_context* ctx, const std::string& name, uin
   info.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
   info.stage.module = module;
   info.stage.pName = "main";
-  const VkSpecializationMapEntry entry{0, 0, sizeof constant0};
-  const VkSpecializationInfo specialization{1, &entry, sizeof constant0, &constant0};
-  if (constant0 != 0) info.stage.pSpecializationInfo = &specialization;
+  std::vector<VkSpecializationMapEntry> entries;
+  for (uint32_t id = 0; id < constants.size(); ++id) entries.push_back({id, id * 4u, 4u});
+  const VkSpecializationInfo specialization{static_cast<uint32_t>(entries.size()), entries.data(),
+                                            constants.size() * 4u, constants.data()};
+  if (!constants.empty()) info.stage.pSpecializationInfo = &specialization;
   info.layout = ctx->pipeline_layout;
   VkPipeline pipeline = VK_NULL_HANDLE;
   result = vkCreateComputePipelines(ctx->device, ctx->pipeline_cache, 1, &info, nullptr, &pipeline);
@@ -140,8 +143,17 @@ void destroy_pipelines(rill_backend_context* ctx) {
 rill_status record_dispatch(rill_backend_context* ctx, const std::string& shader, const BoundRange* ranges,
                             const void* push, uint32_t push_size, uint32_t groups_x, uint32_t groups_y,
                             uint32_t constant0) {
+  return record_dispatch_specialized(ctx, shader, constant0 == 0 ? std::vector<uint32_t>{}
+                                                                 : std::vector<uint32_t>{constant0},
+                                     ranges, push, push_size, groups_x, groups_y);
+}
+
+rill_status record_dispatch_specialized(rill_backend_context* ctx, const std::string& shader,
+                                        const std::vector<uint32_t>& constants, const BoundRange* ranges,
+                                        const void* push, uint32_t push_size, uint32_t groups_x,
+                                        uint32_t groups_y) {
   VkPipeline pipeline = VK_NULL_HANDLE;
-  rill_status status = get_pipeline(ctx, shader, constant0, &pipeline);
+  rill_status status = get_pipeline(ctx, shader, constants, &pipeline);
   if (status != RILL_OK) return status;
   Frame* frame = nullptr;
   status = begin_recording(ctx, &frame);

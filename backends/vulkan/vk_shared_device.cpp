@@ -65,7 +65,7 @@ rill_status pick_device(SharedDevice* shared) {
                                                     std::to_string(index));
   }
   shared->physical = physicals[static_cast<size_t>(index)];
-  shared->caps = query_caps(shared->physical);
+  shared->caps = query_caps(shared->instance, shared->physical);
   return check_api_version(*shared);
 }
 
@@ -79,7 +79,7 @@ rill_status adopt_host_device(SharedDevice* shared, const rill_vulkan_device* ho
   if (status != RILL_OK) return status;
   shared->instance = static_cast<VkInstance>(host->instance);
   shared->physical = static_cast<VkPhysicalDevice>(host->physical_device);
-  shared->caps = query_caps(shared->physical);
+  shared->caps = query_caps(shared->instance, shared->physical);
   if ((status = check_api_version(*shared)) != RILL_OK) return status;
   uint32_t family_count = 0;
   vkGetPhysicalDeviceQueueFamilyProperties(shared->physical, &family_count, nullptr);
@@ -97,6 +97,7 @@ rill_status adopt_host_device(SharedDevice* shared, const rill_vulkan_device* ho
   /* Features and extensions count only when the host enabled them. */
   shared->caps.storage_16bit = shared->caps.storage_16bit && shared->host_storage_16bit;
   shared->caps.memory_budget = false;
+  shared->caps.coopmat_tile = CoopmatTile{};
   memory_init(shared);
   return RILL_OK;
 }
@@ -129,12 +130,26 @@ rill_status create_device(SharedDevice* shared) {
   features11.storageBuffer16BitAccess = shared->caps.storage_16bit ? VK_TRUE : VK_FALSE;
   /* VK_EXT_memory_budget only adds a query; it is enabled where present so
      that allocations respect what the rest of the system leaves free. */
-  const char* extensions[] = {VK_EXT_MEMORY_BUDGET_EXTENSION_NAME};
+  std::vector<const char*> extensions;
+  if (shared->caps.memory_budget) extensions.push_back(VK_EXT_MEMORY_BUDGET_EXTENSION_NAME);
+  /* gemm_coopmat.comp's SPIR-V declares CooperativeMatrixKHR, Float16 and
+     VulkanMemoryModel: enabled where a shape was chosen (query_caps). */
+  PhysicalDeviceCooperativeMatrixFeatures coopmat{};
+  coopmat.cooperativeMatrix = VK_TRUE;
+  VkPhysicalDeviceVulkan12Features features12{};
+  features12.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES;
+  features12.shaderFloat16 = VK_TRUE;
+  features12.vulkanMemoryModel = VK_TRUE;
+  features12.pNext = &coopmat;
+  if (shared->caps.coopmat_tile.usable()) {
+    extensions.push_back(kCooperativeMatrixExtensionName);
+    features11.pNext = &features12;
+  }
   VkDeviceCreateInfo info{};
   info.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO;
   info.pNext = &features11;
-  info.enabledExtensionCount = shared->caps.memory_budget ? 1u : 0u;
-  info.ppEnabledExtensionNames = extensions;
+  info.enabledExtensionCount = static_cast<uint32_t>(extensions.size());
+  info.ppEnabledExtensionNames = extensions.data();
   info.queueCreateInfoCount = 1;
   info.pQueueCreateInfos = &queue_info;
   VkResult result = vkCreateDevice(shared->physical, &info, nullptr, &shared->device);
