@@ -45,7 +45,7 @@ while [ $# -gt 0 ]; do
       (cd "$target" && apt-get download "${dep_packages[@]}") || die "apt-get download failed"
       echo "gpu-check: downloaded ${dep_packages[*]} into $target"
       exit 0 ;;
-    -h|--help) sed -n '2,22p' "${BASH_SOURCE[0]}"; exit 0 ;;
+    -h|--help) sed -n '2,23p' "${BASH_SOURCE[0]}"; exit 0 ;;
     *) die "unknown argument '$1' (see --help)" ;;
   esac
 done
