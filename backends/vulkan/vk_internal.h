@@ -6,7 +6,8 @@
    (memory blocks and their free ranges), vk_buffer.cpp (device buffers,
    staging, deferred frees), vk_pipelines.cpp (embedded SPIR-V, pipelines,
    dispatch), vk_pipeline_cache.cpp (the pipeline cache file and the backend's
-   options), vk_ops.cpp (the residual-stream operators), vk_quant_ops.cpp
+   options), vk_ops.cpp (the residual-stream operators), vk_gemm_plan.cpp
+   (the tiled GEMM's tile and split-K for a shape), vk_quant_ops.cpp
    (get_rows and gemm on block-format weights),
    vk_layer_ops.cpp (the decoder-layer operators), vk_timeline.cpp (the
    host's timeline semaphores), vk_plugin.cpp (tables),
@@ -28,6 +29,7 @@
 #include "rill_backend.h"
 #include "vk_device_list.h"
 #include "vk_float_controls.h"
+#include "vk_gemm_plan.h"
 #include "vk_ranges.h"
 
 namespace rill_vk {
