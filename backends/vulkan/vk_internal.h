@@ -422,7 +422,8 @@ rill_status create_pipeline_layout(rill_backend_context* ctx);
 void destroy_pipelines(rill_backend_context* ctx);
 /* Records one dispatch of the named shader variant with kBindingCount bound
    ranges and push constants; constant0, when not 0, is the value of the
-   shader's specialization constant 0 (ROWS of common/gemv.glsl). */
+   shader's specialization constant 0 (ROWS of common/gemv.glsl, VEC4 of
+   gemm.comp). */
 rill_status record_dispatch(rill_backend_context* ctx, const std::string& shader, const BoundRange* ranges,
                             const void* push, uint32_t push_size, uint32_t groups_x, uint32_t groups_y,
                             uint32_t constant0 = 0);
@@ -441,7 +442,8 @@ rill_status prepare_op(rill_backend_context* ctx, const char* op, rill_dtype dty
 rill_status check_dtype(rill_backend_context* ctx, const char* op, rill_dtype dtype);
 rill_status check_gemm_n(uint64_t rows, uint64_t n);
 /* A gemm with at most this many rows streams the weights once (gemm_rows.comp,
-   gemm_q.comp: MAX_ROWS of common/gemv.glsl); more rows take the tiled gemm.comp. */
+   gemm_q.comp: MAX_ROWS of common/gemv.glsl); more rows take the tiled gemm.comp
+   (vk_gemm_plan.h). */
 constexpr int64_t kGemmRowsMax = 8;
 /* gemm's push constants: the Params block of gemm.comp and gemm_rows.comp,
    and the start of gemm_q.comp's. */

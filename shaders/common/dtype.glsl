@@ -6,11 +6,12 @@
 //
 // PAIR_T holds two stored elements as workgroup memory keeps them (the GEMM
 // tiles): f32 as a vec2, the 16-bit dtypes in one uint, the first element in
-// the low half (f16 by packHalf2x16, exact for every f16 value; bf16 as its
-// bits). 16-bit values cannot be shader variables (16-bit storage only), so a
-// stored element is first held unchanged in a 32-bit WIDE_T (WIDE4_T for 4,
-// from TO_WIDE and VEC4_TO_WIDE: the value for f32 and f16, the bits for
-// bf16); PACK_PAIR packs two of them, PAIR_TO_F32 widens a pair to a vec2.
+// the low half (f16 by packHalf2x16, given f16 values, so nothing rounds;
+// bf16 as its bits). 16-bit values cannot be shader variables (16-bit
+// storage only), so a stored element is first held unchanged in a 32-bit
+// WIDE_T (WIDE4_T for 4, from TO_WIDE and VEC4_TO_WIDE: the value for f32 and
+// f16, the bits for bf16); PACK_PAIR packs two of them, PAIR_TO_F32 widens a
+// pair to a vec2.
 //
 // f16 uses 16-bit storage (VK_KHR_16bit_storage) with float16_t loads and
 // stores. bf16 has no storage type of its own here, so it is kept as uint16_t
