@@ -28,7 +28,7 @@ layout(push_constant) uniform Params {
 
 void main() {
   uint lane = gl_LocalInvocationIndex;
-  bool vectors = gemv_a_vectors();
+  bool vectors = a_rows_vec4();
   for (uint col0 = gl_WorkGroupID.x * COLS_PER_GROUP; col0 < p.n; col0 += gl_NumWorkGroups.x * COLS_PER_GROUP) {
     gemv_clear();
     for (uint first = lane * WEIGHT_RUN; first < p.k; first += WORKGROUP_SIZE * WEIGHT_RUN) {

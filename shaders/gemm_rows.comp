@@ -26,7 +26,7 @@ layout(push_constant) uniform Params {
 
 void main() {
   uint lane = gl_LocalInvocationIndex;
-  bool vectors = gemv_a_vectors() && (p.w_offset & 3u) == 0u;
+  bool vectors = a_rows_vec4() && (p.w_offset & 3u) == 0u;
   uint step = vectors ? 4u : 1u;
   for (uint col0 = gl_WorkGroupID.x * COLS_PER_GROUP; col0 < p.n; col0 += gl_NumWorkGroups.x * COLS_PER_GROUP) {
     gemv_clear();

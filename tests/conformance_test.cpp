@@ -475,6 +475,9 @@ TEST_CASE("gemm matches the double reference") {
       // 328, and K = 600 in runs of 304 and 296, with M and N at a 64-element
       // tile edge and one past it.
       {{65, 1000}, 64}, {{64, 600}, 65},
+      // Vulkan's tile for up to 32 rows at its edge (33 rows take the 64 x 64
+      // tile), K a multiple of 4 (vector loads) but not of the 16-step.
+      {{32, 52}, 65},
   };
   const std::vector<GemmVariant> variants = {
       {1.0f, 0.0f, false}, {0.5f, 0.0f, true}, {1.0f, 1.0f, true}, {-2.0f, 0.25f, false}, {1.0f, -1.0f, true},
@@ -857,6 +860,24 @@ TEST_CASE("get_rows gathers table rows bit for bit: block tables dequantized, el
       CHECK_MESSAGE(mismatches == 0, mismatches, " elements differ from the dequantized table");
     }
   }
+}
+
+TEST_CASE("gemm with many rows and columns matches the reference") {
+  // Vulkan's 128 x 128 tile, which it takes only where it still makes 256
+  // workgroups: 17 x 17 tiles, M and N one past a tile edge plus a few, K a
+  // multiple of 4 (vector loads) but not of the 16-step. One dtype of 16
+  // bits (kept so in shared memory) and one variant: the tile's code is the
+  // same for every dtype, and the smaller tiles cover the rest.
+  const rill_dtype dtype = RILL_DTYPE_F16;
+  const GemmCase c = {{2051, 36}, 2053};
+  const int64_t k = c.a_shape.back(), rows = c.a_shape[0];
+  INFO(g_backend << ": gemm a " << shape_text(c.a_shape) << " n " << c.n);
+  const std::vector<float> a = rounded(random_values(size_t(rows * k), 13001, -1.0f, 1.0f), dtype);
+  const std::vector<float> w = rounded(random_values(size_t(c.n * k), 13002, -1.0f, 1.0f), dtype);
+  const std::vector<float> bias = rounded(random_values(size_t(c.n), 13003, -1.0f, 1.0f), dtype);
+  const std::vector<float> prior = rounded(random_values(size_t(rows * c.n), 13004, -1.0f, 1.0f), dtype);
+  check_close(run_gemm(*g_ctx, dtype, c, {0.5f, -1.0f, true}, a, w, bias, prior)[0],
+              rill_ref::gemm(a, w, bias, 0.5f, -1.0f, prior, rows, c.n, k), dtype, "out");
 }
 
 TEST_CASE("launches larger than one pass of a GPU grid match the reference") {

@@ -6,7 +6,8 @@
    (memory blocks and their free ranges), vk_buffer.cpp (device buffers,
    staging, deferred frees), vk_pipelines.cpp (embedded SPIR-V, pipelines,
    dispatch), vk_pipeline_cache.cpp (the pipeline cache file and the backend's
-   options), vk_ops.cpp (the residual-stream operators), vk_quant_ops.cpp
+   options), vk_ops.cpp (the residual-stream operators), vk_gemm_plan.cpp
+   (the tiled GEMM's tile and split-K for a shape), vk_quant_ops.cpp
    (get_rows and gemm on block-format weights),
    vk_coopmat_gemm.cpp (the cooperative-matrix GEMM),
    vk_layer_ops.cpp (the decoder-layer operators), vk_timeline.cpp (the
@@ -30,6 +31,7 @@
 #include "vk_coopmat.h"
 #include "vk_device_list.h"
 #include "vk_float_controls.h"
+#include "vk_gemm_plan.h"
 #include "vk_ranges.h"
 
 namespace rill_vk {
@@ -432,7 +434,8 @@ rill_status create_pipeline_layout(rill_backend_context* ctx);
 void destroy_pipelines(rill_backend_context* ctx);
 /* Records one dispatch of the named shader variant with kBindingCount bound
    ranges and push constants; constant0, when not 0, is the value of the
-   shader's specialization constant 0 (ROWS of common/gemv.glsl). */
+   shader's specialization constant 0 (ROWS of common/gemv.glsl, VEC4 of
+   gemm.comp). */
 rill_status record_dispatch(rill_backend_context* ctx, const std::string& shader, const BoundRange* ranges,
                             const void* push, uint32_t push_size, uint32_t groups_x, uint32_t groups_y,
                             uint32_t constant0 = 0);
@@ -457,7 +460,8 @@ rill_status prepare_op(rill_backend_context* ctx, const char* op, rill_dtype dty
 rill_status check_dtype(rill_backend_context* ctx, const char* op, rill_dtype dtype);
 rill_status check_gemm_n(uint64_t rows, uint64_t n);
 /* A gemm with at most this many rows streams the weights once (gemm_rows.comp,
-   gemm_q.comp: MAX_ROWS of common/gemv.glsl); more rows take the tiled gemm.comp. */
+   gemm_q.comp: MAX_ROWS of common/gemv.glsl); more rows take the tiled gemm.comp
+   (vk_gemm_plan.h). */
 constexpr int64_t kGemmRowsMax = 8;
 /* gemm's push constants: the Params block of gemm.comp and gemm_rows.comp,
    and the start of gemm_q.comp's. */

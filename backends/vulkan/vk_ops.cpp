@@ -29,18 +29,9 @@ static_assert(sizeof(SplitGemmParams) <= kPushConstantBytes, "push constants exc
 
 constexpr uint32_t kNormHasWeight = 1, kNormHasBias = 2, kNormHasGain = 4;
 constexpr uint32_t kElementwiseGroupSize = 256;
-constexpr uint32_t kGemmTile = 64;        /* TILE_M and TILE_N of gemm.comp */
 constexpr uint32_t kGemvColumnsPerGroup = 4;  /* COLS_PER_GROUP of common/gemv.glsl */
 constexpr uint32_t kGemvGroupSize = 128;      /* its WORKGROUP_SIZE (CMakeLists.txt) */
 constexpr uint32_t kGemvSubgroupSlots = 32;   /* its GEMV_SUBGROUP_SLOTS */
-constexpr uint32_t kMaxGroupsPerDispatch = 65535; /* the least every device allows */
-/* Split-K: a GEMM of fewer tiles than kGemmFillGroups (enough workgroups to
-   occupy a large GPU) splits k into up to kGemmMaxSplits runs of at least
-   kGemmMinSplitK, rounded up to whole TILE_K steps (kGemmTileK). */
-constexpr uint64_t kGemmFillGroups = 256;
-constexpr uint64_t kGemmMaxSplits = 16;
-constexpr uint64_t kGemmMinSplitK = 256;
-constexpr uint64_t kGemmTileK = 16;
 constexpr uint32_t kSplitReduceGroupSize = 256; /* local_size_x of gemm_split_reduce.comp */
 
 uint64_t last_dim(const rill_backend_tensor* t) { return static_cast<uint64_t>(t->shape[t->ndim - 1]); }
@@ -122,30 +113,26 @@ rill_status vk_fused_add_layer_norm(rill_backend_context* ctx, const rill_backen
                      update_scale, true);
 }
 
-/* How many runs to split k into for a GEMM of tiles workgroups: enough to
-   reach kGemmFillGroups, each run at least kGemmMinSplitK long. */
-uint64_t gemm_splits(uint64_t tiles, uint64_t k) {
-  if (tiles >= kGemmFillGroups) return 1;
-  const uint64_t wanted = (kGemmFillGroups + tiles - 1) / tiles;
-  return std::max<uint64_t>(1, std::min({wanted, kGemmMaxSplits, k / kGemmMinSplitK}));
-}
-
-/* Split-K: gemm.comp -DSPLIT_K writes each run's sums to a transient f32
-   buffer (freed behind the frame that uses it), gemm_split_reduce.comp adds
-   them and writes out. */
-rill_status gemm_split_k(rill_backend_context* ctx, rill_dtype dtype, BoundRange* ranges, const GemmParams& gemm,
-                         uint64_t splits, uint32_t column_tiles) {
-  const uint64_t k_chunk = ((gemm.k + splits - 1) / splits + kGemmTileK - 1) / kGemmTileK * kGemmTileK;
-  splits = (gemm.k + k_chunk - 1) / k_chunk; /* rounding k_chunk up may leave fewer runs */
+/* The tiled GEMM (gemm.comp) as plan says. Split-K: gemm.comp -DSPLIT_K
+   writes each run's sums to a transient f32 buffer (freed behind the frame
+   that uses it), gemm_split_reduce.comp adds them and writes out. */
+rill_status gemm_tiled(rill_backend_context* ctx, rill_dtype dtype, BoundRange* ranges, const GemmParams& gemm,
+                       const GemmPlan& plan) {
+  const std::string variant = std::string(plan.tile->name) + "_" + dtype_suffix(dtype);
+  const uint32_t row_groups = std::min<uint32_t>(plan.row_tiles, kMaxGroupsPerDispatch);
+  const uint32_t vec4 = plan.vec4 ? 1u : 0u; /* specialization constant 0 */
+  if (plan.splits == 1) {
+    return record_dispatch(ctx, "gemm_" + variant, ranges, &gemm, sizeof gemm, plan.column_tiles, row_groups, vec4);
+  }
   const uint64_t outputs = uint64_t{gemm.rows} * gemm.n;
   rill_backend_buffer* partials = nullptr;
-  rill_status status = buffer_alloc(ctx, splits * outputs * sizeof(float), &partials);
+  rill_status status = buffer_alloc(ctx, plan.splits * outputs * sizeof(float), &partials);
   if (status != RILL_OK) return status;
-  status = bind_range(ctx, partials, 0, splits * outputs, sizeof(float), true, &ranges[4]);
-  const SplitGemmParams params{gemm, static_cast<uint32_t>(splits), static_cast<uint32_t>(k_chunk)};
+  status = bind_range(ctx, partials, 0, plan.splits * outputs, sizeof(float), true, &ranges[4]);
+  const SplitGemmParams params{gemm, plan.splits, plan.k_chunk};
   if (status == RILL_OK) {
-    status = record_dispatch(ctx, std::string("gemm_split_") + dtype_suffix(dtype), ranges, &params, sizeof params,
-                             column_tiles * static_cast<uint32_t>(splits), groups_for(gemm.rows, kGemmTile));
+    status = record_dispatch(ctx, "gemm_split_" + variant, ranges, &params, sizeof params,
+                             plan.column_tiles * plan.splits, row_groups, vec4);
   }
   if (status == RILL_OK) {
     ranges[4].write = false;
@@ -208,14 +195,15 @@ rill_status gemm_elements(rill_backend_context* ctx, const rill_backend_tensor* 
   if (coopmat_applies(ctx->coopmat_tile, a->dtype, params.rows, params.n, kGemmRowsMax, kMaxGroupsPerDispatch)) {
     return gemm_coopmat(ctx, ranges, params);
   }
-  const uint64_t column_tiles = (uint64_t{params.n} + kGemmTile - 1) / kGemmTile;
-  const uint64_t row_tiles = (uint64_t{params.rows} + kGemmTile - 1) / kGemmTile;
-  const uint64_t splits = gemm_splits(column_tiles * row_tiles, params.k);
-  if (splits > 1 && column_tiles * splits <= kMaxGroupsPerDispatch) {
-    return gemm_split_k(ctx, a->dtype, ranges, params, splits, static_cast<uint32_t>(column_tiles));
-  }
-  return record_dispatch(ctx, std::string("gemm_") + dtype_suffix(a->dtype), ranges, &params, sizeof params,
-                         static_cast<uint32_t>(column_tiles), groups_for(params.rows, kGemmTile));
+  const VkPhysicalDeviceLimits& device = ctx->caps.limits;
+  GemmDeviceLimits limits;
+  limits.max_invocations = device.maxComputeWorkGroupInvocations;
+  limits.max_size_x = device.maxComputeWorkGroupSize[0];
+  limits.max_size_y = device.maxComputeWorkGroupSize[1];
+  limits.max_shared_bytes = device.maxComputeSharedMemorySize;
+  const bool rows_vec4 = ((params.a_offset | params.w_offset | params.k) & 3u) == 0u;
+  const GemmPlan plan = plan_gemm(params.rows, params.n, params.k, dtype_size(a->dtype), rows_vec4, limits);
+  return gemm_tiled(ctx, a->dtype, ranges, params, plan);
 }
 
 rill_status record_gemv(rill_backend_context* ctx, const std::string& kernel, const BoundRange* ranges,
@@ -258,7 +246,7 @@ rill_status check_dtype(rill_backend_context* ctx, const char* op, rill_dtype dt
 
 rill_status check_gemm_n(uint64_t rows, uint64_t n) {
   /* Few rows take gemm_rows.comp, whose dispatches loop over any N. */
-  const uint64_t max_n = uint64_t{kMaxGroupsPerDispatch} * kGemmTile;
+  const uint64_t max_n = uint64_t{kMaxGroupsPerDispatch} * kGemmTileNMin;
   if (rows > static_cast<uint64_t>(kGemmRowsMax) && n > max_n) {
     return fail(RILL_ERROR_UNSUPPORTED, "Vulkan: gemm: N (out features) must be at most " + std::to_string(max_n) +
                                             " with more than " + std::to_string(kGemmRowsMax) + " rows, given " +

@@ -24,14 +24,11 @@
 #endif
 #define GEMV_SUBGROUP_SLOTS 32
 
+#include "common/gemm_operands.glsl"
 #include "common/reduce.glsl"
 
 layout(constant_id = 0) const uint ROWS = 1;
 
-layout(std430, set = 0, binding = 0) readonly buffer ABuffer { STORAGE_T a_data[]; };
-layout(std430, set = 0, binding = 0) readonly buffer AVecBuffer { VEC4_STORAGE_T a_vec[]; };
-layout(std430, set = 0, binding = 2) readonly buffer BiasBuffer { STORAGE_T bias_data[]; };
-layout(std430, set = 0, binding = 3) buffer OutBuffer { STORAGE_T out_data[]; };
 
 // Dot product of column c (0 .. COLS_PER_GROUP - 1) of the group with row r
 // of a at gemv_acc[c * ROWS + r].
@@ -42,9 +39,6 @@ void gemv_clear() {
     gemv_acc[v] = 0.0;
   }
 }
-
-// Whether a's rows may be read as vectors of 4: every row starts on one.
-bool gemv_a_vectors() { return ((p.a_offset | p.k) & 3u) == 0u; }
 
 // Elements index ... index + 3 of a; index is a multiple of 4 when vectors.
 vec4 gemv_a4(uint index, bool vectors) {
