@@ -324,6 +324,32 @@ TEST_CASE("fused add+norm equals residual_add followed by the norm of the rounde
   });
 }
 
+// One gemm on the backend, checked against the double reference: random a,
+// w and bias (seeds from seed on) at the given element offsets of their
+// buffers (a, w, bias, out), bias and beta = -1.5 when accumulating; without,
+// out starts as NaNs, which beta == 0 must never read.
+struct GemmOffsets {
+  uint64_t a, w, bias, out;
+};
+void check_gemm(Context& c, rill_dtype dtype, int64_t rows, int64_t n, int64_t k, bool accumulate,
+                GemmOffsets offsets, uint32_t seed) {
+  auto a = round_to(random_values(rows * k, seed), dtype);
+  auto w = round_to(random_values(n * k, seed + 1), dtype);
+  auto bias = round_to(random_values(n, seed + 2), dtype);
+  std::vector<float> prior = accumulate ? round_to(random_values(rows * n, seed + 3), dtype)
+                                        : std::vector<float>(rows * n, NAN);
+  rill_backend_tensor ta = c.tensor(a, dtype, rows, k, offsets.a);
+  rill_backend_tensor tw = c.tensor(w, dtype, n, k, offsets.w);
+  rill_backend_tensor tb = c.tensor(bias, dtype, 0, n, offsets.bias);
+  rill_backend_tensor tout = c.tensor(prior, dtype, rows, n, offsets.out);
+  const float alpha = 0.5f, beta = accumulate ? -1.5f : 0.0f;
+  REQUIRE_MESSAGE(ops().gemm(c.ctx, &ta, &tw, accumulate ? &tb : nullptr, alpha, beta, &tout) == RILL_OK,
+                  g_last_error);
+  const std::vector<double> want =
+      rill_ref::gemm(a, w, accumulate ? bias : std::vector<float>(), alpha, beta, prior, rows, n, k);
+  check_close(c.read(tout), want, dtype);
+}
+
 TEST_CASE("gemm matches the reference: decode and tiled paths, bias, alpha, beta, edges") {
   for_each_reduction_and_dtype([&](Context& c, rill_dtype dtype) {
     struct Shape {
@@ -343,23 +369,8 @@ TEST_CASE("gemm matches the reference: decode and tiled paths, bias, alpha, beta
         CAPTURE(s.k);
         CAPTURE(accumulate);
         CAPTURE(vector_offsets);
-        auto a = round_to(random_values(s.rows * s.k, 30), dtype);
-        auto w = round_to(random_values(s.n * s.k, 31), dtype);
-        auto bias = round_to(random_values(s.n, 32), dtype);
-        // With beta == 0 the prior contents must not be read: NaNs there
-        // would otherwise poison the result.
-        std::vector<float> prior = accumulate ? round_to(random_values(s.rows * s.n, 33), dtype)
-                                              : std::vector<float>(s.rows * s.n, NAN);
-        rill_backend_tensor ta = c.tensor(a, dtype, s.rows, s.k, vector_offsets ? 4 : 2);
-        rill_backend_tensor tw = c.tensor(w, dtype, s.n, s.k, vector_offsets ? 8 : 6);
-        rill_backend_tensor tb = c.tensor(bias, dtype, 0, s.n);
-        rill_backend_tensor tout = c.tensor(prior, dtype, s.rows, s.n, 10);
-        const float alpha = 0.5f, beta = accumulate ? -1.5f : 0.0f;
-        REQUIRE_MESSAGE(ops().gemm(c.ctx, &ta, &tw, accumulate ? &tb : nullptr, alpha, beta, &tout) == RILL_OK,
-                        g_last_error);
-        const std::vector<double> want = rill_ref::gemm(a, w, accumulate ? bias : std::vector<float>(), alpha, beta,
-                                                        prior, s.rows, s.n, s.k);
-        check_close(c.read(tout), want, dtype);
+        const uint64_t a_offset = vector_offsets ? 4 : 2, w_offset = vector_offsets ? 8 : 6;
+        check_gemm(c, dtype, s.rows, s.n, s.k, accumulate, {a_offset, w_offset, 0, 10}, 30);
       }
     }
   });
@@ -384,21 +395,7 @@ TEST_CASE("coopmat: f16 gemm on the matrix units matches the reference across bl
       CAPTURE(s.n);
       CAPTURE(s.k);
       CAPTURE(accumulate);
-      auto a = round_to(random_values(s.rows * s.k, 40), dtype);
-      auto w = round_to(random_values(s.n * s.k, 41), dtype);
-      auto bias = round_to(random_values(s.n, 42), dtype);
-      std::vector<float> prior = accumulate ? round_to(random_values(s.rows * s.n, 43), dtype)
-                                            : std::vector<float>(s.rows * s.n, NAN);
-      rill_backend_tensor ta = c.tensor(a, dtype, s.rows, s.k, 3);
-      rill_backend_tensor tw = c.tensor(w, dtype, s.n, s.k, 5);
-      rill_backend_tensor tb = c.tensor(bias, dtype, 0, s.n, 1);
-      rill_backend_tensor tout = c.tensor(prior, dtype, s.rows, s.n, 7);
-      const float alpha = 0.5f, beta = accumulate ? -1.5f : 0.0f;
-      REQUIRE_MESSAGE(ops().gemm(c.ctx, &ta, &tw, accumulate ? &tb : nullptr, alpha, beta, &tout) == RILL_OK,
-                      g_last_error);
-      const std::vector<double> want = rill_ref::gemm(a, w, accumulate ? bias : std::vector<float>(), alpha, beta,
-                                                      prior, s.rows, s.n, s.k);
-      check_close(c.read(tout), want, dtype);
+      check_gemm(c, dtype, s.rows, s.n, s.k, accumulate, {3, 5, 1, 7}, 40);
     }
   }
 }
