@@ -244,7 +244,8 @@ RILL_API rill_status rill_info_report(const char* config_toml, char* buf, size_t
    unavailable, with a reason that names what was asked and lists the devices.
    Every other key belongs to the backend, which checks it: the CPU backend
    takes `threads` (integer 0 to 65536), CUDA `tf32` (boolean), Vulkan
-   `pipeline_cache` (the path of its pipeline cache file); a plugin documents
+   `pipeline_cache` (the path of its pipeline cache file) and `queue_priority`
+   (float 0.0 to 1.0, its compute queue's priority); a plugin documents
    its own. Values are booleans, integers, floats or
    strings. Each backend with a table checks it when the context is created,
    whichever backend is chosen; the table of a backend whose plugin cannot be
@@ -1193,8 +1194,9 @@ RILL_API void rill_lm_destroy(rill_lm* lm);
    ctx: source's own context, or another context whose backend can use
      source's buffers: on the CPU backend any CPU context; on the Vulkan
      backend a context on the same VkDevice (contexts that open one device
-     index with the same validation setting share it, and so do contexts on
-     one host device and queue: backends/vulkan/README.md).
+     index with the same validation setting and queue_priority share it,
+     and so do contexts on one host device and queue:
+     backends/vulkan/README.md).
    Lifetime: the weights are counted. source and the new model (and their
    contexts) may be destroyed in any order; the memory is freed with the
    last model that uses it. Destroying a model (or a context) whose weights

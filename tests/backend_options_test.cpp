@@ -56,12 +56,25 @@ TEST_CASE("cuda: tf32 is a boolean") {
 }
 
 TEST_CASE("vulkan: pipeline_cache is a non-empty path; version 2's threads and tf32 are refused") {
-  expect_refused("threads = 2\n", "unknown key 'threads'; expected one of: device, pipeline_cache");
-  expect_refused("tf32 = true\n", "unknown key 'tf32'; expected one of: device, pipeline_cache");
+  expect_refused("threads = 2\n", "unknown key 'threads'; expected one of: device, pipeline_cache, queue_priority");
+  expect_refused("tf32 = true\n", "unknown key 'tf32'; expected one of: device, pipeline_cache, queue_priority");
   expect_refused("pipeline_cache = 1\n", "'pipeline_cache': expected a string, got an integer");
   expect_refused("pipeline_cache = \"\"\n", "'pipeline_cache': expected the path of a file, got an empty string");
   rill_test::ScopedContext accepted(config_with("pipeline_cache = \"rill-vulkan.cache\"\n"));
   CHECK(std::string(rill_context_backend_name(accepted.ctx)) == "cpu");
+}
+
+TEST_CASE("vulkan: queue_priority is a float from 0.0 to 1.0") {
+  expect_refused("queue_priority = -0.1\n", "'queue_priority': expected 0.0 to 1.0, got -0.1");
+  expect_refused("queue_priority = 1.5\n", "'queue_priority': expected 0.0 to 1.0, got 1.5");
+  expect_refused("queue_priority = nan\n", "'queue_priority': expected 0.0 to 1.0, got nan");
+  expect_refused("queue_priority = \"high\"\n", "'queue_priority': expected a float, got a string");
+  // TOML tells 1 from 1.0: an integer is refused, not converted.
+  expect_refused("queue_priority = 1\n", "'queue_priority': expected a float, got an integer");
+  for (const char* accepted_value : {"0.0", "0.5", "1.0"}) {
+    rill_test::ScopedContext accepted(config_with(std::string("queue_priority = ") + accepted_value + "\n"));
+    CHECK(std::string(rill_context_backend_name(accepted.ctx)) == "cpu");
+  }
 }
 
 int main(int argc, char** argv) {

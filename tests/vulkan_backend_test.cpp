@@ -847,13 +847,8 @@ static void write_file(const std::string& path, const std::vector<char>& bytes) 
   std::fclose(file);
 }
 
-// Creates a context with [backend.vulkan] pipeline_cache = path, runs an
-// rms_norm on it against the reference, and destroys it (writing the cache).
-static void run_with_pipeline_cache(const std::string& path) {
-  rill_backend_option option{};
-  option.key = "pipeline_cache";
-  option.type = RILL_BACKEND_OPTION_STRING;
-  option.string_value = path.c_str();
+// A context on device 0 with one [backend.vulkan] option, checked first.
+static rill_backend_context* context_with(const rill_backend_option& option) {
   uint32_t rejected = 0;
   REQUIRE_MESSAGE(g_backend->check_options(&option, 1, &rejected) == RILL_OK, g_last_error);
   rill_backend_context_options options{};
@@ -862,6 +857,21 @@ static void run_with_pipeline_cache(const std::string& path) {
   options.option_count = 1;
   rill_backend_context* ctx = nullptr;
   REQUIRE_MESSAGE(g_backend->context_create(&options, &ctx) == RILL_OK, g_last_error);
+  return ctx;
+}
+
+static rill_backend_option priority_option(double priority) {
+  rill_backend_option option{};
+  option.key = "queue_priority";
+  option.type = RILL_BACKEND_OPTION_FLOAT;
+  option.float_value = priority;
+  return option;
+}
+
+// Creates a context with option, runs an rms_norm on it against the
+// reference, and destroys it (writing a pipeline cache the option names).
+static void run_with(const rill_backend_option& option) {
+  rill_backend_context* ctx = context_with(option);
   const std::vector<float> x = random_values(300, 95);
   std::vector<float> out(x.size(), 0.0f);
   rill_backend_buffer* buffer = nullptr;
@@ -879,6 +889,14 @@ static void run_with_pipeline_cache(const std::string& path) {
   check_close(out, norm_reference(x, {}, {}, 1e-6f, false, 1, static_cast<int64_t>(x.size())), RILL_DTYPE_F32);
   g_backend->buffer_free(ctx, buffer);
   g_backend->context_destroy(ctx);
+}
+
+static void run_with_pipeline_cache(const std::string& path) {
+  rill_backend_option option{};
+  option.key = "pipeline_cache";
+  option.type = RILL_BACKEND_OPTION_STRING;
+  option.string_value = path.c_str();
+  run_with(option);
 }
 
 TEST_CASE("the pipeline cache is written on destruction, reused, and a corrupt or foreign file is ignored") {
@@ -924,6 +942,42 @@ TEST_CASE("the pipeline cache is written on destruction, reused, and a corrupt o
   }
   std::remove(path.c_str());
   rmdir(folder_template);
+}
+
+TEST_CASE("queue_priority: a context with it works; contexts share a VkDevice only with the same priority") {
+  run_with(priority_option(0.25));
+  const int devices_before = g_devices_made;
+  rill_backend_context* low = context_with(priority_option(0.25));
+  rill_backend_context* low_too = context_with(priority_option(0.25));
+  rill_backend_context* high = context_with(priority_option(1.0));
+  CHECK(g_devices_made - devices_before == 2);
+  CHECK(ops().shares_buffers(low_too, low) == RILL_OK);
+  g_last_error.clear();
+  CHECK(ops().shares_buffers(high, low) == RILL_ERROR_INVALID_ARGUMENT);
+  for (const char* part : {"different VkDevices", "queue priority 1", "queue priority 0.25", "queue priority,"}) {
+    CHECK_MESSAGE(g_last_error.find(part) != std::string::npos, std::string(part), " missing from: ", g_last_error);
+  }
+  for (rill_backend_context* ctx : {low, low_too, high}) g_backend->context_destroy(ctx);
+}
+
+TEST_CASE("queue_priority out of 0.0 to 1.0, NaN or not a float is refused, naming key, range and value") {
+  rill_backend_option text{};
+  text.key = "queue_priority";
+  text.type = RILL_BACKEND_OPTION_STRING;
+  text.string_value = "high";
+  // Not a structured binding: CAPTURE's lambda cannot capture one in C++17.
+  for (const auto& refused : {std::pair{priority_option(-0.1), "expected 0.0 to 1.0, got -0.1"},
+                              std::pair{priority_option(1.5), "expected 0.0 to 1.0, got 1.5"},
+                              std::pair{priority_option(std::nan("")), "expected 0.0 to 1.0, got nan"},
+                              std::pair{text, "expected a float, got a string"}}) {
+    const char* says = refused.second;
+    CAPTURE(says);
+    uint32_t rejected = 99;
+    g_last_error.clear();
+    CHECK(g_backend->check_options(&refused.first, 1, &rejected) == RILL_ERROR_CONFIG);
+    CHECK(rejected == 0);
+    CHECK_MESSAGE(g_last_error.find(std::string("'queue_priority': ") + says) != std::string::npos, g_last_error);
+  }
 }
 
 int main(int argc, char** argv) {

@@ -182,6 +182,21 @@ TEST_CASE("rill runs on the host's device and leaves it to the host") {
   }
 }
 
+std::string g_warnings;  // the warnings logged, one a line
+
+TEST_CASE("a queue_priority is ignored on the host's device, with a warning: the host set its queue's priority") {
+  const rill_vulkan_device handles = g_host->handles();
+  const rill_log_fn keep = [](rill_log_level, const char* message, void*) { g_warnings += std::string(message) + "\n"; };
+  REQUIRE(rill_set_log_callback(keep, nullptr, RILL_LOG_WARNING) == RILL_OK);
+  rill_context* ctx = nullptr;
+  const rill_status status = rill_context_create_on_vulkan_device(
+      "[runtime]\nbackend = \"vulkan\"\n[backend.vulkan]\nqueue_priority = 0.5\n", &handles, &ctx);
+  rill_set_log_callback(nullptr, nullptr, RILL_LOG_WARNING);
+  REQUIRE_MESSAGE(status == RILL_OK, rill_last_error());
+  rill_context_destroy(ctx);
+  rill_test::expect_message_has(g_warnings, {"'queue_priority' = 0.5 ignored", "host's VkDevice"});
+}
+
 TEST_CASE("rill_context_create_on_vulkan_device refuses bad arguments by name") {
   const rill_vulkan_device good = g_host->handles();
   rill_context* ctx = nullptr;

@@ -138,12 +138,27 @@ struct MemoryPool {
   std::vector<std::unique_ptr<MemoryBlock>> blocks;
 };
 
+/* ---- vk_options.cpp: the [backend.vulkan] options --------------------- */
+
+constexpr const char* kPipelineCacheOption = "pipeline_cache";
+constexpr const char* kQueuePriorityOption = "queue_priority";
+constexpr float kDefaultQueuePriority = 1.0f;
+
+/* The backend's check_options: pipeline_cache, a non-empty path;
+   queue_priority, a float from 0.0 to 1.0. */
+rill_status check_options(const rill_backend_option* options, uint32_t count, uint32_t* out_rejected);
+/* The queue priority options ask for (checked already), else the default. */
+float queue_priority(const rill_backend_context_options* options);
+/* A float option's value for a message: "1.5", "-0.1", "nan" (not
+   std::to_string's six digits). */
+std::string float_text(double value);
+
 /* ---- vk_shared_device.cpp ---------------------------------------------- */
 
 /* A VkDevice with its compute queue and its memory, shared by every context
    that opens the same device: rill's own device by index (with the same
-   validation setting), or a host's device and queue with the same enabled
-   16-bit storage. Buffers come from the shared memory, so a buffer of one
+   validation setting and queue priority), or a host's device and queue with
+   the same enabled 16-bit storage. Buffers come from the shared memory, so a buffer of one
    context may be used (and freed) by another on the same device. Counted by
    contexts; the last one to let go destroys what rill made, and never the
    host's objects. */
@@ -151,6 +166,7 @@ struct SharedDevice {
   /* What a context must ask for to share this device. */
   bool validation = false;
   int32_t device_index = -1;            /* rill's own device; -1 on a host's */
+  float queue_priority = kDefaultQueuePriority; /* rill's own device's queue */
   VkDevice host_device = VK_NULL_HANDLE; /* a host's device and queue */
   VkQueue host_queue = VK_NULL_HANDLE;
   bool host_storage_16bit = false;
@@ -528,8 +544,6 @@ rill_status bind_weights(rill_backend_context* ctx, const rill_backend_tensor* t
 
 /* ---- vk_pipeline_cache.cpp: [backend.vulkan] pipeline_cache --------- */
 
-/* The backend's check_options: pipeline_cache, a non-empty path. */
-rill_status check_options(const rill_backend_option* options, uint32_t count, uint32_t* out_rejected);
 /* Creates ctx's pipeline cache from the file options name, if any (a file
    that cannot be used is logged and ignored). */
 rill_status pipeline_cache_open(rill_backend_context* ctx, const rill_backend_context_options* options);

@@ -16,7 +16,6 @@ namespace rill_vk {
 
 namespace {
 
-constexpr const char* kPipelineCacheKey = "pipeline_cache";
 /* A cache larger than this is not ours (rill's shaders make a few MiB at most). */
 constexpr uint64_t kMaxCacheFileBytes = 256ull << 20;
 
@@ -54,24 +53,10 @@ std::string read_cache_file(const std::string& path, std::vector<char>* out, boo
 
 }  // namespace
 
-rill_status check_options(const rill_backend_option* options, uint32_t count, uint32_t* out_rejected) {
-  std::string problem = rill_options::check(options, count, {{kPipelineCacheKey, RILL_BACKEND_OPTION_STRING}},
-                                            out_rejected);
-  if (problem.empty()) {
-    for (uint32_t i = 0; i < count; ++i) {
-      if (options[i].string_value[0] == '\0') {
-        *out_rejected = i;
-        problem = std::string("'") + kPipelineCacheKey + "': expected the path of a file, got an empty string";
-      }
-    }
-  }
-  return problem.empty() ? RILL_OK : fail(RILL_ERROR_CONFIG, "Vulkan: " + problem);
-}
-
 rill_status pipeline_cache_open(rill_backend_context* ctx, const rill_backend_context_options* options) {
   const rill_backend_option* path = nullptr;
   if (rill_options::has_option_list(options)) {
-    path = rill_options::find(options->options, options->option_count, kPipelineCacheKey);
+    path = rill_options::find(options->options, options->option_count, kPipelineCacheOption);
   }
   if (path == nullptr) return RILL_OK;
   ctx->pipeline_cache_path = path->string_value;

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "option_checks.h"
 #include "vk_internal.h"
 
 namespace rill_vk {
@@ -118,12 +119,11 @@ rill_status create_device(SharedDevice* shared) {
   }
   shared->queue_family = chosen;
 
-  float priority = 1.0f;
   VkDeviceQueueCreateInfo queue_info{};
   queue_info.sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO;
   queue_info.queueFamilyIndex = chosen;
   queue_info.queueCount = 1;
-  queue_info.pQueuePriorities = &priority;
+  queue_info.pQueuePriorities = &shared->queue_priority;
 
   VkPhysicalDeviceVulkan11Features features11{};
   features11.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES;
@@ -180,14 +180,15 @@ struct SharedDeviceDeleter {
 };
 
 /* Whether shared is the device that these options ask for. */
-bool matches(const SharedDevice& shared, bool validation, int32_t device_index, const rill_vulkan_device* host) {
+bool matches(const SharedDevice& shared, bool validation, int32_t device_index, float priority,
+             const rill_vulkan_device* host) {
   if (host != nullptr) {
     return shared.host_device == static_cast<VkDevice>(host->device) &&
            shared.host_queue == static_cast<VkQueue>(host->queue) &&
            shared.host_storage_16bit == (host->storage_16bit != 0);
   }
   return shared.host_device == VK_NULL_HANDLE && shared.validation == validation &&
-         shared.device_index == device_index;
+         shared.device_index == device_index && shared.queue_priority == priority;
 }
 
 rill_status open_device(SharedDevice* shared, const rill_vulkan_device* host) {
@@ -212,11 +213,20 @@ rill_status acquire_device(const rill_backend_context_options* options, SharedDe
           ? options->device_index
           : 0;
   const bool validation = host == nullptr && validation_requested();
+  const float priority = queue_priority(options);
+  /* The host made its queue, with its own priority: one asked for here
+     cannot be given. Ignored with a warning, not refused: the runtime reports
+     any failure here as an unavailable backend, which a config is not. */
+  if (host != nullptr && rill_options::has_option_list(options) &&
+      rill_options::find(options->options, options->option_count, kQueuePriorityOption) != nullptr) {
+    log_message(RILL_LOG_WARNING, std::string("Vulkan: '") + kQueuePriorityOption + "' = " + float_text(priority) +
+                                      " ignored: on a host's VkDevice the host created the queue and set its priority");
+  }
   /* Held while a device is made, so that two threads asking for one device
      at once make it once. */
   std::lock_guard<std::mutex> lock(g_registry_mutex);
   for (SharedDevice* shared : g_registry) {
-    if (matches(*shared, validation, device_index, host)) {
+    if (matches(*shared, validation, device_index, priority, host)) {
       ++shared->contexts;
       *out = shared;
       return RILL_OK;
@@ -226,6 +236,7 @@ rill_status acquire_device(const rill_backend_context_options* options, SharedDe
   std::unique_ptr<SharedDevice, SharedDeviceDeleter> shared(new SharedDevice());
   shared->validation = validation;
   shared->device_index = device_index;
+  shared->queue_priority = priority;
   if (host != nullptr) {
     shared->host_device = static_cast<VkDevice>(host->device);
     shared->host_queue = static_cast<VkQueue>(host->queue);
@@ -245,6 +256,7 @@ rill_status shares_buffers(rill_backend_context* ctx, rill_backend_context* othe
     return "\"" + shared.caps.name + "\" (" +
            (shared.host_device != VK_NULL_HANDLE ? std::string("a host's VkDevice")
                                                  : "device index " + std::to_string(shared.device_index) +
+                                                       ", queue priority " + float_text(shared.queue_priority) +
                                                        (shared.validation ? ", validation on" : "")) +
            ")";
   };
@@ -252,7 +264,7 @@ rill_status shares_buffers(rill_backend_context* ctx, rill_backend_context* othe
               "Vulkan: the contexts hold different VkDevices: " + describe(*ctx->shared) + " and " +
                   describe(*other->shared) +
                   "; contexts share one only when they open the same device index with the same validation "
-                  "setting, or the same host device and queue");
+                  "setting and queue priority, or the same host device and queue");
 }
 
 void release_device(SharedDevice* shared) {
