@@ -15,10 +15,10 @@ set -euo pipefail
 seconds=${1:-60}
 shift || true
 root=$(cd "$(dirname "$0")/.." && pwd)
-build=${RILL_FUZZ_BUILD_DIR:-$root/build-fuzz}
+build=$(realpath -m "${RILL_FUZZ_BUILD_DIR:-$root/build-fuzz}")
 jobs=${RILL_JOBS:-$(nproc)}
 parallel=${RILL_FUZZ_PARALLEL:-$jobs}
-corpus_root=${RILL_FUZZ_CORPUS_DIR:-$build/corpus}
+corpus_root=$(realpath -m "${RILL_FUZZ_CORPUS_DIR:-$build/corpus}")
 
 # A folder already configured with -DRILL_FUZZ=ON (CI's sanitizer build) is
 # used as it is; any other is configured here with only what the targets need.
@@ -42,10 +42,14 @@ mkdir -p "$findings"
 
 run_target() {  # <target>: one libFuzzer run; its summary line goes to findings/<target>.summary
   local target=$1 corpus=$corpus_root/$1 log=$findings/$1.log status=ok
-  mkdir -p "$corpus"
+  # The inputs name files to write (the CLI's output paths, a pipeline
+  # cache): relative ones land in the target's own folder, not where the
+  # script was started. Every path given to the fuzzer is absolute.
+  local files=$findings/$1-files
+  mkdir -p "$corpus" "$files"
   # -rss_limit_mb: a reader that allocates what a header claims shows up as
   # an out-of-memory finding. -close_fd_mask=3: the CLI's own output is noise.
-  ASAN_OPTIONS=$rill_asan_options:allocator_may_return_null=1 LSAN_OPTIONS=$rill_lsan_options \
+  cd "$files" && ASAN_OPTIONS=$rill_asan_options:allocator_may_return_null=1 LSAN_OPTIONS=$rill_lsan_options \
     UBSAN_OPTIONS=$rill_ubsan_options "$build/bin/fuzz_$target" "$corpus" "$root/tests/fuzz/corpus/$target" \
     -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len=65536 -close_fd_mask=3 \
     -artifact_prefix="$findings/$target-" -print_final_stats=1 >"$log" 2>&1 || status=FAILED
