@@ -298,10 +298,10 @@ typedef struct rill_vulkan_device {
    is not ordered against rill's. config_toml's [runtime] backend must be
    "vulkan" or "auto" (the default); `device` in [backend.vulkan] is not read.
    Errors: RILL_ERROR_INVALID_ARGUMENT naming the member for a NULL device,
-   a struct_size too small, or a NULL handle; RILL_ERROR_CONFIG for bad config
+   a struct_size too small, a NULL handle, or a queue_family that is not one
+   of the device's families with compute; RILL_ERROR_CONFIG for bad config
    text or another backend; RILL_ERROR_BACKEND_UNAVAILABLE when the Vulkan
-   backend cannot be loaded or the device is older than Vulkan 1.2 or
-   queue_family has no compute.
+   backend cannot be loaded or the device is older than Vulkan 1.2.
    Thread-safe. */
 RILL_API rill_status rill_context_create_on_vulkan_device(const char* config_toml, const rill_vulkan_device* device,
                                                           rill_context** out_ctx);

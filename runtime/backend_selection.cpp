@@ -94,10 +94,15 @@ bool pick_device(const Backend& backend, const DeviceChoice& choice, uint32_t& i
 // GPU API is refused unless the config names it: the CPU backend does the same
 // work faster.
 // With a host-owned device the backend is given that device: no device is
-// listed or picked. out_of_memory: set when listing the backend's devices or
-// creating its context ran out of memory.
+// listed or picked. failure: the status a failure reports when this backend
+// was the one asked for: RILL_ERROR_OUT_OF_MEMORY when listing its devices
+// or creating its context ran out of memory, RILL_ERROR_INVALID_ARGUMENT
+// when the backend refused the host's device as described, otherwise
+// RILL_ERROR_BACKEND_UNAVAILABLE.
 bool try_backend(const Config& config, const std::string& name, bool auto_mode, const void* host_device,
-                 Selection& out, std::string& reason, bool& out_of_memory) {
+                 Selection& out, std::string& reason, rill_status& failure) {
+  failure = RILL_ERROR_BACKEND_UNAVAILABLE;
+  bool out_of_memory = false;
   const Backend* backend = acquire_backend(name, config.plugin_dir, reason);
   if (backend == nullptr) return false;
   const BackendTable& table = config.backend_table(name);
@@ -110,7 +115,10 @@ bool try_backend(const Config& config, const std::string& name, bool auto_mode, 
       return false;
     }
   } else {
-    if (!pick_device(*backend, table.device, index, info, reason, out_of_memory)) return false;
+    if (!pick_device(*backend, table.device, index, info, reason, out_of_memory)) {
+      if (out_of_memory) failure = RILL_ERROR_OUT_OF_MEMORY;
+      return false;
+    }
     if (auto_mode && !table.device.explicit_choice && info.type == RILL_DEVICE_TYPE_CPU_IMPLEMENTATION &&
         name != "cpu") {
       reason = "device " + std::to_string(index) + " " + quoted(info.name) +
@@ -123,7 +131,11 @@ bool try_backend(const Config& config, const std::string& name, bool auto_mode, 
   clear_backend_message();
   const rill_status status = backend->table->context_create(options.get(), &context);
   if (status != RILL_OK || context == nullptr) {
-    out_of_memory = status == RILL_ERROR_OUT_OF_MEMORY;
+    // Out of memory is not unavailability: the same backend may work once
+    // memory is freed. A host's device the backend cannot use as described
+    // is the caller's argument to mend.
+    if (status == RILL_ERROR_OUT_OF_MEMORY) failure = status;
+    if (status == RILL_ERROR_INVALID_ARGUMENT && host_device != nullptr) failure = status;
     const std::string where =
         host_device != nullptr ? std::string("the host's device") : "device " + std::to_string(index) + " " + quoted(info.name);
     reason = "cannot create a context on " + where + ": " +
@@ -209,12 +221,11 @@ rill_status select_backend(const Config& config, const char* function, const voi
                                                                  : std::vector<std::string>{config.backend};
   std::string report;
   std::string reason;
-  bool out_of_memory = false;
+  rill_status failure = RILL_ERROR_BACKEND_UNAVAILABLE;
   for (const std::string& name : names) {
     reason.clear();
-    out_of_memory = false;
     Selection selection;
-    if (try_backend(config, name, auto_mode, host_device, selection, reason, out_of_memory)) {
+    if (try_backend(config, name, auto_mode, host_device, selection, reason, failure)) {
       try {  // the report's allocations can fail once the backend context exists
         report += name + ": chosen";
         log_message(RILL_LOG_INFO, "backend selection:\n" + report);
@@ -232,9 +243,8 @@ rill_status select_backend(const Config& config, const char* function, const voi
   log_message(RILL_LOG_INFO, "backend selection failed:\n" + report);
   if (!auto_mode) {
     const std::string name = host_device != nullptr ? "vulkan" : config.backend;
-    // Out of memory is not unavailability: the same backend may work once memory is freed.
-    return fail(out_of_memory ? RILL_ERROR_OUT_OF_MEMORY : RILL_ERROR_BACKEND_UNAVAILABLE,
-                std::string(function) + ": backend '" + name + "' is unavailable: " + reason);
+    if (failure == RILL_ERROR_INVALID_ARGUMENT) return fail(failure, std::string(function) + ": " + reason);
+    return fail(failure, std::string(function) + ": backend '" + name + "' is unavailable: " + reason);
   }
   return fail(RILL_ERROR_BACKEND_UNAVAILABLE,
               std::string(function) + ": no backend of runtime.prefer could be had:\n" + report);

@@ -214,7 +214,7 @@ TEST_CASE("rill_context_create_on_vulkan_device refuses bad arguments by name") 
                  {"device->queue:", "NULL"});
   rill_vulkan_device bad_family = good;
   bad_family.queue_family = 99;
-  expect_failure(rill_context_create_on_vulkan_device(nullptr, &bad_family, &ctx), RILL_ERROR_BACKEND_UNAVAILABLE,
+  expect_failure(rill_context_create_on_vulkan_device(nullptr, &bad_family, &ctx), RILL_ERROR_INVALID_ARGUMENT,
                  {"queue_family", "compute", "got 99"});
   expect_failure(rill_context_create_on_vulkan_device("[runtime]\nbackend = \"cpu\"\n", &good, &ctx),
                  RILL_ERROR_CONFIG, {"runtime.backend", "\"vulkan\" or \"auto\"", "cpu"});

@@ -87,7 +87,7 @@ rill_status adopt_host_device(SharedDevice* shared, const rill_vulkan_device* ho
   std::vector<VkQueueFamilyProperties> families(family_count);
   vkGetPhysicalDeviceQueueFamilyProperties(shared->physical, &family_count, families.data());
   if (host->queue_family >= family_count || (families[host->queue_family].queueFlags & VK_QUEUE_COMPUTE_BIT) == 0) {
-    return fail(RILL_ERROR_BACKEND_UNAVAILABLE,
+    return fail(RILL_ERROR_INVALID_ARGUMENT,
                 "Vulkan: device->queue_family: expected a family with compute among the " +
                     std::to_string(family_count) + " of device \"" + shared->caps.name + "\", got " +
                     std::to_string(host->queue_family));
