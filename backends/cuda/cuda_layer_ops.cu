@@ -534,6 +534,10 @@ rill_status rill_cuda_attention_ex(rill_backend_context* ctx, const rill_backend
   status = rill_cuda_upload(ctx, kv_lengths, static_cast<std::size_t>(s.batch) * sizeof(int32_t), &device_lengths);
   if (status != RILL_OK) return status;
   const int32_t* lengths = static_cast<const int32_t*>(device_lengths);
+  // Prefill in f16/bf16 with head_dim 64/128/256 runs on tensor cores.
+  if (rill_cuda_flash_attention_applies(q, k, v, out)) {
+    return rill_cuda_flash_attention(ctx, q, k, v, lengths, s.scale, s.window, s.softcap, out);
+  }
   int64_t span = 0;  // the most slots one query sees
   for (int64_t b = 0; b < s.batch; ++b) {
     const int64_t seen = s.window > 0 && s.window < kv_lengths[b] ? s.window : kv_lengths[b];
