@@ -7,7 +7,8 @@
  * query heads of its GQA group from each K/V row it loads (16-byte loads
  * where the rows allow; online softmax per warp, warps merged at the end; in
  * decode, where these blocks alone cannot fill the GPU, also one block per
- * chunk of the KV cache, the chunks merged by a second kernel),
+ * chunk of the KV cache, the chunks merged by a second kernel; prefill in
+ * f16/bf16 goes to the tensor-core kernel of cuda_flash_attention.cu),
  * one thread per 16-byte pack of elements for activations (per element where
  * an operand is not 16-byte aligned), one per element for (interface
  * version 5) the clamp. f32 math throughout;
