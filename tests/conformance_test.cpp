@@ -10,6 +10,7 @@
 #define DOCTEST_CONFIG_IMPLEMENT
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -1039,6 +1040,111 @@ TEST_CASE("negative controls: plausible mistakes exceed the limits of every dtyp
       for (size_t i : {size_t(0), size_t(4095), size_t(65536), size_t(777777), corrupted.size() - 1})
         corrupted[i] += 0.25;
       CHECK_FALSE(mistake_passes(corrupted, right, dtype));
+    }
+  }
+}
+
+// The CUDA backend's prefill kernel on tensor cores (cuda_flash_attention.cu)
+// rounds the softmax weights to the dtype before they multiply V, which the
+// other kernels never do: a model of that rounding, to show that
+// limits(dtype) leave room for it where no GPU can run the kernel. Each query
+// tile of 64 walks its keys in tiles of key_tile from its first query's
+// window start; each row takes its weights against its running max,
+// rounds them, adds the rounded weights to its sum and rescales sum and
+// values when the max grows. Everything else is exact (double). see_ahead
+// > 0 models a mistake: each query also sees that many slots after its
+// position (within its sequence's length).
+std::vector<double> attention_with_rounded_weights(const AttentionInputs& in, const rill_ref::AttentionShape& s,
+                                                   const std::vector<int32_t>& lengths, double scale, int64_t window,
+                                                   double softcap, rill_dtype dtype, int64_t see_ahead = 0) {
+  const int64_t key_tile = s.head_dim == 256 ? 32 : 64, query_tile = 64, group = s.q_heads / s.kv_heads;
+  std::vector<double> out(size_t(s.batch * s.queries * s.q_heads * s.head_dim));
+  std::vector<double> acc(size_t(s.head_dim));
+  for (int64_t b = 0; b < s.batch; ++b) {
+    const int64_t offset = lengths[size_t(b)] - s.queries;
+    for (int64_t t = 0; t < s.queries; ++t) {
+      const int64_t position = offset + t, tile_first = offset + t / query_tile * query_tile;
+      const int64_t last_seen = std::min<int64_t>(position + see_ahead, lengths[size_t(b)] - 1);
+      const int64_t lo = window > 0 && tile_first + 1 > window ? tile_first + 1 - window : 0;
+      for (int64_t h = 0; h < s.q_heads; ++h) {
+        const float* q = &in.q[size_t(((b * s.queries + t) * s.q_heads + h) * s.head_dim)];
+        double row_max = -INFINITY, sum = 0.0;
+        std::fill(acc.begin(), acc.end(), 0.0);
+        for (int64_t j0 = lo; j0 <= last_seen; j0 += key_tile) {
+          std::vector<double> logits;
+          double tile_max = -INFINITY;
+          for (int64_t j = j0; j < j0 + key_tile && j <= last_seen; ++j) {
+            const float* k = &in.k[size_t(((b * s.slots + j) * s.kv_heads + h / group) * s.head_dim)];
+            double dot = 0.0;
+            for (int64_t d = 0; d < s.head_dim; ++d) dot += double(q[d]) * double(k[d]);
+            double logit = scale * dot;
+            if (softcap > 0.0) logit = softcap * std::tanh(logit / softcap);
+            if (window > 0 && j <= position - window) logit = -INFINITY;
+            logits.push_back(logit);
+            tile_max = std::max(tile_max, logit);
+          }
+          const double new_max = std::max(row_max, tile_max);
+          if (new_max == -INFINITY) continue;
+          const double correction = std::exp(row_max - new_max);
+          sum *= correction;
+          for (double& a : acc) a *= correction;
+          row_max = new_max;
+          for (size_t i = 0; i < logits.size(); ++i) {
+            const double p = rill_ref::round_to_dtype(std::exp(logits[i] - new_max), dtype);
+            const int64_t j = j0 + int64_t(i);
+            const float* v = &in.v[size_t(((b * s.slots + j) * s.kv_heads + h / group) * s.head_dim)];
+            sum += p;
+            for (int64_t d = 0; d < s.head_dim; ++d) acc[size_t(d)] += p * double(v[d]);
+          }
+        }
+        for (int64_t d = 0; d < s.head_dim; ++d)
+          out[size_t(((b * s.queries + t) * s.q_heads + h) * s.head_dim + d)] = acc[size_t(d)] / sum;
+      }
+    }
+  }
+  return out;
+}
+
+TEST_CASE("tensor-core attention's rounded softmax weights stay within the limits; its plausible mistakes do not") {
+  // The shapes of cuda_ops_test's tensor-core cases: partial query and key
+  // tiles, queries offset into the cache, a window, a soft-cap, GQA and MQA.
+  struct Case {
+    AttentionCase c;
+    int32_t window;
+    double softcap;
+  };
+  for (rill_dtype dtype : {RILL_DTYPE_F16, RILL_DTYPE_BF16}) {
+    for (int64_t head_dim : {64, 128, 256}) {
+      const std::vector<Case> cases = {{{{2, 100, 333, 8, 2, head_dim}, {333, 100}}, 0, 0.0},
+                                       {{{2, 100, 333, 4, 1, head_dim}, {333, 150}}, 50, 5.0}};
+      for (const Case& c : cases) {
+        INFO(std::string(rill_dtype_name(dtype)) << " " << describe(c.c) << " window " << c.window << " softcap "
+                                                 << c.softcap);
+        const AttentionInputs in = make_attention_inputs(c.c, dtype, 90);
+        const double scale = 1.0 / std::sqrt(double(head_dim));
+        const std::vector<double> right =
+            rill_ref::attention(in.q, in.k, in.v, c.c.shape, c.c.kv_lengths, scale, c.window, c.softcap);
+        const std::vector<double> model =
+            attention_with_rounded_weights(in, c.c.shape, c.c.kv_lengths, scale, c.window, c.softcap, dtype);
+        std::vector<float> stored(model.size());
+        for (size_t i = 0; i < stored.size(); ++i)
+          stored[i] = static_cast<float>(rill_ref::round_to_dtype(model[i], dtype));
+        const rill_tol::Score score = rill_tol::score(stored, right);
+        CHECK_MESSAGE(rill_tol::within(score, dtype), rill_tol::describe(score, dtype));
+        MESSAGE("rounded weights: " << rill_tol::describe(score, dtype));
+        // Queries placed at positions 0..T-1 instead of offset into the
+        // cache (kv_lengths - T + t): the causal mask of a plain prefill.
+        std::vector<int32_t> unshifted(c.c.kv_lengths.size(), int32_t(c.c.shape.queries));
+        CHECK_FALSE(mistake_passes(
+            rill_ref::attention(in.q, in.k, in.v, c.c.shape, unshifted, scale, c.window, c.softcap), right, dtype));
+        // The causal mask left out inside the diagonal key tile: each query
+        // also sees the key_tile - 1 slots after it (within its sequence),
+        // as a kernel would that masks slots only by the sequence's length.
+        const int64_t key_tile = head_dim == 256 ? 32 : 64;
+        CHECK_FALSE(mistake_passes(attention_with_rounded_weights(in, c.c.shape, c.c.kv_lengths, scale, c.window,
+                                                                  c.softcap, dtype, key_tile - 1),
+                                   right, dtype));
+      }
     }
   }
 }

@@ -1,7 +1,7 @@
 // CUDA-specific paths the cross-backend conformance suite does not reach:
 // the launch shapes for many rows, rows too long to park in shared memory,
 // decode attention split over long KV caches, attention's GQA groups sharing
-// K/V loads (16-byte and element loads), the reuse of the page-locked
+// K/V loads (16-byte and element loads), prefill attention on tensor cores, the reuse of the page-locked
 // staging for RoPE positions, writes from pinned memory,
 // device-memory exhaustion leaving the context usable, a GEMM with a bias on
 // several leading dims, and the requests the CUDA backend reports as
@@ -18,6 +18,7 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <limits>
 #include <memory>
@@ -352,6 +353,58 @@ TEST_CASE("attention sharing K/V loads across a GQA group (MQA, 4 and 7 heads) m
           check_both(results[0], results[1],
                      rill_ref::attention(q, k, v, shape, lengths, scale, c.window, c.softcap), dtype);
         }
+      }
+    }
+  }
+}
+
+TEST_CASE("prefill attention on tensor cores (f16/bf16, head_dim 64/128/256) matches the CPU and the reference") {
+  // Each case reaches the tensor-core kernel (cuda_flash_attention.cu): 16 or
+  // more queries, f16 or bf16, head_dim 64/128/256. 100 queries leave a
+  // partial tile of 64 queries; 333, 150 and 16 slots partial tiles of 64 (or
+  // 32) keys. Sequence 0 holds more slots than queries, so its queries sit
+  // offset into the cache (causal from position 233); sequence 1 is a plain
+  // prefill. The window (50) starts rows between key tiles, and cuts some of
+  // a tile's rows but not others; the soft-cap bends most logits; groups of
+  // 4 query heads per KV head and MQA. 16 queries: the smallest count the
+  // kernel takes.
+  struct Case {
+    int64_t batch, queries, slots, q_heads, kv_heads;
+    std::vector<int32_t> lengths;
+    int32_t window;
+    float softcap;
+  };
+  const std::vector<Case> cases = {
+      {2, 100, 333, 8, 2, {333, 100}, 0, 0.0f},
+      {2, 100, 333, 4, 1, {333, 150}, 50, 5.0f},
+      {1, 16, 16, 2, 2, {16}, 0, 0.0f},
+  };
+  for (const Case& c : cases) {
+    for (int64_t head_dim : {64, 128, 256}) {
+      for (rill_dtype dtype : {RILL_DTYPE_F16, RILL_DTYPE_BF16}) {
+        INFO(rill_dtype_name(dtype) << " head_dim " << head_dim << " batch " << c.batch << " queries " << c.queries
+                                    << " q_heads " << c.q_heads << " kv_heads " << c.kv_heads << " window "
+                                    << c.window << " softcap " << c.softcap);
+        const std::vector<int64_t> q_shape = {c.batch, c.queries, c.q_heads, head_dim};
+        const std::vector<int64_t> kv_shape = {c.batch, c.slots, c.kv_heads, head_dim};
+        const std::vector<float> q = rounded(random_values(numel(q_shape), 70), dtype);
+        const std::vector<float> k = rounded(random_values(numel(kv_shape), 71), dtype);
+        const std::vector<float> v = rounded(random_values(numel(kv_shape), 72), dtype);
+        const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
+        const rill_attention_params params{sizeof(rill_attention_params), scale, c.window, c.softcap};
+        std::vector<float> results[2];
+        rill_context* contexts[2] = {g_cuda, g_cpu};
+        for (int i = 0; i < 2; ++i) {
+          Tensor tq(contexts[i], dtype, q_shape, q), tk(contexts[i], dtype, kv_shape, k);
+          Tensor tv(contexts[i], dtype, kv_shape, v), out(contexts[i], dtype, q_shape, q);
+          REQUIRE_MESSAGE(rill_attention_ex(contexts[i], tq.t, tk.t, tv.t, c.lengths.data(), c.lengths.size(),
+                                            &params, out.t) == RILL_OK,
+                          rill_last_error());
+          results[i] = out.read();
+        }
+        const rill_ref::AttentionShape shape{c.batch, c.queries, c.slots, c.q_heads, c.kv_heads, head_dim};
+        check_both(results[0], results[1],
+                   rill_ref::attention(q, k, v, shape, c.lengths, scale, c.window, c.softcap), dtype);
       }
     }
   }

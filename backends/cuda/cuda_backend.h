@@ -194,6 +194,19 @@ rill_status rill_cuda_activation(rill_backend_context* ctx, rill_act_fn fn, cons
 /* (interface version 5) out = x clamped to [lo, hi]. */
 rill_status rill_cuda_clamp(rill_backend_context* ctx, const rill_backend_tensor* x, float lo, float hi,
                             const rill_backend_tensor* out);
+/* Prefill attention on tensor cores (cuda_flash_attention.cu), which
+   rill_cuda_attention_ex chooses when rill_cuda_flash_attention_applies: f16
+   or bf16, head_dim 64, 128 or 256, at least kRillCudaFlashMinQueries
+   queries, B and Hq at most 65535 (grid dimensions), every operand 16-byte
+   aligned. Anything else (f32, other head_dims, decode) runs the CUDA-core
+   kernel of cuda_layer_ops.cu. device_kv_lengths: B int32 in device memory. */
+constexpr std::int64_t kRillCudaFlashMinQueries = 16;
+bool rill_cuda_flash_attention_applies(const rill_backend_tensor* q, const rill_backend_tensor* k,
+                                       const rill_backend_tensor* v, const rill_backend_tensor* out);
+rill_status rill_cuda_flash_attention(rill_backend_context* ctx, const rill_backend_tensor* q,
+                                      const rill_backend_tensor* k, const rill_backend_tensor* v,
+                                      const int32_t* device_kv_lengths, float scale, int64_t window, float softcap,
+                                      const rill_backend_tensor* out);
 /* Attention's limits, shared with the capability query: head_dim and the
    query rows B*T*heads. */
 rill_status rill_cuda_check_attention(std::int64_t head_dim, std::int64_t query_rows);

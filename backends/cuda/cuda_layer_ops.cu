@@ -7,7 +7,8 @@
  * query heads of its GQA group from each K/V row it loads (16-byte loads
  * where the rows allow; online softmax per warp, warps merged at the end; in
  * decode, where these blocks alone cannot fill the GPU, also one block per
- * chunk of the KV cache, the chunks merged by a second kernel),
+ * chunk of the KV cache, the chunks merged by a second kernel; prefill in
+ * f16/bf16 goes to the tensor-core kernel of cuda_flash_attention.cu),
  * one thread per 16-byte pack of elements for activations (per element where
  * an operand is not 16-byte aligned), one per element for (interface
  * version 5) the clamp. f32 math throughout;
@@ -534,6 +535,10 @@ rill_status rill_cuda_attention_ex(rill_backend_context* ctx, const rill_backend
   status = rill_cuda_upload(ctx, kv_lengths, static_cast<std::size_t>(s.batch) * sizeof(int32_t), &device_lengths);
   if (status != RILL_OK) return status;
   const int32_t* lengths = static_cast<const int32_t*>(device_lengths);
+  // Prefill in f16/bf16 with head_dim 64/128/256 runs on tensor cores.
+  if (rill_cuda_flash_attention_applies(q, k, v, out)) {
+    return rill_cuda_flash_attention(ctx, q, k, v, lengths, s.scale, s.window, s.softcap, out);
+  }
   int64_t span = 0;  // the most slots one query sees
   for (int64_t b = 0; b < s.batch; ++b) {
     const int64_t seen = s.window > 0 && s.window < kv_lengths[b] ? s.window : kv_lengths[b];

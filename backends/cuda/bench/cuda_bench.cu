@@ -159,6 +159,22 @@ void bench_decode_attention(rill_context* ctx) {
   summary("decode_attention_8k_pct_peak_bw", pct_of_peak(bytes, us));
 }
 
+/* Prefill attention on tensor cores: one 4096-token causal prefill, 32 query
+   and 8 KV heads of 128, bf16. The FLOPs count the visible half of Q K^T and
+   of P V (2 x 2 x T^2 / 2 x head_dim x heads). */
+void bench_prefill_attention(rill_context* ctx) {
+  const int64_t tokens = 4096, heads = 32, kv_heads = 8, head_dim = 128;
+  Tensor q(ctx, {1, tokens, heads, head_dim}, 25), k(ctx, {1, tokens, kv_heads, head_dim}, 26),
+      v(ctx, {1, tokens, kv_heads, head_dim}, 27), out(ctx, {1, tokens, heads, head_dim}, 28);
+  const int32_t length = static_cast<int32_t>(tokens);
+  const double us = device_us([&] {
+    check_rill(rill_attention(ctx, q.t, k.t, v.t, &length, 1, 0.088f, out.t), "rill_attention (prefill)");
+  });
+  const double tflops = 2.0 * static_cast<double>(tokens) * tokens * head_dim * heads / (us * 1e6);
+  std::printf("prefill attention bf16, 4096 tokens, 32/8 heads of 128, causal: %.1f us, %.1f TFLOP/s\n", us, tflops);
+  summary("prefill_attention_4k_tflops", tflops);
+}
+
 /* The dequantizing GEMV at M = 1 on 28672 x 4096 block weights (above the L2
    in every format), reading the weights as a share of the peak bandwidth.
    The blocks are random bytes below 0x3C, so every f16 scale is finite: a
@@ -337,6 +353,7 @@ int main(int argc, char** argv) {
               rill_context_device_name(ctx), g_iters, g_peak_gbps);
   bench_norms(ctx);
   bench_decode_attention(ctx);
+  bench_prefill_attention(ctx);
   bench_block_gemv(ctx, RILL_DTYPE_Q4_K, "gemv_q4_k_m1_28672x4096_pct_peak_bw");
   bench_block_gemv(ctx, RILL_DTYPE_Q8_0, "gemv_q8_0_m1_28672x4096_pct_peak_bw");
   bool agree = true;
