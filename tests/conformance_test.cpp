@@ -1105,7 +1105,9 @@ std::vector<double> attention_with_rounded_weights(const AttentionInputs& in, co
   return out;
 }
 
-TEST_CASE("tensor-core attention's rounded softmax weights stay within the limits; its plausible mistakes do not") {
+// Named "cpu: " although it checks a CUDA kernel's numerics: it runs no
+// backend, so the CPU registrations are enough, and the GPU ones stay short.
+TEST_CASE("cpu: tensor-core attention's rounded softmax weights stay within the limits; its plausible mistakes do not") {
   // The shapes of cuda_ops_test's tensor-core cases: partial query and key
   // tiles, queries offset into the cache, a window, a soft-cap, GQA and MQA.
   struct Case {
