@@ -980,6 +980,24 @@ TEST_CASE("queue_priority out of 0.0 to 1.0, NaN or not a float is refused, nami
   }
 }
 
+TEST_CASE("RILL_VULKAN_TEST_MAX_GROUPS out of 1 to 65535 or not an integer fails the context, naming both") {
+  for (const char* value : {"0", "65536", "12x", ""}) {
+    CAPTURE(value);
+    setenv("RILL_VULKAN_TEST_MAX_GROUPS", value, 1);
+    rill_backend_context_options options{};
+    options.struct_size = sizeof options;
+    rill_backend_context* ctx = nullptr;
+    g_last_error.clear();
+    CHECK(g_backend->context_create(&options, &ctx) == RILL_ERROR_INVALID_ARGUMENT);
+    CHECK(ctx == nullptr);
+    if (ctx != nullptr) g_backend->context_destroy(ctx);
+    CHECK_MESSAGE(g_last_error.find(std::string("RILL_VULKAN_TEST_MAX_GROUPS must be an integer from 1 to 65535, "
+                                                "given \"") + value + "\"") != std::string::npos,
+                  g_last_error);
+  }
+  unsetenv("RILL_VULKAN_TEST_MAX_GROUPS");
+}
+
 int main(int argc, char** argv) {
   if (const int loaded = load_plugin_with_device(RILL_VULKAN_PLUGIN, "Vulkan", &g_host, g_last_error, &g_backend);
       loaded != 0) {
