@@ -849,8 +849,9 @@ static void write_file(const std::string& path, const std::vector<char>& bytes) 
 
 // A context on device 0 with one [backend.vulkan] option, checked first.
 static rill_backend_context* context_with(const rill_backend_option& option) {
-  uint32_t rejected = 0;
+  uint32_t rejected = 99;
   REQUIRE_MESSAGE(g_backend->check_options(&option, 1, &rejected) == RILL_OK, g_last_error);
+  CHECK(rejected == 99);  // set only for a refusal (rill_backend.h)
   rill_backend_context_options options{};
   options.struct_size = sizeof options;
   options.options = &option;
