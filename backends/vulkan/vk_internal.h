@@ -88,6 +88,7 @@ struct DeviceCaps {
   bool memory_budget = false;        /* VK_EXT_memory_budget supported */
   VkPhysicalDeviceType type = VK_PHYSICAL_DEVICE_TYPE_OTHER;
   VkPhysicalDeviceLimits limits{};
+  GemmDeviceLimits gemm_limits; /* what plan_gemm reads of limits */
   std::string name;
   std::string details;
 };

@@ -198,14 +198,9 @@ rill_status gemm_elements(rill_backend_context* ctx, const rill_backend_tensor* 
   if (coopmat_applies(ctx->coopmat_tile, a->dtype, params.rows, params.n, kGemmRowsMax, kMaxGroupsPerDispatch)) {
     return gemm_coopmat(ctx, ranges, params);
   }
-  const VkPhysicalDeviceLimits& device = ctx->caps.limits;
-  GemmDeviceLimits limits;
-  limits.max_invocations = device.maxComputeWorkGroupInvocations;
-  limits.max_size_x = device.maxComputeWorkGroupSize[0];
-  limits.max_size_y = device.maxComputeWorkGroupSize[1];
-  limits.max_shared_bytes = device.maxComputeSharedMemorySize;
   const bool rows_vec4 = ((params.a_offset | params.w_offset | params.k) & 3u) == 0u;
-  const GemmPlan plan = plan_gemm(params.rows, params.n, params.k, dtype_size(a->dtype), rows_vec4, limits);
+  const GemmPlan plan =
+      plan_gemm(params.rows, params.n, params.k, dtype_size(a->dtype), rows_vec4, ctx->caps.gemm_limits);
   return gemm_tiled(ctx, a->dtype, ranges, params, plan);
 }
 
