@@ -24,6 +24,7 @@
 
 #include "reference.h"
 #include "rill.hpp"
+#include "test_helpers.h"
 #include "tolerance.h"
 
 namespace {
@@ -881,6 +882,23 @@ TEST_CASE("gemm with many rows and columns matches the reference") {
               rill_ref::gemm(a, w, bias, 0.5f, -1.0f, prior, rows, c.n, k), dtype, "out");
 }
 
+// The grid the Vulkan case runs under (RILL_VULKAN_TEST_MAX_GROUPS): small,
+// so that its shapes are small, and odd, so that the last pass is partial.
+constexpr int64_t kVulkanTestGrid = 61;
+
+// A Vulkan context whose looped grid dimensions are capped at grid workgroups.
+std::unique_ptr<rill::Context> vulkan_context_with_grid(int64_t grid) {
+  rill_test::set_env("RILL_VULKAN_TEST_MAX_GROUPS", std::to_string(grid));
+  std::unique_ptr<rill::Context> ctx;
+  try {
+    ctx = std::make_unique<rill::Context>("[runtime]\nbackend = \"vulkan\"\n");
+  } catch (const rill::Error& e) {
+    FAIL_CHECK("a Vulkan context with RILL_VULKAN_TEST_MAX_GROUPS=" << grid << ": " << e.what());
+  }
+  rill_test::unset_env("RILL_VULKAN_TEST_MAX_GROUPS");
+  return ctx;
+}
+
 TEST_CASE("launches larger than one pass of a GPU grid match the reference") {
   // GPU backends cap their grids and loop over the rest: Vulkan at 65535
   // workgroups per dimension (the least every device allows; 256 invocations
@@ -889,66 +907,75 @@ TEST_CASE("launches larger than one pass of a GPU grid match the reference") {
   // one (sequence, KV head, tile of query rows) per group in flash attention,
   // one (sequence, query, head) in the row kernel), CUDA at 32 blocks of
   // 256 threads per SM for the elementwise kernels (H200: 132 SMs). Each
-  // shape below needs more than one pass of Vulkan's grid, and the
-  // elementwise ones of CUDA's; the CUDA norms' grid (256 row groups of up to
-  // 8 rows per SM) needs more rows than lavapipe runs quickly, so
-  // cuda_ops_test covers it. One dtype: the loops do not depend on it.
+  // shape below needs more than one pass of a grid of `grid` workgroups in
+  // those units. Vulkan runs the same loops with its cap lowered to
+  // kVulkanTestGrid, so its shapes are small; CUDA keeps grid = 65535, which
+  // makes the elementwise shapes exceed its grid too (the CUDA norms' grid,
+  // 256 row groups of up to 8 rows per SM, needs more rows than that, so
+  // cuda_ops_test covers it). One dtype: the loops do not depend on it.
   const rill_dtype dtype = RILL_DTYPE_F16;
-  const int64_t elementwise = 65535 * 256 + 1000;  // > 65535 groups of 256
-  INFO(g_backend);
+  const bool vulkan = g_backend == "vulkan";
+  const int64_t grid = vulkan ? kVulkanTestGrid : 65535;
+  const std::unique_ptr<rill::Context> capped = vulkan ? vulkan_context_with_grid(grid) : nullptr;
+  REQUIRE((!vulkan || capped != nullptr));
+  rill::Context& ctx = vulkan ? *capped : *g_ctx;
+  const int64_t elementwise = grid * 256 + 1000;  // > grid groups of 256
+  INFO(g_backend << ", grid " << grid);
   {
     INFO("activation, " << elementwise << " elements");
     const std::vector<int64_t> shape = {elementwise};
     const std::vector<float> x = rounded(random_values(size_t(elementwise), 14001, -6.0f, 6.0f), dtype);
     const std::vector<float> up = rounded(random_values(size_t(elementwise), 14002, -2.0f, 2.0f), dtype);
-    check_close(run_activation(*g_ctx, dtype, RILL_ACT_SILU, shape, x, up, false),
+    check_close(run_activation(ctx, dtype, RILL_ACT_SILU, shape, x, up, false),
                 rill_ref::activation(RILL_ACT_SILU, x, up), dtype, "out");
   }
   {
-    const RowCase c = {{16385, 1024}, 1.0f, 0.0f, 1e-6f, true, true, true, 0.5f, 2.0f, false};
+    // (grid / 4 + 1) * 1024 elements
+    const RowCase c = {{grid / 4 + 1, 1024}, 1.0f, 0.0f, 1e-6f, true, true, true, 0.5f, 2.0f, false};
     INFO("residual_add " << describe(c, dtype));
     const RowInputs in = make_inputs(c, dtype, 14010);
-    check_close(run_row_op(*g_ctx, RowOp::kResidualAdd, dtype, c, in)[0],
+    check_close(run_row_op(ctx, RowOp::kResidualAdd, dtype, c, in)[0],
                 rill_ref::residual_add(in.residual, in.x, in.gain, c.residual_scale, c.update_scale, in.rows, in.d),
                 dtype, "residual");
   }
   {
-    const RopeCase c = {1025, 4096, 8, 8, 10000.0f, 3};  // 1025 * 4096 * 4 rotated pairs
+    const RopeCase c = {1025, grid / 16 + 1, 8, 8, 10000.0f, 3};  // 1025 * (grid / 16 + 1) * 4 rotated pairs
     INFO("rope, tokens " << c.tokens << " heads " << c.heads << " head_dim " << c.head_dim);
     const std::vector<float> x =
         rounded(random_values(size_t(c.tokens * c.heads * c.head_dim), 14020, -1.0f, 1.0f), dtype);
-    check_close(run_rope(*g_ctx, dtype, c, x),
+    check_close(run_rope(ctx, dtype, c, x),
                 rill_ref::rope(x, rope_positions(c), c.heads, c.head_dim, c.theta, c.rotary_dim), dtype, "x");
   }
   {
-    const RowCase c = {{70000, 3}, 1.0f, 0.0f, 1e-6f, true, true, false, 1.0f, 1.0f, false};
+    const RowCase c = {{grid + 4465, 3}, 1.0f, 0.0f, 1e-6f, true, true, false, 1.0f, 1.0f, false};
     const RowInputs in = make_inputs(c, dtype, 14030, /*with_residual=*/false);
     for (RowOp op : {RowOp::kRmsNorm, RowOp::kLayerNorm}) {
       INFO((op == RowOp::kRmsNorm ? "rms_norm " : "layer_norm ") << describe(c, dtype));
       const std::vector<double> x = rill_ref::to_double(in.x);
-      check_close(run_row_op(*g_ctx, op, dtype, c, in)[0],
+      check_close(run_row_op(ctx, op, dtype, c, in)[0],
                   op == RowOp::kRmsNorm ? rill_ref::rms_norm(x, in.weight, in.eps, in.rows, in.d)
                                         : rill_ref::layer_norm(x, in.weight, in.bias, in.eps, in.rows, in.d),
                   dtype, "out");
     }
   }
-  for (const GemmCase& c : {GemmCase{{3, 4}, 65535 * 4 + 5}, GemmCase{{65535 * 64 + 70, 1}, 2}}) {
+  for (const GemmCase& c : {GemmCase{{3, 4}, grid * 4 + 5}, GemmCase{{grid * 64 + 70, 1}, 2}}) {
     const int64_t k = c.a_shape.back(), rows = numel(c.a_shape) / k;
     INFO("gemm a " << shape_text(c.a_shape) << " n " << c.n);
     const std::vector<float> a = rounded(random_values(size_t(rows * k), 14040, -1.0f, 1.0f), dtype);
     const std::vector<float> w = rounded(random_values(size_t(c.n * k), 14041, -1.0f, 1.0f), dtype);
     const std::vector<float> bias = rounded(random_values(size_t(c.n), 14042, -1.0f, 1.0f), dtype);
     const std::vector<float> prior(size_t(rows * c.n), std::numeric_limits<float>::quiet_NaN());
-    check_close(run_gemm(*g_ctx, dtype, c, {1.0f, 0.0f, true}, a, w, bias, prior)[0],
+    check_close(run_gemm(ctx, dtype, c, {1.0f, 0.0f, true}, a, w, bias, prior)[0],
                 rill_ref::gemm(a, w, bias, 1.0f, 0.0f, prior, rows, c.n, k), dtype, "out");
   }
   {
-    std::vector<int32_t> lengths(16385);
+    std::vector<int32_t> lengths(size_t(grid / 4 + 1));
     for (size_t i = 0; i < lengths.size(); ++i) lengths[i] = static_cast<int32_t>(1 + i % 2);
-    const AttentionCase c = {{16385, 1, 2, 4, 4, 4}, lengths};  // 65540 (sequence, KV head) pairs
+    // (grid / 4 + 1) * 4 (sequence, KV head) pairs
+    const AttentionCase c = {{grid / 4 + 1, 1, 2, 4, 4, 4}, lengths};
     INFO("attention, batch " << c.shape.batch);
     const AttentionInputs in = make_attention_inputs(c, dtype, 14050);
-    check_close(run_attention(*g_ctx, dtype, c, in, 0.5f),
+    check_close(run_attention(ctx, dtype, c, in, 0.5f),
                 rill_ref::attention(in.q, in.k, in.v, c.shape, c.kv_lengths, 0.5), dtype, "out");
   }
 }

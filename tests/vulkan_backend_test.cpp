@@ -849,8 +849,9 @@ static void write_file(const std::string& path, const std::vector<char>& bytes) 
 
 // A context on device 0 with one [backend.vulkan] option, checked first.
 static rill_backend_context* context_with(const rill_backend_option& option) {
-  uint32_t rejected = 0;
+  uint32_t rejected = 99;
   REQUIRE_MESSAGE(g_backend->check_options(&option, 1, &rejected) == RILL_OK, g_last_error);
+  CHECK(rejected == 99);  // set only for a refusal (rill_backend.h)
   rill_backend_context_options options{};
   options.struct_size = sizeof options;
   options.options = &option;
@@ -978,6 +979,24 @@ TEST_CASE("queue_priority out of 0.0 to 1.0, NaN or not a float is refused, nami
     CHECK(rejected == 0);
     CHECK_MESSAGE(g_last_error.find(std::string("'queue_priority': ") + says) != std::string::npos, g_last_error);
   }
+}
+
+TEST_CASE("RILL_VULKAN_TEST_MAX_GROUPS out of 1 to 65535 or not an integer fails the context, naming both") {
+  for (const char* value : {"0", "65536", "12x", ""}) {
+    CAPTURE(value);
+    setenv("RILL_VULKAN_TEST_MAX_GROUPS", value, 1);
+    rill_backend_context_options options{};
+    options.struct_size = sizeof options;
+    rill_backend_context* ctx = nullptr;
+    g_last_error.clear();
+    CHECK(g_backend->context_create(&options, &ctx) == RILL_ERROR_INVALID_ARGUMENT);
+    CHECK(ctx == nullptr);
+    if (ctx != nullptr) g_backend->context_destroy(ctx);
+    CHECK_MESSAGE(g_last_error.find(std::string("RILL_VULKAN_TEST_MAX_GROUPS must be an integer from 1 to 65535, "
+                                                "given \"") + value + "\"") != std::string::npos,
+                  g_last_error);
+  }
+  unsetenv("RILL_VULKAN_TEST_MAX_GROUPS");
 }
 
 int main(int argc, char** argv) {

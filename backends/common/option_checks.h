@@ -30,28 +30,38 @@ inline const char* type_text(rill_backend_option_type type) {
   }
 }
 
-/* Returns "" when every option is one of keys with the right type and range;
-   otherwise the problem with the first one that is not (naming its key), and
-   its index in *out_rejected. */
+/* Empty when option is one of keys with the right type and range; else the
+   problem with it, naming its key. */
+inline std::string problem_with(const rill_backend_option& option, std::initializer_list<Key> keys) {
+  const Key* known = nullptr;
+  std::string list;
+  for (const Key& key : keys) {
+    if (std::string(key.name) == option.key) known = &key;
+    list += (list.empty() ? "" : ", ") + std::string(key.name);
+  }
+  if (known == nullptr) return std::string("unknown key '") + option.key + "'; expected one of: device, " + list;
+  if (option.type != known->type) {
+    return std::string("'") + option.key + "': expected " + type_text(known->type) + ", got " +
+           type_text(option.type);
+  }
+  if (option.type == RILL_BACKEND_OPTION_INT && (option.int_value < known->min || option.int_value > known->max)) {
+    return std::string("'") + option.key + "': expected " + std::to_string(known->min) + " to " +
+           std::to_string(known->max) + ", got " + std::to_string(option.int_value);
+  }
+  return "";
+}
+
+/* Returns "" when every option is one of keys with the right type and range,
+   leaving *out_rejected alone (rill_backend.h's check_options); otherwise the
+   problem with the first one that is not (naming its key), and its index in
+   *out_rejected. */
 inline std::string check(const rill_backend_option* options, uint32_t count, std::initializer_list<Key> keys,
                          uint32_t* out_rejected) {
   for (uint32_t i = 0; i < count; ++i) {
-    const rill_backend_option& option = options[i];
-    *out_rejected = i;
-    const Key* known = nullptr;
-    std::string list;
-    for (const Key& key : keys) {
-      if (std::string(key.name) == option.key) known = &key;
-      list += (list.empty() ? "" : ", ") + std::string(key.name);
-    }
-    if (known == nullptr) return std::string("unknown key '") + option.key + "'; expected one of: device, " + list;
-    if (option.type != known->type) {
-      return std::string("'") + option.key + "': expected " + type_text(known->type) + ", got " +
-             type_text(option.type);
-    }
-    if (option.type == RILL_BACKEND_OPTION_INT && (option.int_value < known->min || option.int_value > known->max)) {
-      return std::string("'") + option.key + "': expected " + std::to_string(known->min) + " to " +
-             std::to_string(known->max) + ", got " + std::to_string(option.int_value);
+    std::string problem = problem_with(options[i], keys);
+    if (!problem.empty()) {
+      *out_rejected = i;
+      return problem;
     }
   }
   return "";

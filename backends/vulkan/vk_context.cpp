@@ -173,6 +173,19 @@ rill_status context_create(const rill_backend_context_options* options, rill_bac
   const char* no_coopmat = std::getenv("RILL_VULKAN_NO_COOPMAT");
   if (!(no_coopmat != nullptr && std::strcmp(no_coopmat, "1") == 0)) ctx->coopmat_tile = ctx->caps.coopmat_tile;
   ctx->f16_float_controls = ctx->caps.f16_float_controls;
+  /* For tests only: RILL_VULKAN_TEST_MAX_GROUPS=n (1 to 65535) caps the grids
+     that kernels loop over at n workgroups, so that the loops run with small
+     shapes. */
+  if (const char* max_groups = std::getenv("RILL_VULKAN_TEST_MAX_GROUPS")) {
+    char* end = nullptr;
+    const unsigned long value = std::strtoul(max_groups, &end, 10);
+    if (end == max_groups || *end != '\0' || value < 1 || value > kMaxGroupsPerDispatch) {
+      return fail(RILL_ERROR_INVALID_ARGUMENT,
+                  std::string("Vulkan: RILL_VULKAN_TEST_MAX_GROUPS must be an integer from 1 to ") +
+                      std::to_string(kMaxGroupsPerDispatch) + ", given \"" + max_groups + "\"");
+    }
+    ctx->max_groups = static_cast<uint32_t>(value);
+  }
   const uint32_t users = ctx->shared->contexts.load();
   log_message(RILL_LOG_INFO, "using \"" + ctx->caps.name + "\" (" + ctx->caps.details + ")" +
                                  (users > 1 ? ", its device shared by " + std::to_string(users) + " contexts" : ""));

@@ -12,7 +12,7 @@ rill_status gemm_coopmat(rill_backend_context* ctx, const BoundRange* ranges, co
   return record_dispatch_specialized(ctx, "gemm_coopmat_f16", {tile.m, tile.n, tile.k, ctx->caps.subgroup_size},
                                      ranges, &params, sizeof params,
                                      static_cast<uint32_t>(coopmat_column_groups(tile, params.n)),
-                                     groups_for(params.rows, block_m));
+                                     groups_for(ctx, params.rows, block_m));
 }
 
 }  // namespace rill_vk

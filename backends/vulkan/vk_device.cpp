@@ -312,6 +312,10 @@ DeviceCaps query_caps(VkInstance instance, VkPhysicalDevice physical) {
   caps.api_version = props.apiVersion;
   caps.type = props.deviceType;
   caps.limits = props.limits;
+  caps.gemm_limits.max_invocations = props.limits.maxComputeWorkGroupInvocations;
+  caps.gemm_limits.max_size_x = props.limits.maxComputeWorkGroupSize[0];
+  caps.gemm_limits.max_size_y = props.limits.maxComputeWorkGroupSize[1];
+  caps.gemm_limits.max_shared_bytes = props.limits.maxComputeSharedMemorySize;
   caps.name = props.deviceName;
 
   std::string driver = "unknown driver";

@@ -88,6 +88,7 @@ struct DeviceCaps {
   bool memory_budget = false;        /* VK_EXT_memory_budget supported */
   VkPhysicalDeviceType type = VK_PHYSICAL_DEVICE_TYPE_OTHER;
   VkPhysicalDeviceLimits limits{};
+  GemmDeviceLimits gemm_limits; /* what plan_gemm reads of limits */
   std::string name;
   std::string details;
 };
@@ -306,6 +307,12 @@ struct rill_backend_context {
   bool owns_device = true;
   rill_vk::DeviceCaps caps;
   bool use_subgroups = false;
+  /* Workgroups per grid dimension that a kernel loops over (groups_for, the
+     tiled GEMM's row tiles): kMaxGroupsPerDispatch, or fewer for tests
+     (RILL_VULKAN_TEST_MAX_GROUPS), so that small shapes take more than one
+     pass of the grid. Dimensions no kernel loops over (GEMM column tiles,
+     split-K runs, attention key ranges) keep kMaxGroupsPerDispatch. */
+  uint32_t max_groups = rill_vk::kMaxGroupsPerDispatch;
   /* False with RILL_VULKAN_NO_FLASH_ATTENTION=1: attention runs the row
      kernel (attention.comp) everywhere, as on a device whose shared memory
      cannot hold a flash-attention tile. */
@@ -503,9 +510,9 @@ rill_status gemm_elements(rill_backend_context* ctx, const rill_backend_tensor* 
 rill_status gemm_coopmat(rill_backend_context* ctx, const BoundRange* ranges, const GemmParams& params);
 /* Binds a tensor (or the placeholder for NULL). */
 rill_status bind_tensor(rill_backend_context* ctx, const rill_backend_tensor* t, bool write, BoundRange* out);
-/* Workgroups for work_items split per_group each, capped at the 65535 every
-   device allows (kernels loop over the rest). */
-uint32_t groups_for(uint64_t work_items, uint64_t per_group);
+/* Workgroups for work_items split per_group each, capped at ctx->max_groups
+   (kernels loop over the rest). */
+uint32_t groups_for(const rill_backend_context* ctx, uint64_t work_items, uint64_t per_group);
 std::string reduction_suffix(rill_backend_context* ctx);
 
 /* ---- vk_layer_ops.cpp: the decoder-layer operators (interface version 2) - */

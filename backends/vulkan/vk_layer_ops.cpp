@@ -143,7 +143,7 @@ rill_status rope_with_table(rill_backend_context* ctx, const char* op, const ril
   RopeParams params{ranges[0].element_offset, ranges[1].element_offset, static_cast<uint32_t>(tokens),
                     static_cast<uint32_t>(heads), static_cast<uint32_t>(head_dim), static_cast<uint32_t>(half)};
   return record_dispatch(ctx, std::string("rope_") + dtype_suffix(x->dtype), ranges, &params, sizeof params,
-                         groups_for(tokens * heads * half, kElementwiseGroupSize), 1);
+                         groups_for(ctx, tokens * heads * half, kElementwiseGroupSize), 1);
 }
 
 }  // namespace
@@ -212,7 +212,7 @@ rill_status record_split_attention(rill_backend_context* ctx, const std::string&
   if ((status = bind_range(ctx, partial, 0, splits * rows * row_values, sizeof(float), true, &ranges[3])) == RILL_OK) {
     params.out_offset = ranges[3].element_offset;
     params.split_keys = static_cast<uint32_t>(split_keys);
-    status = record_dispatch(ctx, shader + "_split", ranges, &params, sizeof params, groups_for(row_tiles, 1),
+    status = record_dispatch(ctx, shader + "_split", ranges, &params, sizeof params, groups_for(ctx, row_tiles, 1),
                              static_cast<uint32_t>(splits));
   }
   if (status == RILL_OK) {
@@ -224,7 +224,7 @@ rill_status record_split_attention(rill_backend_context* ctx, const std::string&
                                      static_cast<uint32_t>(rows), params.head_dim, static_cast<uint32_t>(splits)};
     if (status == RILL_OK) {
       status = record_dispatch(ctx, std::string("attention_merge_") + dtype_suffix(out->dtype), merge_ranges, &merge,
-                               sizeof merge, groups_for(rows, 1), 1);
+                               sizeof merge, groups_for(ctx, rows, 1), 1);
     }
   }
   buffer_free(ctx, partial);
@@ -275,7 +275,7 @@ rill_status layer_attention_ex(rill_backend_context* ctx, const rill_backend_ten
   if (tile == nullptr) {
     const std::string shader = std::string("attention_") + dtype_suffix(q->dtype) + reduction_suffix(ctx);
     return record_dispatch(ctx, shader, ranges, &params, sizeof params,
-                           groups_for(static_cast<uint64_t>(batch * queries * q_heads), 1), 1);
+                           groups_for(ctx, static_cast<uint64_t>(batch * queries * q_heads), 1), 1);
   }
   const uint64_t rows_per_head = static_cast<uint64_t>(queries * (q_heads / kv_heads));
   const uint64_t row_tiles =
@@ -287,7 +287,7 @@ rill_status layer_attention_ex(rill_backend_context* ctx, const rill_backend_ten
   if (splits > 1) {
     return record_split_attention(ctx, shader, ranges, params, splits, max_length, tile->keys, row_tiles, out);
   }
-  return record_dispatch(ctx, shader, ranges, &params, sizeof params, groups_for(row_tiles, 1), 1);
+  return record_dispatch(ctx, shader, ranges, &params, sizeof params, groups_for(ctx, row_tiles, 1), 1);
 }
 
 namespace {
@@ -306,7 +306,7 @@ rill_status elementwise(rill_backend_context* ctx, const char* op, uint32_t fn, 
   ActivationParams params{ranges[0].element_offset, ranges[1].element_offset, ranges[2].element_offset,
                           up != nullptr ? 1u : 0u,  static_cast<uint32_t>(count),  fn, lo, hi};
   return record_dispatch(ctx, std::string("activation_") + dtype_suffix(x->dtype), ranges, &params, sizeof params,
-                         groups_for(count, kElementwiseGroupSize), 1);
+                         groups_for(ctx, count, kElementwiseGroupSize), 1);
 }
 
 }  // namespace

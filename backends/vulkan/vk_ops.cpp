@@ -50,7 +50,7 @@ rill_status vk_residual_add(rill_backend_context* ctx, const rill_backend_tensor
                         gain != nullptr ? 1u : 0u, static_cast<uint32_t>(tensor_numel(residual)),
                         static_cast<uint32_t>(last_dim(residual)), residual_scale, update_scale};
   return record_dispatch(ctx, std::string("residual_add_") + dtype_suffix(residual->dtype), ranges, &params,
-                         sizeof params, groups_for(tensor_numel(residual), kElementwiseGroupSize), 1);
+                         sizeof params, groups_for(ctx, tensor_numel(residual), kElementwiseGroupSize), 1);
 }
 
 /* Shared by the four norms. Plain: x -> out. Fused: residual is updated from
@@ -84,7 +84,7 @@ rill_status record_norm(rill_backend_context* ctx, const char* op, bool layer, c
                     update_scale};
   std::string shader = std::string("norm_") + (layer ? "layer" : "rms") + (fused ? "_fused_" : "_") +
                        dtype_suffix(x->dtype) + reduction_suffix(ctx);
-  return record_dispatch(ctx, shader, ranges, &params, sizeof params, groups_for(rows, 1), 1);
+  return record_dispatch(ctx, shader, ranges, &params, sizeof params, groups_for(ctx, rows, 1), 1);
 }
 
 rill_status vk_rms_norm(rill_backend_context* ctx, const rill_backend_tensor* x, const rill_backend_tensor* weight,
@@ -119,7 +119,10 @@ rill_status vk_fused_add_layer_norm(rill_backend_context* ctx, const rill_backen
 rill_status gemm_tiled(rill_backend_context* ctx, rill_dtype dtype, BoundRange* ranges, const GemmParams& gemm,
                        const GemmPlan& plan) {
   const std::string variant = std::string(plan.tile->name) + "_" + dtype_suffix(dtype);
-  const uint32_t row_groups = std::min<uint32_t>(plan.row_tiles, kMaxGroupsPerDispatch);
+  /* gemm.comp loops over the row tiles (y); the column tiles (x) and split-K
+     runs are one grid, within kMaxGroupsPerDispatch by check_gemm_n and
+     plan_gemm. */
+  const uint32_t row_groups = groups_for(ctx, plan.row_tiles, 1);
   const uint32_t vec4 = plan.vec4 ? 1u : 0u; /* specialization constant 0 */
   if (plan.splits == 1) {
     return record_dispatch(ctx, "gemm_" + variant, ranges, &gemm, sizeof gemm, plan.column_tiles, row_groups, vec4);
@@ -137,7 +140,7 @@ rill_status gemm_tiled(rill_backend_context* ctx, rill_dtype dtype, BoundRange* 
   if (status == RILL_OK) {
     ranges[4].write = false;
     status = record_dispatch(ctx, std::string("gemm_split_reduce_") + dtype_suffix(dtype), ranges, &params,
-                             sizeof params, groups_for(outputs, kSplitReduceGroupSize), 1);
+                             sizeof params, groups_for(ctx, outputs, kSplitReduceGroupSize), 1);
   }
   buffer_free(ctx, partials);
   return status;
@@ -195,14 +198,9 @@ rill_status gemm_elements(rill_backend_context* ctx, const rill_backend_tensor* 
   if (coopmat_applies(ctx->coopmat_tile, a->dtype, params.rows, params.n, kGemmRowsMax, kMaxGroupsPerDispatch)) {
     return gemm_coopmat(ctx, ranges, params);
   }
-  const VkPhysicalDeviceLimits& device = ctx->caps.limits;
-  GemmDeviceLimits limits;
-  limits.max_invocations = device.maxComputeWorkGroupInvocations;
-  limits.max_size_x = device.maxComputeWorkGroupSize[0];
-  limits.max_size_y = device.maxComputeWorkGroupSize[1];
-  limits.max_shared_bytes = device.maxComputeSharedMemorySize;
   const bool rows_vec4 = ((params.a_offset | params.w_offset | params.k) & 3u) == 0u;
-  const GemmPlan plan = plan_gemm(params.rows, params.n, params.k, dtype_size(a->dtype), rows_vec4, limits);
+  const GemmPlan plan =
+      plan_gemm(params.rows, params.n, params.k, dtype_size(a->dtype), rows_vec4, ctx->caps.gemm_limits);
   return gemm_tiled(ctx, a->dtype, ranges, params, plan);
 }
 
@@ -212,7 +210,7 @@ rill_status record_gemv(rill_backend_context* ctx, const std::string& kernel, co
      of at least kGemvGroupSize / kGemvSubgroupSlots invocations. */
   const bool subgroups = ctx->use_subgroups && ctx->caps.subgroup_size * kGemvSubgroupSlots >= kGemvGroupSize;
   return record_dispatch(ctx, kernel + (subgroups ? "_sg" : "_shared"), ranges, push, push_size,
-                         groups_for(params.n, kGemvColumnsPerGroup), 1, params.rows);
+                         groups_for(ctx, params.n, kGemvColumnsPerGroup), 1, params.rows);
 }
 
 uint64_t tensor_numel(const rill_backend_tensor* t) {
@@ -269,8 +267,8 @@ rill_status bind_tensor(rill_backend_context* ctx, const rill_backend_tensor* t,
   return bind_range(ctx, t->buffer, t->offset, tensor_numel(t), dtype_size(t->dtype), write, out);
 }
 
-uint32_t groups_for(uint64_t work_items, uint64_t per_group) {
-  return static_cast<uint32_t>(std::min<uint64_t>((work_items + per_group - 1) / per_group, kMaxGroupsPerDispatch));
+uint32_t groups_for(const rill_backend_context* ctx, uint64_t work_items, uint64_t per_group) {
+  return static_cast<uint32_t>(std::min<uint64_t>((work_items + per_group - 1) / per_group, ctx->max_groups));
 }
 
 std::string reduction_suffix(rill_backend_context* ctx) { return ctx->use_subgroups ? "_sg" : "_shared"; }

@@ -36,8 +36,8 @@ rill_status check_options(const rill_backend_option* options, uint32_t count, ui
       {{kPipelineCacheOption, RILL_BACKEND_OPTION_STRING}, {kQueuePriorityOption, RILL_BACKEND_OPTION_FLOAT}},
       out_rejected);
   for (uint32_t i = 0; problem.empty() && i < count; ++i) {
-    *out_rejected = i;
     problem = value_problem(options[i]);
+    if (!problem.empty()) *out_rejected = i;
   }
   return problem.empty() ? RILL_OK : fail(RILL_ERROR_CONFIG, "Vulkan: " + problem);
 }

@@ -52,7 +52,7 @@ rill_status record_get_rows(rill_backend_context* ctx, const rill_backend_tensor
   const std::string shader =
       std::string("get_rows_") + rill_backend_dtype_name(table->dtype) + "_" + dtype_suffix(out->dtype);
   return record_dispatch(ctx, shader, ranges, &params, sizeof params,
-                         groups_for(count * cols / weight_run(table->dtype), kGetRowsGroupSize), 1);
+                         groups_for(ctx, count * cols / weight_run(table->dtype), kGetRowsGroupSize), 1);
 }
 
 }  // namespace
