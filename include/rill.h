@@ -99,7 +99,8 @@ typedef enum rill_status {
 /* Storage formats. Arithmetic and reductions are always f32.
    F32, F16 and BF16 are element dtypes: any tensor, any op.
    Q8_0 to Q5_1 are weight-only block formats, bit for bit GGUF's (llama.cpp's)
-   layouts, so a GGUF tensor is used in place. A block holds a fixed run of
+   layouts, so a GGUF tensor is stored without conversion (copied once into
+   the backend's buffer: docs/GGUF.md). A block holds a fixed run of
    consecutive elements of one row (rill_dtype_block_elements) in a fixed
    number of bytes (rill_dtype_block_bytes), little-endian; "d" is an f16 scale.
    A tensor of a block dtype is 2-dim [N, K] with K a multiple of the block:
