@@ -18,6 +18,7 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <limits>
@@ -87,6 +88,30 @@ void check_both(const std::vector<float>& cuda, const std::vector<float>& cpu, c
   const rill_tol::Score score = rill_tol::score(cuda, reference);
   CHECK_MESSAGE(rill_tol::within(score, dtype), "against the double reference: " << rill_tol::describe(score, dtype));
   check_close(cuda, cpu, dtype);
+}
+
+// rill_attention_ex from the same inputs on the CUDA and on the CPU context:
+// {CUDA's result, the CPU's}.
+struct AttentionInputs {
+  rill_dtype dtype;
+  std::vector<int64_t> q_shape, kv_shape;
+  std::vector<float> q, k, v;
+  std::vector<int32_t> lengths;
+  rill_attention_params params;
+};
+
+std::array<std::vector<float>, 2> attention_on_both(const AttentionInputs& in) {
+  std::array<std::vector<float>, 2> results;
+  rill_context* contexts[2] = {g_cuda, g_cpu};
+  for (int i = 0; i < 2; ++i) {
+    Tensor tq(contexts[i], in.dtype, in.q_shape, in.q), tk(contexts[i], in.dtype, in.kv_shape, in.k);
+    Tensor tv(contexts[i], in.dtype, in.kv_shape, in.v), out(contexts[i], in.dtype, in.q_shape, in.q);
+    REQUIRE_MESSAGE(rill_attention_ex(contexts[i], tq.t, tk.t, tv.t, in.lengths.data(), in.lengths.size(), &in.params,
+                                      out.t) == RILL_OK,
+                    rill_last_error());
+    results[static_cast<size_t>(i)] = out.read();
+  }
+  return results;
 }
 
 // Runs fused add+RMSNorm or add+LayerNorm on both backends from the same
@@ -290,17 +315,9 @@ TEST_CASE("decode attention over long caches (the KV walk split and merged) matc
       const std::vector<int64_t> kv_shape = {batch, slots, kv_heads, head_dim};
       const std::vector<float> q = random_values(numel(q_shape), 10), k = random_values(numel(kv_shape), 11);
       const std::vector<float> v = random_values(numel(kv_shape), 12);
-      const int32_t lengths[2] = {static_cast<int32_t>(slots), 1111};
-      const rill_attention_params params{sizeof(rill_attention_params), 0.1f, c.window, c.softcap};
-      std::vector<float> results[2];
-      rill_context* contexts[2] = {g_cuda, g_cpu};
-      for (int i = 0; i < 2; ++i) {
-        Tensor tq(contexts[i], RILL_DTYPE_F32, q_shape, q), tk(contexts[i], RILL_DTYPE_F32, kv_shape, k);
-        Tensor tv(contexts[i], RILL_DTYPE_F32, kv_shape, v), out(contexts[i], RILL_DTYPE_F32, q_shape, q);
-        REQUIRE_MESSAGE(rill_attention_ex(contexts[i], tq.t, tk.t, tv.t, lengths, 2, &params, out.t) == RILL_OK,
-                        rill_last_error());
-        results[i] = out.read();
-      }
+      const std::array<std::vector<float>, 2> results = attention_on_both(
+          {RILL_DTYPE_F32, q_shape, kv_shape, q, k, v, {static_cast<int32_t>(slots), 1111},
+           {sizeof(rill_attention_params), 0.1f, c.window, c.softcap}});
       check_close(results[0], results[1], RILL_DTYPE_F32);
     }
   }
@@ -338,17 +355,8 @@ TEST_CASE("attention sharing K/V loads across a GQA group (MQA, 4 and 7 heads) m
           const std::vector<float> k = rounded(random_values(numel(kv_shape), 51), dtype);
           const std::vector<float> v = rounded(random_values(numel(kv_shape), 52), dtype);
           const float scale = 0.1f;
-          const rill_attention_params params{sizeof(rill_attention_params), scale, c.window, c.softcap};
-          std::vector<float> results[2];
-          rill_context* contexts[2] = {g_cuda, g_cpu};
-          for (int i = 0; i < 2; ++i) {
-            Tensor tq(contexts[i], dtype, q_shape, q), tk(contexts[i], dtype, kv_shape, k);
-            Tensor tv(contexts[i], dtype, kv_shape, v), out(contexts[i], dtype, q_shape, q);
-            REQUIRE_MESSAGE(rill_attention_ex(contexts[i], tq.t, tk.t, tv.t, lengths.data(), lengths.size(), &params,
-                                              out.t) == RILL_OK,
-                            rill_last_error());
-            results[i] = out.read();
-          }
+          const std::array<std::vector<float>, 2> results = attention_on_both(
+              {dtype, q_shape, kv_shape, q, k, v, lengths, {sizeof(rill_attention_params), scale, c.window, c.softcap}});
           const rill_ref::AttentionShape shape{batch, c.queries, slots, g.q_heads, g.kv_heads, head_dim};
           check_both(results[0], results[1],
                      rill_ref::attention(q, k, v, shape, lengths, scale, c.window, c.softcap), dtype);
@@ -391,17 +399,8 @@ TEST_CASE("prefill attention on tensor cores (f16/bf16, head_dim 64/128/256) mat
         const std::vector<float> k = rounded(random_values(numel(kv_shape), 71), dtype);
         const std::vector<float> v = rounded(random_values(numel(kv_shape), 72), dtype);
         const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
-        const rill_attention_params params{sizeof(rill_attention_params), scale, c.window, c.softcap};
-        std::vector<float> results[2];
-        rill_context* contexts[2] = {g_cuda, g_cpu};
-        for (int i = 0; i < 2; ++i) {
-          Tensor tq(contexts[i], dtype, q_shape, q), tk(contexts[i], dtype, kv_shape, k);
-          Tensor tv(contexts[i], dtype, kv_shape, v), out(contexts[i], dtype, q_shape, q);
-          REQUIRE_MESSAGE(rill_attention_ex(contexts[i], tq.t, tk.t, tv.t, c.lengths.data(), c.lengths.size(),
-                                            &params, out.t) == RILL_OK,
-                          rill_last_error());
-          results[i] = out.read();
-        }
+        const std::array<std::vector<float>, 2> results = attention_on_both(
+            {dtype, q_shape, kv_shape, q, k, v, c.lengths, {sizeof(rill_attention_params), scale, c.window, c.softcap}});
         const rill_ref::AttentionShape shape{c.batch, c.queries, c.slots, c.q_heads, c.kv_heads, head_dim};
         check_both(results[0], results[1],
                    rill_ref::attention(q, k, v, shape, c.lengths, scale, c.window, c.softcap), dtype);
