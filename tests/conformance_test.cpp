@@ -470,9 +470,12 @@ TEST_CASE("gemm matches the double reference") {
       // Rows left after whole register tiles (4 + 2 + 1), and a row block of
       // the GEMM kernel (64) plus a remainder when it runs for many rows.
       {{7, 300}, 9}, {{70, 300}, 37},
-      // The panel kernel (many rows): K over two widened chunks of 256 and a
-      // remainder, 33 rows (a 32-row tile, then a padded one), N = 2 x 12 + 5.
-      {{33, 520}, 29},
+      // The panel kernel (many rows): K = 523 over two widened chunks of 256
+      // (AVX2; four of 128 on AVX-512) and a remainder that is no multiple of
+      // the 8 x 8 transposes; 33 rows, whole register tiles of 6 (12) and the
+      // rows left; N = 2 x 16 + 13, a last block of one transposed group of 8
+      // columns, 5 widened one by one and zero padding.
+      {{33, 523}, 45},
       // Split K on GPUs (few output tiles): K = 1000 in runs of 336, 336 and
       // 328, and K = 600 in runs of 304 and 296, with M and N at a 64-element
       // tile edge and one past it.
@@ -534,7 +537,7 @@ TEST_CASE("cpu: results do not depend on the thread count") {
     // K = 300 is no multiple of any vector width; 5 and 67 rows leave
     // remainders after the register tiles, 16 is the few-rows kernel's
     // widest, 17 the panel kernel's fewest (N = 301 and 37 leave partial
-    // blocks of its 6 or 12 columns), 130 spans three of its row blocks.
+    // blocks of its 16 or 32 columns), 130 spans three of its row blocks.
     for (const GemmCase& g : {GemmCase{{1, 300}, 301}, GemmCase{{2, 300}, 301}, GemmCase{{5, 300}, 301},
                               GemmCase{{16, 300}, 301}, GemmCase{{17, 300}, 301}, GemmCase{{40, 300}, 301},
                               GemmCase{{67, 300}, 1000},

@@ -24,10 +24,15 @@ using V = __m512;
 // Rows of a per register tile: 4 x 4 accumulators, 4 weight vectors and one a
 // vector take 21 of the 32 zmm registers.
 constexpr int kGemmTileRows = 4;
-// The panel kernel's tile: 2 vectors (32 rows of a) x 12 output features take
-// 24 accumulators, 2 a vectors and the broadcast weights.
-constexpr int kPanelTileVectors = 2;
-constexpr int kPanelCols = 12;
+// The panel kernel's tile: 12 rows of a x 2 vectors (32 output features) take
+// 24 accumulators, 2 weight vectors and one broadcast element of a.
+constexpr int kPanelRows = 12;
+constexpr int kPanelVectors = 2;
+constexpr int64_t kPanelCols = kPanelVectors * kWidth;
+
+// The weight chunks are widened and transposed eight by eight in 256-bit
+// registers.
+#include "cpu_widen_avx2.inc"
 
 template <rill_dtype DT>
 inline V vload(const void* p, int64_t i) {

@@ -48,14 +48,13 @@ struct FusedAddNormArgs {
 
 // The GEMM kernel for a block of rows of a: out[m, n] = alpha * a[m]·w[n] +
 // beta*out[m, n] + bias[n] for all m < rows and n in the range given to the call.
-// The panel kernel takes the same arguments with a packed: a[k * stride + m],
-// stride = rows rounded up to kGemmPanelPad, zeros in the padding rows.
+// The panel kernel takes the same arguments.
 struct GemmRowsArgs {
   rill_dtype dtype;      // of w, bias and out
   int64_t rows;          // M, at most kGemmRowBlock
   int64_t n;             // N
   int64_t k;             // K
-  const float* a;        // [rows, k] in f32 (gemm_rows) or packed (gemm_panel)
+  const float* a;        // [rows, k] in f32
   const char* w;         // [n, k]
   const char* bias;      // [n] or null
   char* out;             // [rows, n]
@@ -83,9 +82,6 @@ constexpr int64_t kGemmFewRowsMax = 16;
 constexpr int64_t kGemmRowBlock = 64;
 // Output features per block of the GEMM kernel.
 constexpr int64_t kGemmBlockN = 4;
-// Rows of the panel kernel's packed a are padded to a multiple of this: the
-// widest ISA's vector.
-constexpr int64_t kGemmPanelPad = 16;
 
 template <rill_dtype DT>
 inline constexpr int64_t kElemSize = DT == RILL_DTYPE_F32 ? 4 : 2;
@@ -105,7 +101,7 @@ struct Kernels {
   // Blocks [block_begin, block_end) of kGemmBlockN output features each.
   void (*gemm_rows)(const GemmRowsArgs& args, int64_t block_begin, int64_t block_end);
   // The many-row kernel: blocks [block_begin, block_end) of gemm_panel_cols
-  // output features each, a packed as GemmRowsArgs says.
+  // output features each.
   void (*gemm_panel)(const GemmRowsArgs& args, int64_t block_begin, int64_t block_end);
   int64_t gemm_panel_cols;
   // Elements [begin, end); an element's result does not depend on the range.

@@ -18,13 +18,13 @@ using V = __m256;
 // Rows of a per GEMM register tile: 2 x 4 accumulators, 4 weight vectors and
 // one a vector fill 13 of the 16 ymm registers.
 constexpr int kGemmTileRows = 2;
-// The panel kernel's tile: 2 vectors (16 rows of a) x 6 output features take
-// 12 accumulators, 2 a vectors and one broadcast weight.
-constexpr int kPanelTileVectors = 2;
-constexpr int kPanelCols = 6;
+// The panel kernel's tile: 6 rows of a x 2 vectors (16 output features) take
+// 12 accumulators, 2 weight vectors and one broadcast element of a.
+constexpr int kPanelRows = 6;
+constexpr int kPanelVectors = 2;
+constexpr int64_t kPanelCols = kPanelVectors * kWidth;
 
-// bf16 -> f32: widen to 32 bits and shift into the top half.
-inline V bf16x8_to_f32(__m128i h) { return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16)); }
+#include "cpu_widen_avx2.inc"
 
 // f32 -> bf16 with round to nearest even; NaNs stay (quiet) NaNs.
 inline __m128i f32x8_to_bf16(V v) {
@@ -41,16 +41,7 @@ inline __m128i f32x8_to_bf16(V v) {
 
 template <rill_dtype DT>
 inline V vload(const void* p, int64_t i) {
-  if constexpr (DT == RILL_DTYPE_F32) {
-    return _mm256_loadu_ps(static_cast<const float*>(p) + i);
-  } else {
-    const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(static_cast<const uint16_t*>(p) + i));
-    if constexpr (DT == RILL_DTYPE_F16) {
-      return _mm256_cvtph_ps(h);
-    } else {
-      return bf16x8_to_f32(h);
-    }
-  }
+  return widen8<DT>(p, i);
 }
 
 template <rill_dtype DT>

@@ -16,8 +16,9 @@ using V = float;
 // Rows of a per GEMM register tile.
 constexpr int kGemmTileRows = 2;
 // The panel kernel's tile: 4 rows of a x 4 output features.
-constexpr int kPanelTileVectors = 4;
-constexpr int kPanelCols = 4;
+constexpr int kPanelRows = 4;
+constexpr int kPanelVectors = 4;
+constexpr int64_t kPanelCols = kPanelVectors * kWidth;
 
 template <rill_dtype DT>
 inline V vload(const void* p, int64_t i) {

@@ -4,10 +4,9 @@
 // each weight row once, converting 16-bit weights on the fly, with the output
 // features split across the context's threads.
 // More rows of 16-bit weights: rill's panel kernel, one block of rows at a
-// time. The block's rows of a are packed so that a vector holds several rows
-// at one k; each thread takes blocks of output features and widens their
-// weights, a chunk at a time in L1, for every row of the block, so the weight
-// matrix is never converted as a whole.
+// time. Each thread takes blocks of output features and widens their weights,
+// a chunk at a time in L1, for every row of the block, so the weight matrix is
+// never converted as a whole.
 // More rows of f32 weights: OpenBLAS sgemm, called single-threaded from the
 // context's threads on fixed tiles of the output features, so that only the
 // context's pool runs, OpenBLAS's own threads never compete with it, and
@@ -69,9 +68,8 @@ const float* a_as_f32(const rill_backend_tensor* a, int64_t count, float* dst) {
   return dst;
 }
 
-// Runs one of rill's GEMM kernels (gemm_rows on a block of a_f32's rows, or
-// gemm_panel on their packed panel, as `a` says) for `rows` (at most
-// kGemmRowBlock) rows starting at row `row0`.
+// Runs one of rill's GEMM kernels (gemm_panel when `panel`, else gemm_rows)
+// on `rows` (at most kGemmRowBlock) rows of a (f32), starting at row `row0`.
 void gemm_row_block(rill_backend_context* ctx, const rill_backend_tensor* w, const rill_backend_tensor* bias,
                    float alpha, float beta, const rill_backend_tensor* out, const float* a, int64_t row0,
                    int64_t rows, bool panel) {
@@ -95,26 +93,6 @@ void gemm_row_block(rill_backend_context* ctx, const rill_backend_tensor* w, con
   const int64_t macs_per_block = std::max<int64_t>(1, block_n * k * rows);
   ctx->pool.parallel_for(blocks, (kMinMacsPerChunk + macs_per_block - 1) / macs_per_block,
                          [&](int64_t begin, int64_t end, unsigned) { kernel(args, begin, end); });
-}
-
-int64_t panel_stride(int64_t rows) { return (rows + kGemmPanelPad - 1) / kGemmPanelPad * kGemmPanelPad; }
-
-// Packs `rows` rows of a (f32, k columns) as gemm_panel reads them:
-// panel[i * stride + m] = a[m, i], zeros in the padding rows.
-void pack_panel(rill_backend_context* ctx, const float* a, int64_t rows, int64_t k, float* panel) {
-  const int64_t stride = panel_stride(rows);
-  // Columns of a per step: each row's run of them shares cache lines.
-  constexpr int64_t kStep = 16;
-  ctx->pool.parallel_for((k + kStep - 1) / kStep, std::max<int64_t>(1, 4096 / (kStep * stride)),
-                         [&](int64_t s0, int64_t s1, unsigned) {
-                           for (int64_t i0 = s0 * kStep; i0 < std::min(k, s1 * kStep); i0 += kStep) {
-                             const int64_t i1 = std::min(k, i0 + kStep);
-                             for (int64_t m = 0; m < rows; ++m) {
-                               for (int64_t i = i0; i < i1; ++i) panel[i * stride + m] = a[m * k + i];
-                             }
-                             for (int64_t i = i0; i < i1; ++i) std::fill(panel + i * stride + rows, panel + (i + 1) * stride, 0.0f);
-                           }
-                         });
 }
 
 #if defined(RILL_CPU_HAVE_OPENBLAS)
@@ -208,17 +186,13 @@ rill_status op_gemm(rill_backend_context* ctx, const rill_backend_tensor* a, con
 #if defined(RILL_CPU_HAVE_OPENBLAS)
   if (many_rows && w->dtype == RILL_DTYPE_F32 && use_blas()) return gemm_blas(ctx, a, w, bias, alpha, beta, out);
 #endif
-  const size_t a_floats = a->dtype == RILL_DTYPE_F32 ? 0 : static_cast<size_t>(rows * k);
-  const size_t panel_floats = many_rows ? static_cast<size_t>(panel_stride(std::min(rows, kGemmRowBlock)) * k) : 0;
-  const size_t floats = a_floats + panel_floats;
+  const size_t floats = a->dtype == RILL_DTYPE_F32 ? 0 : static_cast<size_t>(rows * k);
   float* scratch_base = scratch(ctx, floats);
   if (floats > 0 && !scratch_base) return scratch_failure(floats);
   const float* a_f32 = a_as_f32(a, rows * k, scratch_base);
-  float* panel = many_rows ? scratch_base + a_floats : nullptr;
   for (int64_t row0 = 0; row0 < rows; row0 += kGemmRowBlock) {
     const int64_t block = std::min(kGemmRowBlock, rows - row0);
-    if (panel) pack_panel(ctx, a_f32 + row0 * k, block, k, panel);
-    gemm_row_block(ctx, w, bias, alpha, beta, out, panel ? panel : a_f32 + row0 * k, row0, block, panel != nullptr);
+    gemm_row_block(ctx, w, bias, alpha, beta, out, a_f32 + row0 * k, row0, block, many_rows);
   }
   return RILL_OK;
 }
