@@ -191,7 +191,7 @@ TEST_CASE("tensor transfers: bad arguments and round trips") {
   expect_failure(rill_tensor_read_f32(t, &f, 1), RILL_ERROR_INVALID_ARGUMENT, {"count", "got 1"});
 
   for (rill_dtype dtype : {RILL_DTYPE_F32, RILL_DTYPE_F16, RILL_DTYPE_BF16}) {
-    CAPTURE(rill_dtype_name(dtype));
+    CAPTURE(std::string(rill_dtype_name(dtype)));
     rill_tensor* u = context.tensor({2, 3}, dtype);
     // Values exact in every dtype come back unchanged.
     const std::vector<float> exact = {1.0f, -2.0f, 0.5f, 96.0f, -0.0f, 3.0f};

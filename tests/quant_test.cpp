@@ -2,8 +2,9 @@
 // every activation operand refusing them, rill_gemm on block weights against
 // the double-precision reference on the dequantized weights (tolerance.h's
 // per-format limits, and a negative control), the portable, AVX2 and
-// AVX-512 VNNI kernels and any thread count giving the same bits, and rill_get_rows from block
-// tables. Bit-exactness of the formats against GGUF's reference is checked by
+// AVX-512 VNNI kernels and any thread count giving the same bits (and a tile
+// its row dots' bits), and rill_get_rows from block tables. Bit-exactness of
+// the formats against GGUF's reference is checked by
 // tests/torch/quant_reference.py (PyPI's gguf).
 // Runs on the backend named by RILL_TEST_BACKEND (default "cpu"; a backend
 // that cannot be had is reported as skipped, exit code 77); the "cpu: ..."
@@ -143,7 +144,7 @@ TEST_CASE("rill_gemm on block weights: against the double reference on the dequa
   for (rill_dtype dtype : kBlockDtypes) {
     for (const auto& shape : shapes) {
       const int64_t rows = shape[0], n = shape[1], k = shape[2];
-      CAPTURE(rill_dtype_name(dtype));
+      CAPTURE(std::string(rill_dtype_name(dtype)));
       CAPTURE(rows);
       rill_tensor* w = quantized_weights(c, dtype, n, k, 7);
       const std::vector<float> a = normal(static_cast<size_t>(rows * k), 11);
@@ -178,7 +179,7 @@ TEST_CASE("rill_gemm on block weights: f16 and bf16 activations") {
   const std::vector<float> a = normal(static_cast<size_t>(rows * k), 5);
   const std::vector<double> expected = rill_ref::gemm(a, read_f32(w), {}, 1.0f, 0.0f, {}, rows, n, k);
   for (rill_dtype act : {RILL_DTYPE_F16, RILL_DTYPE_BF16}) {
-    CAPTURE(rill_dtype_name(act));
+    CAPTURE(std::string(rill_dtype_name(act)));
     const rill_tol::Score s = rill_tol::score(run_gemm(c, w, a, {}, rows, n, k, act), expected);
     // The output's own rounding to 16 bits is the larger error here.
     CHECK_MESSAGE(s.nmse <= rill_tol::limits(act).nmse + rill_tol::limits(RILL_DTYPE_Q4_K).nmse,
@@ -205,7 +206,7 @@ TEST_CASE("cpu: rill_gemm on block weights: the same bits for any thread count")
       std::fill(a.begin() + 32, a.begin() + k, 0.0f);
       for (rill_dtype dtype : kBlockDtypes) {
         if (k % static_cast<int64_t>(rill_dtype_block_elements(dtype)) != 0) continue;
-        CAPTURE(rill_dtype_name(dtype));
+        CAPTURE(std::string(rill_dtype_name(dtype)));
         CAPTURE(k);
         CAPTURE(rows);
         std::vector<std::vector<float>> results;
@@ -223,12 +224,41 @@ TEST_CASE("cpu: rill_gemm on block weights: the same bits for any thread count")
   }
 }
 
+TEST_CASE("cpu: rill_gemm on block weights: a tile's outputs are bitwise its row dots'") {
+  // The CPU's AVX2 and VNNI kernels compute whole groups of eight weight rows
+  // in tiles (1 x 8 for a decode row, 4 x 2 for prefill rows) and the short
+  // last group with one row dot per output (the portable kernel's only
+  // path). With weight rows 64 .. 66 copies of rows 0 .. 2, those columns
+  // come from the row dots and must equal the tiles' columns 0 .. 2 bit for
+  // bit. Rows: 1 (a decode tile), 5 (a prefill tile and a decode tile).
+  const int64_t n = 67, k = 4864, copied = 3;
+  std::vector<float> values = normal(static_cast<size_t>(n * k), 31);
+  std::copy(values.begin(), values.begin() + copied * k, values.begin() + (n - copied) * k);
+  for (const int64_t rows : {int64_t{1}, int64_t{5}}) {
+    const std::vector<float> a = normal(static_cast<size_t>(rows * k), 37);
+    for (rill_dtype dtype : kBlockDtypes) {
+      if (k % static_cast<int64_t>(rill_dtype_block_elements(dtype)) != 0) continue;
+      CAPTURE(std::string(rill_dtype_name(dtype)));
+      CAPTURE(rows);
+      ScopedContext c;
+      rill_tensor* w = c.tensor({n, k}, dtype);
+      REQUIRE_MESSAGE(rill_tensor_write_f32(w, values.data(), values.size()) == RILL_OK, rill_last_error());
+      const std::vector<float> out = run_gemm(c, w, a, {}, rows, n, k);
+      for (int64_t r = 0; r < rows; ++r) {
+        CHECK(std::memcmp(&out[static_cast<size_t>(r * n)], &out[static_cast<size_t>(r * n + n - copied)],
+                          copied * sizeof(float)) == 0);
+      }
+      rill_tensor_destroy(w);
+    }
+  }
+}
+
 TEST_CASE("rill_get_rows: rows of block tables, dequantized, and of element tables, copied") {
   ScopedContext c(g_config);
   const int64_t vocab = 6, d = 512;
   const int32_t ids[] = {5, 0, 5, 2};
   for (rill_dtype dtype : kBlockDtypes) {
-    CAPTURE(rill_dtype_name(dtype));
+    CAPTURE(std::string(rill_dtype_name(dtype)));
     rill_tensor* table = quantized_weights(c, dtype, vocab, d, 31);
     const std::vector<float> all = read_f32(table);
     for (rill_dtype out_dtype : {RILL_DTYPE_F32, RILL_DTYPE_F16, RILL_DTYPE_BF16}) {
@@ -309,7 +339,7 @@ TEST_CASE("quantize then dequantize: within the format's error, and stable") {
   const int64_t n = 16, k = 1024;
   const std::vector<float> x = normal(static_cast<size_t>(n * k), 41);
   for (rill_dtype dtype : kBlockDtypes) {
-    CAPTURE(rill_dtype_name(dtype));
+    CAPTURE(std::string(rill_dtype_name(dtype)));
     rill_tensor* t = c.tensor({n, k}, dtype);
     REQUIRE(rill_tensor_write_f32(t, x.data(), x.size()) == RILL_OK);
     const std::vector<unsigned char> q = read_raw(t);

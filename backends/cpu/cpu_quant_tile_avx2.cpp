@@ -3,6 +3,7 @@
 // with the signed activations into int16 pairs and madd widens them to int32.
 #include <immintrin.h>
 
+#include <cstddef>
 #include <cstring>
 #include <limits>
 

@@ -4,6 +4,7 @@
 // cpu_quant_gemm.cpp has checked AVX512-VNNI and AVX512-VL.
 #include <immintrin.h>
 
+#include <cstddef>
 #include <cstring>
 #include <limits>
 
