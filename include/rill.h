@@ -470,9 +470,10 @@ RILL_API rill_status rill_fused_add_layer_norm(rill_context* ctx, rill_tensor* x
    w's format returns RILL_ERROR_UNSUPPORTED naming it, before any work.
    A NaN or an infinity in a never gives a finite output it feeds. On the CPU
    those outputs are NaN: an infinity has no 8-bit level, so its block of 32
-   gets a NaN scale. Backends that dot in float (Vulkan, CUDA) give IEEE's
-   value instead: an infinity times a weight is +-inf by the weight's sign
-   (NaN where a zero weight or opposite infinities meet), a NaN stays NaN. */
+   (of 256 for the K formats) gets a NaN scale. Backends that dot in float
+   (Vulkan, CUDA) give IEEE's value instead: an infinity times a weight is
+   +-inf by the weight's sign (NaN where a zero weight or opposite infinities
+   meet), a NaN stays NaN. */
 RILL_API rill_status rill_gemm(rill_context* ctx, const rill_tensor* a, const rill_tensor* w, const rill_tensor* bias,
                                float alpha, float beta, rill_tensor* out);
 

@@ -1,9 +1,11 @@
 // GEMM on quantized (block-format) weights and row gathers from quantized
-// tables. Activations are quantized per 32-element block to 8 bits with an
-// f32 scale (QuantizedRow); each weight block's integer dot product with them
-// is exact, and the f32 arithmetic around it follows one fixed order, written
-// once below, so the portable and the AVX2 kernels give bitwise equal results
-// for any thread count.
+// tables. Activations are quantized to 8 bits with an f32 scale, per 32
+// elements for the formats of 32-element blocks and per 256 (eight 32-element
+// ActBlocks sharing one scale) for the K formats, whose weight blocks span 256;
+// each weight block's dot product with them is exact integer arithmetic, and
+// the f32 arithmetic around it follows one fixed order, written once below,
+// so the portable and the AVX2 kernels give bitwise equal results for any
+// thread count.
 #pragma once
 
 #include <cstddef>
@@ -25,6 +27,7 @@ rill_status op_get_rows(rill_backend_context* ctx, const rill_backend_tensor* ta
 namespace quantized {
 
 // 32 activations as d * q, with the sum of q (for the formats with mins and offsets).
+// For the K formats, the eight ActBlocks of a 256-element group share d.
 struct ActBlock {
   float d;
   int32_t sum;
@@ -61,14 +64,21 @@ struct TileSet {
   TileDot decode, prefill;
 };
 
-// 32 activations quantized as cpu_quant_gemm.cpp's quantize_block does, bit for bit.
-using QuantizeBlock = void (*)(const float* x, ActBlock* out);
+// The ActBlocks sharing one scale: one for the formats of 32-element blocks;
+// eight for the K formats, so that a weight block's eight sub-block sums,
+// each times its integer scale, add up exactly as integers and the float
+// steps run once per 256 activations (llama.cpp's Q8_K does the same).
+constexpr int kGroupBlocksK = 8;
+
+// blocks * 32 activations quantized with one shared scale as
+// cpu_quant_gemm.cpp's quantize_group does, bit for bit.
+using QuantizeGroup = void (*)(const float* x, int blocks, ActBlock* out);
 
 // The tiles of one ISA, by format (a format without tiles runs on its RowDot),
 // and its activation quantizer.
 struct Tiles {
   TileSet q8_0, q4_0, q4_k, q5_k, q6_k, q5_0, q5_1;
-  QuantizeBlock quantize_block;
+  QuantizeGroup quantize_group;
 };
 
 namespace avx2 {
@@ -89,12 +99,13 @@ static inline float term_32_min(float da, float dw, float mw, int32_t isum, int3
   return da * (dw * static_cast<float>(isum) + mw * static_cast<float>(asum));
 }
 
-// A Q4_K / Q5_K sub-block: da * (dl * isum - ml * asum), dl = d * sc, ml = dmin * m.
-static inline float term_k(float da, float dl, float ml, int32_t isum, int32_t asum) {
-  return da * (dl * static_cast<float>(isum) - ml * static_cast<float>(asum));
+// A Q4_K / Q5_K block: da * (d * isum - dmin * msum), isum the sum over its
+// sub-blocks of sc * (levels . activations), msum that of m * (the activations' sum).
+static inline float term_k(float da, float d, float dmin, int32_t isum, int32_t msum) {
+  return da * (d * static_cast<float>(isum) - dmin * static_cast<float>(msum));
 }
 
-// Q6_K, per 32 activations: isum already holds both 16-element halves times their scales.
+// A Q6_K block: isum holds every 16-element half's sum times its scale.
 static inline float term_q6(float da, float d, int32_t isum) { return da * (d * static_cast<float>(isum)); }
 
 }  // namespace quantized

@@ -55,36 +55,46 @@ auto for_format(const Table& table, rill_dtype dtype) {
   }
 }
 
-// 32 activations as one block: d = max|x| / 127 and q = x / d rounded to
-// nearest (even on ties). A block holding a NaN or an infinity gets d = NaN,
-// so that the outputs it feeds are NaN, as in f32.
-void quantize_block(const float* x, ActBlock* out) {
+// blocks * 32 activations with one scale: d = max|x| / 127 and q = x / d
+// rounded to nearest (even on ties), each block keeping its own sum. A group
+// holding a NaN or an infinity gets d = NaN, so that the outputs it feeds are
+// NaN, as in f32.
+void quantize_group(const float* x, int blocks, ActBlock* out) {
+  const int count = blocks * quant::kBlock32;
   float amax = 0.0f;
   bool finite = true;
-  for (int l = 0; l < quant::kBlock32; ++l) {
+  for (int l = 0; l < count; ++l) {
     finite = finite && std::isfinite(x[l]);
     amax = std::fmax(amax, std::fabs(x[l]));
   }
   const float d = finite ? amax / 127.0f : std::numeric_limits<float>::quiet_NaN();
   const float id = d > 0.0f ? 1.0f / d : 0.0f;
-  int32_t sum = 0;
-  for (int l = 0; l < quant::kBlock32; ++l) {
-    const float q = std::fmin(127.0f, std::fmax(-127.0f, std::nearbyint(x[l] * id)));
-    out->q[l] = static_cast<int8_t>(q);
-    sum += out->q[l];
+  for (int b = 0; b < blocks; ++b) {
+    int32_t sum = 0;
+    for (int l = 0; l < quant::kBlock32; ++l) {
+      const float q = std::fmin(127.0f, std::fmax(-127.0f, std::nearbyint(x[b * quant::kBlock32 + l] * id)));
+      out[b].q[l] = static_cast<int8_t>(q);
+      sum += out[b].q[l];
+    }
+    out[b].d = d;
+    out[b].sum = sum;
   }
-  out->d = d;
-  out->sum = sum;
 }
 
-// One row of k activations of dtype DT as k / 32 blocks.
+// The ActBlocks that share a scale for weights of dtype w (cpu_quant.h).
+int group_blocks(rill_dtype w) {
+  return w == RILL_DTYPE_Q4_K || w == RILL_DTYPE_Q5_K || w == RILL_DTYPE_Q6_K ? kGroupBlocksK : 1;
+}
+
+// One row of k activations of dtype DT as k / 32 blocks, group blocks to a scale.
 template <rill_dtype DT>
-void quantize_activations(const void* row, int64_t k, ActBlock* out, const Tiles* tiles) {
-  const QuantizeBlock quantize = tiles ? tiles->quantize_block : quantize_block;
-  for (int64_t b = 0; b < k / quant::kBlock32; ++b) {
-    float x[quant::kBlock32];
-    for (int l = 0; l < quant::kBlock32; ++l) x[l] = load_scalar<DT>(row, b * quant::kBlock32 + l);
-    quantize(x, out + b);
+void quantize_activations(const void* row, int64_t k, int group, ActBlock* out, const Tiles* tiles) {
+  const QuantizeGroup quantize = tiles ? tiles->quantize_group : quantize_group;
+  const int64_t count = group * quant::kBlock32;
+  for (int64_t g = 0; g < k / count; ++g) {
+    float x[kGroupBlocksK * quant::kBlock32];
+    for (int64_t l = 0; l < count; ++l) x[l] = load_scalar<DT>(row, g * count + l);
+    quantize(x, group, out + g * group);
   }
 }
 
@@ -114,8 +124,8 @@ rill_status gemm(rill_backend_context* ctx, const rill_backend_tensor* a, const 
   const Tiles* tiles = tiles_for_this_cpu();
   ctx->pool.parallel_for(rows, 1, [&](int64_t r0, int64_t r1, unsigned) {
     for (int64_t r = r0; r < r1; ++r) {
-      quantize_activations<DT>(a_data + r * k * static_cast<int64_t>(dtype_bytes(DT)), k, acts.data() + r * blocks,
-                               tiles);
+      quantize_activations<DT>(a_data + r * k * static_cast<int64_t>(dtype_bytes(DT)), k, group_blocks(w->dtype),
+                               acts.data() + r * blocks, tiles);
     }
   });
   const RowDot dot = for_format(row_dots_for_this_cpu(), w->dtype);
