@@ -53,8 +53,10 @@ extern const Kernels kKernels;
 // Eight outputs at once (cpu_quant_tile.inc): out[i] is the row dot of
 // activation row i / C (a + (i / C) * a_stride blocks) and weight row i % C
 // (w + (i % C) * w_stride bytes), bitwise equal to the format's RowDot, for a
-// tile of R x C = 8 outputs.
-using TileDot = void (*)(const char* w, size_t w_stride, const ActBlock* a, int64_t a_stride, int64_t k, float* out);
+// tile of R x C = 8 outputs. sums: the same blocks' sums (ActBlock::sum),
+// side by side (sums + (i / C) * a_stride), for loading eight at once.
+using TileDot = void (*)(const char* w, size_t w_stride, const ActBlock* a, const int32_t* sums, int64_t a_stride,
+                         int64_t k, float* out);
 
 // The activation rows of a prefill tile (its weight rows: 8 / kPrefillTileRows).
 constexpr int kPrefillTileRows = 4;

@@ -120,12 +120,16 @@ rill_status gemm(rill_backend_context* ctx, const rill_backend_tensor* a, const 
   const int64_t rows = tensor_rows(a), k = tensor_cols(a), n = w->shape[0];
   const int64_t blocks = k / quant::kBlock32;
   std::vector<ActBlock> acts(static_cast<size_t>(rows * blocks));
+  std::vector<int32_t> sums(acts.size());
   const char* a_data = tensor_data(a);
   const Tiles* tiles = tiles_for_this_cpu();
   ctx->pool.parallel_for(rows, 1, [&](int64_t r0, int64_t r1, unsigned) {
     for (int64_t r = r0; r < r1; ++r) {
       quantize_activations<DT>(a_data + r * k * static_cast<int64_t>(dtype_bytes(DT)), k, group_blocks(w->dtype),
                                acts.data() + r * blocks, tiles);
+      for (auto b = static_cast<size_t>(r * blocks); b < static_cast<size_t>((r + 1) * blocks); ++b) {
+        sums[b] = acts[b].sum;
+      }
     }
   });
   const RowDot dot = for_format(row_dots_for_this_cpu(), w->dtype);
@@ -154,12 +158,12 @@ rill_status gemm(rill_backend_context* ctx, const rill_backend_tensor* a, const 
       for (; r + kRows <= rows; r += kRows) {
         for (int64_t part = 0; part < kTileCols / kCols; ++part) {
           set.prefill(w_group + part * kCols * static_cast<int64_t>(w_row_bytes), w_row_bytes,
-                      acts.data() + r * blocks, blocks, k, tile_out);
+                      acts.data() + r * blocks, sums.data() + r * blocks, blocks, k, tile_out);
           for (int64_t i = 0; i < kTileCols; ++i) write(r + i / kCols, c0 + part * kCols + i % kCols, tile_out[i]);
         }
       }
       for (; r < rows; ++r) {
-        set.decode(w_group, w_row_bytes, acts.data() + r * blocks, blocks, k, tile_out);
+        set.decode(w_group, w_row_bytes, acts.data() + r * blocks, sums.data() + r * blocks, blocks, k, tile_out);
         for (int64_t i = 0; i < kTileCols; ++i) write(r, c0 + i, tile_out[i]);
       }
     }
