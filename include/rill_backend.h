@@ -93,6 +93,10 @@
  *      backend (the two share a device and its memory), for weights shared
  *      between contexts (rill_lm_create_shared). A backend without it makes
  *      rill_lm_create_shared across contexts return RILL_ERROR_UNSUPPORTED.
+ *   8  rill_backend_ops.buffer_wrap_host (optional): a buffer over host
+ *      memory the runtime owns, read in place, for weights used straight
+ *      from a memory-mapped model file (a GGUF file's tensors). A backend
+ *      without it gets a copy of every weight, as before.
  */
 #ifndef RILL_BACKEND_H
 #define RILL_BACKEND_H
@@ -106,7 +110,7 @@ extern "C" {
 #endif
 
 /* The newest interface version this header describes. */
-#define RILL_BACKEND_ABI_VERSION 7u
+#define RILL_BACKEND_ABI_VERSION 8u
 /* The oldest interface version the runtime built from this header accepts. */
 #define RILL_BACKEND_ABI_MIN_VERSION 1u
 
@@ -489,6 +493,21 @@ typedef struct rill_backend_ops {
      other before ctx first uses its buffers, and ctx before it lets go of a
      buffer that another context still uses. */
   rill_status (*shares_buffers)(rill_backend_context* ctx, rill_backend_context* other);
+
+  /* ---- version 8 ---- */
+
+  /* (optional) A buffer of bytes (>= 1) whose contents are the host memory
+     at data, used in place: ops and buffer_read read data itself, nothing is
+     copied. The runtime keeps the memory valid and unchanged until
+     buffer_free has returned, and never writes the buffer (no buffer_write
+     or buffer_copy into it, no op output in it); buffer_free releases the
+     backend's own object only, never the memory, once no queued work reads
+     it. RILL_ERROR_UNSUPPORTED (a message through host->fail is optional)
+     when the backend cannot use this memory in place: its alignment, or
+     memory the device cannot reach. The runtime then allocates a buffer and
+     copies, so refusing is always correct. */
+  rill_status (*buffer_wrap_host)(rill_backend_context* ctx, const void* data, uint64_t bytes,
+                                  rill_backend_buffer** out_buffer);
 } rill_backend_ops;
 
 /* The struct_size of rill_backend_ops at interface version v (1 to
@@ -501,6 +520,7 @@ typedef struct rill_backend_ops {
    : (v) == 4u ? (uint32_t)offsetof(rill_backend_ops, clamp)                      \
    : (v) == 5u ? (uint32_t)offsetof(rill_backend_ops, wait_semaphore)             \
    : (v) == 6u ? (uint32_t)offsetof(rill_backend_ops, shares_buffers)             \
+   : (v) == 7u ? (uint32_t)offsetof(rill_backend_ops, buffer_wrap_host)           \
                : (uint32_t)sizeof(rill_backend_ops))
 
 /* ------------------------------------------------------------------------- */

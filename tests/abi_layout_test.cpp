@@ -86,10 +86,11 @@ static_assert(offsetof(rill_backend_ops, clamp) == 112);     // version 5
 static_assert(offsetof(rill_backend_ops, wait_semaphore) == 120);    // version 6
 static_assert(offsetof(rill_backend_ops, signal_semaphore) == 128);  // version 6
 static_assert(offsetof(rill_backend_ops, shares_buffers) == 136);    // version 7
-static_assert(sizeof(rill_backend_ops) == 144);
+static_assert(offsetof(rill_backend_ops, buffer_wrap_host) == 144);  // version 8
+static_assert(sizeof(rill_backend_ops) == 152);
 static_assert(RILL_BACKEND_OPS_SIZE(1) == 56 && RILL_BACKEND_OPS_SIZE(2) == 80 && RILL_BACKEND_OPS_SIZE(3) == 104 &&
               RILL_BACKEND_OPS_SIZE(4) == 112 && RILL_BACKEND_OPS_SIZE(5) == 120 && RILL_BACKEND_OPS_SIZE(6) == 136 &&
-              RILL_BACKEND_OPS_SIZE(7) == 144);
+              RILL_BACKEND_OPS_SIZE(7) == 144 && RILL_BACKEND_OPS_SIZE(8) == 152);
 
 // rill_backend_op_desc (version 3)
 static_assert(offsetof(rill_backend_op_desc, struct_size) == 0);

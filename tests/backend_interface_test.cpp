@@ -185,6 +185,44 @@ TEST_CASE("at each version: the table carries it, and its ops run") {
   }
 }
 
+TEST_CASE("buffer_wrap_host: ops read the host memory in place, and nothing writes or frees it") {
+  const rill_backend* table = newest();
+  const auto wrap = table->ops->struct_size > offsetof(rill_backend_ops, buffer_wrap_host)
+                        ? table->ops->buffer_wrap_host
+                        : nullptr;
+  if (wrap == nullptr) {
+    MESSAGE("skipped: the " << g_name << " backend has no buffer_wrap_host (it gets copies)");
+    return;
+  }
+  alignas(64) float host[8] = {0, 0, 0, 0, 1, 2, 3, 4};  // wrapped from 16 bytes in
+  Context c(table);
+  rill_backend_buffer* buffer = nullptr;
+  REQUIRE_MESSAGE(wrap(c.ctx, host + 4, 4 * sizeof(float), &buffer) == RILL_OK, g_last_error);
+  c.buffers.push_back(buffer);  // freed with the context: host must outlive it, untouched
+  rill_backend_tensor update{};
+  update.buffer = buffer;
+  update.dtype = RILL_DTYPE_F32;
+  update.ndim = 2;
+  for (int64_t& dim : update.shape) dim = 1;
+  update.shape[1] = 4;
+  // Changed after the wrap: an op that reads a copy would not see it.
+  host[7] = 40;
+  rill_backend_tensor residual = c.tensor({10, 20, 30, 40});
+  REQUIRE_MESSAGE(table->ops->residual_add(c.ctx, &residual, &update, nullptr, 1.0f, 1.0f) == RILL_OK, g_last_error);
+  CHECK(c.read(residual) == std::vector<float>{11, 22, 33, 80});
+  CHECK(c.read(update) == std::vector<float>{1, 2, 3, 40});
+  const float other[4] = {9, 9, 9, 9};
+  g_last_error.clear();
+  CHECK(table->buffer_write(c.ctx, buffer, 0, other, sizeof other) == RILL_ERROR_INVALID_ARGUMENT);
+  CHECK(g_last_error.find("read-only") != std::string::npos);
+  CHECK(table->buffer_copy(c.ctx, residual.buffer, 0, buffer, 0, sizeof other) == RILL_ERROR_INVALID_ARGUMENT);
+  CHECK(host[4] == 1.0f);
+  // Memory the backend cannot read in place is refused as unsupported: the runtime then copies.
+  rill_backend_buffer* misaligned = nullptr;
+  CHECK(wrap(c.ctx, reinterpret_cast<const char*>(host) + 1, 8, &misaligned) == RILL_ERROR_UNSUPPORTED);
+  CHECK(misaligned == nullptr);
+}
+
 TEST_CASE("describe_device writes nothing past the caller's struct_size") {
   const rill_backend* table = newest();
   constexpr unsigned char kUntouched = 0xAB;

@@ -36,6 +36,7 @@ const rill_backend_ops kOps = {
     /* .wait_semaphore = */ nullptr,
     /* .signal_semaphore = */ nullptr,
     /* .shares_buffers = */ shares_buffers,
+    /* .buffer_wrap_host = */ buffer_wrap_host,
 };
 
 const rill_backend kBackend = {

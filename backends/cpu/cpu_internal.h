@@ -10,10 +10,12 @@
 #include "cpu_threadpool.h"
 #include "rill_backend.h"
 
-// A buffer in host memory, aligned for the widest vector loads.
+// A buffer in host memory: allocated, aligned for the widest vector loads,
+// or wrapped (buffer_wrap_host): memory the runtime owns, read in place.
 struct rill_backend_buffer {
   void* data;
   uint64_t bytes;
+  bool wrapped;
 };
 
 // A context: the CPU device with its own pool of worker threads.
@@ -30,6 +32,10 @@ namespace rill::cpu {
 
 // Buffer alignment in bytes: a cache line, which also covers AVX-512 loads.
 constexpr uint64_t kBufferAlignment = 64;
+// The alignment buffer_wrap_host needs. The kernels read their inputs with
+// unaligned vector loads (only outputs are streamed, and a wrapped buffer
+// is never one), so it is that of the widest element type, with room.
+constexpr uint64_t kWrapAlignment = 16;
 
 // The host's services, set once by rill_cpu_backend_get.
 const rill_host_services* host_services();
@@ -93,6 +99,8 @@ rill_status supports(rill_backend_context* ctx, const rill_backend_op_desc* desc
 // cpu_buffer.cpp
 rill_status buffer_alloc(rill_backend_context* ctx, uint64_t bytes, rill_backend_buffer** out_buffer);
 void buffer_free(rill_backend_context* ctx, rill_backend_buffer* buffer);
+rill_status buffer_wrap_host(rill_backend_context* ctx, const void* data, uint64_t bytes,
+                             rill_backend_buffer** out_buffer);
 rill_status buffer_write(rill_backend_context* ctx, rill_backend_buffer* buffer, uint64_t offset, const void* src,
                          uint64_t bytes);
 rill_status buffer_read(rill_backend_context* ctx, rill_backend_buffer* buffer, uint64_t offset, void* dst,

@@ -92,6 +92,7 @@ const rill_backend_ops kCudaOps = {
     /* .wait_semaphore = */ nullptr,
     /* .signal_semaphore = */ nullptr,
     /* .shares_buffers = */ nullptr,
+    /* .buffer_wrap_host = */ nullptr,
 };
 
 const rill_backend kCudaBackend = {
@@ -117,7 +118,7 @@ const rill_backend* backend_for_version(uint32_t version) {
   static const rill_plugin::VersionedTables tables[] = {
       {kCudaBackend, kCudaOps, 1u}, {kCudaBackend, kCudaOps, 2u}, {kCudaBackend, kCudaOps, 3u},
       {kCudaBackend, kCudaOps, 4u}, {kCudaBackend, kCudaOps, 5u}, {kCudaBackend, kCudaOps, 6u},
-      {kCudaBackend, kCudaOps, 7u}};
+      {kCudaBackend, kCudaOps, 7u}, {kCudaBackend, kCudaOps, 8u}};
   static_assert(sizeof tables / sizeof tables[0] == RILL_BACKEND_ABI_VERSION, "one table per version served");
   return tables[version - 1].backend();
 }

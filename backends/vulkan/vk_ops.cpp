@@ -354,6 +354,7 @@ const rill_backend_ops g_ops = {
     [](rill_backend_context* ctx, rill_backend_context* other) {
       return guarded("shares_buffers", shares_buffers, ctx, other);
     },
+    /* .buffer_wrap_host = */ nullptr,
 };
 
 }  // namespace rill_vk

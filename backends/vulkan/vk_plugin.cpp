@@ -82,7 +82,7 @@ const rill_backend* rill_vk::backend_for_version(uint32_t version) {
   static const rill_plugin::VersionedTables tables[] = {
       {kVulkanBackend, g_ops, 1u}, {kVulkanBackend, g_ops, 2u}, {kVulkanBackend, g_ops, 3u},
       {kVulkanBackend, g_ops, 4u}, {kVulkanBackend, g_ops, 5u}, {kVulkanBackend, g_ops, 6u},
-      {kVulkanBackend, g_ops, 7u}};
+      {kVulkanBackend, g_ops, 7u}, {kVulkanBackend, g_ops, 8u}};
   static_assert(sizeof tables / sizeof tables[0] == RILL_BACKEND_ABI_VERSION, "one table per version served");
   return tables[version - 1].backend();
 }

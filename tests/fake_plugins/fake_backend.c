@@ -342,6 +342,7 @@ static const rill_backend_ops g_ops = {
     /* .wait_semaphore = */ NULL,
     /* .signal_semaphore = */ NULL,
     /* .shares_buffers = */ NULL,
+    /* .buffer_wrap_host = */ NULL,
 };
 #else
 static float* f32_data(const rill_backend_tensor* t) { return (float*)(void*)(t->buffer->data + t->offset); }
@@ -411,6 +412,7 @@ static const rill_backend_ops g_ops = {
     /* .wait_semaphore = */ NULL,
     /* .signal_semaphore = */ NULL,
     /* .shares_buffers = */ NULL,
+    /* .buffer_wrap_host = */ NULL,
 };
 #endif
 
