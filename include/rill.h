@@ -1142,6 +1142,11 @@ typedef struct rill_lm_load_options {
      backend that cannot run the format refuses the load with
      RILL_ERROR_UNSUPPORTED naming the backend and the format. */
   rill_dtype weight_format;
+  /* 0 (the default): a GGUF file's tensors stored as they are in the file
+     are read in place from its memory map where the backend can (the CPU
+     backend; see rill_lm_load). Nonzero: every tensor is copied into memory
+     the backend allocates, and the file is closed when the load returns. */
+  uint32_t copy_weights;
 } rill_lm_load_options;
 
 /* Sets struct_size and the defaults: no override (the checkpoint's dtype).
@@ -1164,7 +1169,17 @@ RILL_API void rill_lm_load_options_init(rill_lm_load_options* options);
    overridden) and special ids (docs/GGUF.md lists the architectures and keys
    read and refused).
    Weights are memory-mapped and converted once to the compute dtype (or
-   quantized to options->weight_format).
+   quantized to options->weight_format). A GGUF file's tensors that need no
+   conversion (block tensors, and element tensors already in the compute
+   dtype, but for llama's q and k, whose rows are reordered) are read in
+   place from the map on a backend that reads host memory in place (the CPU
+   backend), unless options->copy_weights: no copy is made, the pages are
+   the file's (shared with the page cache and other processes that map it,
+   and paged in as they are first read), and the map stays open until the
+   last tensor that reads it is released. rill_lm_info.weight_bytes_mapped
+   says how much. The file must then not be changed or truncated while the
+   model lives (reading a truncated map raises SIGBUS), as with
+   llama.cpp's default mmap; copy_weights avoids it.
    All-or-nothing: every shard is opened and validated (and checked against
    the index) before the model is made, each shard's tensors are checked
    before any of its weights is stored, and every tensor of the checkpoint
@@ -1235,6 +1250,12 @@ typedef struct rill_lm_info {
   float min_p;              /* 0 = off */
   float repetition_penalty; /* 1 = off */
   char model_type[64];      /* config.json's model_type, NUL-terminated */
+  /* The weights' bytes: the decoder's, the embedding table and the LM head
+     (a tied head counted once), as the backend holds them. */
+  uint64_t weight_bytes;
+  /* Of weight_bytes, those read in place from the model file's memory map
+     (rill_lm_load_options.copy_weights): file pages, not allocated memory. */
+  uint64_t weight_bytes_mapped;
 } rill_lm_info;
 
 /* Fills out (the fields inside out->struct_size) with the model's sizes,

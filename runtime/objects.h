@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <unordered_set>
 
@@ -33,7 +34,9 @@ struct SharedBuffer {
 }  // namespace rill
 
 // One tensor owns one backend buffer holding exactly its elements, alone or
-// (shared set) with tensors of other contexts.
+// (shared set) with tensors of other contexts. A buffer may wrap host memory
+// read in place (buffer_wrap_host): host_memory keeps that memory (a model
+// file's map) alive for as long as a tensor holds the buffer.
 struct rill_tensor {
   rill_context* context = nullptr;
   rill_dtype dtype = RILL_DTYPE_F32;
@@ -43,6 +46,7 @@ struct rill_tensor {
   size_t nbytes = 0;
   rill_backend_buffer* buffer = nullptr;
   rill::SharedBuffer* shared = nullptr;  // NULL: this tensor alone owns buffer
+  std::shared_ptr<const void> host_memory;  // set: buffer wraps memory this owns
 };
 
 namespace rill {

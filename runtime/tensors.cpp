@@ -81,10 +81,9 @@ rill_status check_block_shape(const std::string& where, rill_dtype dtype, int32_
   return RILL_OK;
 }
 
-}  // namespace
-
-rill_status tensor_create(const std::string& where, rill_context& ctx, rill_dtype dtype, int32_t ndim,
-                          const int64_t* shape, rill_tensor*& out) {
+// tensor_create's checks, then a tensor of ctx without a buffer.
+rill_status new_tensor(const std::string& where, rill_context& ctx, rill_dtype dtype, int32_t ndim,
+                       const int64_t* shape, std::unique_ptr<rill_tensor>& out) {
   if (rill_dtype_block_elements(dtype) == 0) {
     return fail(RILL_ERROR_INVALID_ARGUMENT,
                 where + ": dtype: expected RILL_DTYPE_F32, _F16, _BF16 or a block dtype (_Q8_0 ... _Q6_K), got " +
@@ -113,19 +112,24 @@ rill_status tensor_create(const std::string& where, rill_context& ctx, rill_dtyp
     numel *= static_cast<size_t>(dim);
   }
   if (block) RILL_CHECK(check_block_shape(where, dtype, ndim, shape));
-  auto tensor = std::make_unique<rill_tensor>();
-  tensor->context = &ctx;
-  tensor->dtype = dtype;
-  tensor->ndim = ndim;
-  for (int32_t i = 0; i < ndim; ++i) tensor->shape[i] = shape[i];
-  tensor->numel = numel;
-  tensor->nbytes = block ? static_cast<size_t>(shape[0]) * quant::row_bytes(dtype, shape[1]) : numel * element_size;
-  rill_backend_buffer* buffer = nullptr;
-  clear_backend_message();
-  const rill_status status = ctx.backend->table->buffer_alloc(ctx.impl, tensor->nbytes, &buffer);
+  out = std::make_unique<rill_tensor>();
+  out->context = &ctx;
+  out->dtype = dtype;
+  out->ndim = ndim;
+  for (int32_t i = 0; i < ndim; ++i) out->shape[i] = shape[i];
+  out->numel = numel;
+  out->nbytes = block ? static_cast<size_t>(shape[0]) * quant::row_bytes(dtype, shape[1]) : numel * element_size;
+  return RILL_OK;
+}
+
+// Gives tensor the buffer an entry (named by entry) returned with status and
+// registers it with its context; the buffer is freed if that fails.
+rill_status adopt_buffer(const std::string& where, const char* entry, rill_status status,
+                         rill_backend_buffer* buffer, std::unique_ptr<rill_tensor>& tensor, rill_tensor*& out) {
+  rill_context& ctx = *tensor->context;
   if (status != RILL_OK) return backend_failure(where.c_str(), ctx.backend->name, status);
   if (buffer == nullptr) {
-    return fail(RILL_ERROR_BACKEND, where + ": " + ctx.backend->name + " backend: buffer_alloc returned no buffer");
+    return fail(RILL_ERROR_BACKEND, where + ": " + ctx.backend->name + " backend: " + entry + " returned no buffer");
   }
   tensor->buffer = buffer;
   try {
@@ -135,6 +139,45 @@ rill_status tensor_create(const std::string& where, rill_context& ctx, rill_dtyp
     throw;
   }
   out = tensor.release();
+  return RILL_OK;
+}
+
+}  // namespace
+
+rill_status tensor_create(const std::string& where, rill_context& ctx, rill_dtype dtype, int32_t ndim,
+                          const int64_t* shape, rill_tensor*& out) {
+  std::unique_ptr<rill_tensor> tensor;
+  RILL_CHECK(new_tensor(where, ctx, dtype, ndim, shape, tensor));
+  rill_backend_buffer* buffer = nullptr;
+  clear_backend_message();
+  const rill_status status = ctx.backend->table->buffer_alloc(ctx.impl, tensor->nbytes, &buffer);
+  return adopt_buffer(where, "buffer_alloc", status, buffer, tensor, out);
+}
+
+rill_status tensor_from_host(const std::string& where, rill_context& ctx, rill_dtype dtype, int32_t ndim,
+                             const int64_t* shape, const void* data, size_t bytes,
+                             const std::shared_ptr<const void>& owner, rill_tensor*& out) {
+  const auto wrap = RILL_BACKEND_OP(*ctx.backend, buffer_wrap_host);
+  if (owner != nullptr && wrap != nullptr) {
+    std::unique_ptr<rill_tensor> tensor;
+    RILL_CHECK(new_tensor(where, ctx, dtype, ndim, shape, tensor));
+    RILL_CHECK(check_count(where, "bytes", tensor->nbytes, bytes, *tensor));
+    rill_backend_buffer* buffer = nullptr;
+    clear_backend_message();
+    const rill_status status = wrap(ctx.impl, data, bytes, &buffer);
+    if (status != RILL_ERROR_UNSUPPORTED) {
+      tensor->host_memory = owner;
+      return adopt_buffer(where, "buffer_wrap_host", status, buffer, tensor, out);
+    }
+    clear_backend_message();  // refused: copied below instead
+  }
+  rill_tensor* tensor = nullptr;
+  RILL_CHECK(tensor_create(where, ctx, dtype, ndim, shape, tensor));
+  if (const rill_status written = tensor_write(where, *tensor, data, bytes); written != RILL_OK) {
+    tensor_destroy(tensor);
+    return written;
+  }
+  out = tensor;
   return RILL_OK;
 }
 

@@ -25,6 +25,7 @@ static_assert(offsetof(rill_lm_load_options, struct_size) == 0);
 static_assert(offsetof(rill_lm_load_options, override_dtype) == 4);
 static_assert(offsetof(rill_lm_load_options, dtype) == 8);
 static_assert(offsetof(rill_lm_load_options, weight_format) == 12);
+static_assert(offsetof(rill_lm_load_options, copy_weights) == 16);
 static_assert(offsetof(rill_lm_info, struct_size) == 0);
 static_assert(offsetof(rill_lm_info, vocab_size) == 4);
 static_assert(offsetof(rill_lm_info, hidden_size) == 8);
@@ -41,7 +42,9 @@ static_assert(offsetof(rill_lm_info, top_p) == 76);
 static_assert(offsetof(rill_lm_info, min_p) == 80);
 static_assert(offsetof(rill_lm_info, repetition_penalty) == 84);
 static_assert(offsetof(rill_lm_info, model_type) == 88);
-static_assert(sizeof(rill_lm_info) == 152);
+static_assert(offsetof(rill_lm_info, weight_bytes) == 152);
+static_assert(offsetof(rill_lm_info, weight_bytes_mapped) == 160);
+static_assert(sizeof(rill_lm_info) == 168);
 
 namespace {
 
@@ -243,6 +246,82 @@ TEST_CASE("rill_lm_load: a backend without block formats refuses a Q8_0 GGUF fil
   rill_lm* lm = nullptr;
   CHECK_MESSAGE(rill_lm_load(cpu.ctx, q8_0.c_str(), nullptr, &lm) == RILL_OK, rill_last_error());
   rill_lm_destroy(lm);
+}
+#endif
+
+#if defined(RILL_GGUF_SEEDS)
+namespace {
+
+// Logits of four tokens, and the info, of the GGUF file at path loaded on ctx.
+struct GgufRun {
+  rill_lm_info info{};
+  std::vector<float> logits;
+};
+GgufRun run_gguf(rill_lm* lm) {
+  GgufRun run;
+  run.info.struct_size = sizeof run.info;
+  REQUIRE_MESSAGE(rill_lm_get_info(lm, &run.info) == RILL_OK, rill_last_error());
+  const int32_t ids[4] = {1, 5, 9, 3};
+  run.logits.resize(4 * static_cast<size_t>(run.info.vocab_size));
+  REQUIRE_MESSAGE(rill_lm_logits(lm, nullptr, 1, 4, ids, 0, run.logits.data(), run.logits.size()) == RILL_OK,
+                  rill_last_error());
+  return run;
+}
+GgufRun load_and_run(rill_context* ctx, const std::string& path, uint32_t copy_weights) {
+  rill_lm_load_options options;
+  rill_lm_load_options_init(&options);
+  options.copy_weights = copy_weights;
+  rill_lm* lm = nullptr;
+  REQUIRE_MESSAGE(rill_lm_load(ctx, path.c_str(), &options, &lm) == RILL_OK, rill_last_error());
+  GgufRun run = run_gguf(lm);
+  rill_lm_destroy(lm);
+  return run;
+}
+
+}  // namespace
+
+TEST_CASE("rill_lm_load: a GGUF file's tensors are read in place from its map, with a copy's logits") {
+  // The seeds of tests/fuzz/make_gguf_seeds.py, their bytes counted from its
+  // shapes. llama_q8_0: width 32, ff 32, vocab 16, every matrix Q8_0 (a row
+  // is one 34-byte block), three f32 norms of 32: all read in place but
+  // q_proj and k_proj, whose rows the load reorders (llama.cpp's permutation).
+  // llama_f16: width 8, ff 16, vocab 16, f16 matrices, so f16 is the compute
+  // dtype and the f32 norms are converted: copied too.
+  struct Seed {
+    const char* file;
+    uint64_t bytes, copied;
+  };
+  const Seed seeds[] = {
+      {"llama_q8_0.gguf", (16 + 16 + 4 * 32 + 3 * 32) * 34 + 3 * 32 * 4, 2 * 32 * 34},
+      {"llama_f16.gguf", (16 * 8 * 2 + 4 * 8 * 8 + 3 * 16 * 8 + 3 * 8) * 2, (2 * 8 * 8 + 3 * 8) * 2},
+  };
+  rill_test::ScopedContext cpu;
+  for (const Seed& seed : seeds) {
+    CAPTURE(seed.file);
+    const std::string path = std::string(RILL_GGUF_SEEDS) + "/" + seed.file;
+    const GgufRun mapped = load_and_run(cpu.ctx, path, 0);
+    const GgufRun copied = load_and_run(cpu.ctx, path, 1);
+    CHECK(mapped.info.weight_bytes == seed.bytes);
+    CHECK(mapped.info.weight_bytes_mapped == seed.bytes - seed.copied);
+    CHECK(copied.info.weight_bytes == seed.bytes);
+    CHECK(copied.info.weight_bytes_mapped == 0);
+    CHECK(mapped.logits == copied.logits);  // bitwise
+  }
+}
+
+TEST_CASE("rill_lm_load: a GGUF file's map lives as long as a model that reads it, shared or not") {
+  const std::string path = std::string(RILL_GGUF_SEEDS) + "/llama_q8_0.gguf";
+  rill_test::ScopedContext a, b;
+  const GgufRun copied = load_and_run(a.ctx, path, 1);
+  rill_lm* source = nullptr;
+  REQUIRE_MESSAGE(rill_lm_load(a.ctx, path.c_str(), nullptr, &source) == RILL_OK, rill_last_error());
+  rill_lm* shared = nullptr;
+  REQUIRE_MESSAGE(rill_lm_create_shared(b.ctx, source, &shared) == RILL_OK, rill_last_error());
+  rill_lm_destroy(source);  // the shared model's tensors still read the map
+  const GgufRun run = run_gguf(shared);
+  CHECK(run.info.weight_bytes_mapped > 0);
+  CHECK(run.logits == copied.logits);
+  rill_lm_destroy(shared);
 }
 #endif
 

@@ -177,6 +177,7 @@ namespace Rill
         public uint OverrideDtype;
         public DType Dtype;
         public DType WeightFormat;
+        public uint CopyWeights;
     }
 
     /// <summary>rill_lm_info, field for field. Set StructSize before rill_lm_get_info.</summary>
@@ -199,6 +200,8 @@ namespace Rill
         public float MinP;
         public float RepetitionPenalty;
         [MarshalAs(UnmanagedType.ByValArray, SizeConst = 64)] public byte[] ModelType;
+        public ulong WeightBytes;
+        public ulong WeightBytesMapped;
     }
 
     /// <summary>rill_sampler_params, field for field. SamplerParams.Defaults() holds

@@ -19,6 +19,9 @@ struct SafetensorsTensor {
   std::vector<int64_t> shape;  // empty for a scalar
   const void* data = nullptr;  // inside the mapping
   uint64_t bytes = 0;
+  // Set where data may be read in place for the life of a tensor: keeps the
+  // memory it lies in (a GGUF file's map) alive. Null: copy it.
+  std::shared_ptr<const void> owner;
 };
 
 class SafetensorsFile {

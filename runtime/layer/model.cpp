@@ -169,16 +169,23 @@ void add_checkpoint_names(rill_model& model, int32_t i, const LayerWeights& w) {
   }
 }
 
-// Converts a weight from host memory into tensor. Block weights (a GGUF
-// file's) are written as they are. Otherwise a norm weight gets
-// norm_weight_offset added in f32 and the sum rounded once to the tensor's
-// dtype (adding in f16 or bf16 would round twice), and a block tensor (a
-// block weight_format) is quantized into by tensor_write_f32.
+// Whether weight, given in src_dtype, is stored in dtype byte for byte as
+// given (so that it may be read in place): block weights (a GGUF file's)
+// always; others when no conversion, norm offset or rotary reordering applies.
+bool stored_as_given(const rill_model& model, const Weight& weight, rill_dtype src_dtype, rill_dtype dtype) {
+  if (quant::is_block(src_dtype)) return true;
+  const bool offset = weight.norm_weight && model.desc.norm_weight_offset != 0.0f;
+  const bool reordered = weight.rotary_rows && model.desc.rope_interleave != 0;
+  return src_dtype == dtype && !offset && !reordered;
+}
+
+// Converts a weight from host memory into tensor when it is not stored as
+// given: a norm weight gets norm_weight_offset added in f32 and the sum
+// rounded once to the tensor's dtype (adding in f16 or bf16 would round
+// twice), rotary rows are reordered, and a block tensor (a block
+// weight_format) is quantized into by tensor_write_f32.
 rill_status write_weight(const std::string& where, const rill_model& model, const Weight& weight, rill_tensor& tensor,
                          rill_dtype src_dtype, const void* data, size_t count) {
-  if (quant::is_block(src_dtype)) {
-    return tensor_write(where, tensor, data, count / weight.shape[1] * quant::row_bytes(src_dtype, weight.shape[1]));
-  }
   std::vector<unsigned char> half_split;
   if (weight.rotary_rows && model.desc.rope_interleave != 0) {
     // A norm weight's rows are its elements, whatever its shape ([H, hd] per head).
@@ -213,7 +220,9 @@ class WeightStage {
   WeightStage(const WeightStage&) = delete;
   WeightStage& operator=(const WeightStage&) = delete;
 
-  rill_status store(const char* function, Weight& weight, rill_dtype src_dtype, const void* data, size_t count) {
+  // owner: as io::SafetensorsTensor's, for a weight stored as given.
+  rill_status store(const char* function, Weight& weight, rill_dtype src_dtype, const void* data, size_t count,
+                    const std::shared_ptr<const void>& owner = nullptr) {
     const std::string where = std::string(function) + ": weight '" + weight.name + "'";
     const bool block = quant::is_block(src_dtype);
     if (block && (weight.shape.size() != 2 || weight.norm_weight || (weight.rotary_rows && model_.desc.rope_interleave))) {
@@ -231,8 +240,13 @@ class WeightStage {
                                         : model_.desc.dtype;
     staged_.push_back(Staged{&weight, nullptr});  // before the tensor exists, so a throw here leaks nothing
     rill_tensor*& tensor = staged_.back().tensor;
-    RILL_CHECK(tensor_create(where, *model_.context, dtype, static_cast<int32_t>(weight.shape.size()),
-                             weight.shape.data(), tensor));
+    const auto ndim = static_cast<int32_t>(weight.shape.size());
+    if (stored_as_given(model_, weight, src_dtype, dtype)) {
+      const size_t row = static_cast<size_t>(weight.shape.back());
+      return tensor_from_host(where, *model_.context, dtype, ndim, weight.shape.data(), data,
+                              count / row * quant::row_bytes(src_dtype, static_cast<int64_t>(row)), owner, tensor);
+    }
+    RILL_CHECK(tensor_create(where, *model_.context, dtype, ndim, weight.shape.data(), tensor));
     return write_weight(where, model_, weight, *tensor, src_dtype, data, count);
   }
 
@@ -254,9 +268,10 @@ class WeightStage {
   std::vector<Staged> staged_;
 };
 
-// Stages the weights a fused tensor holds, from its host data in src_dtype.
+// Stages the weights a fused tensor holds, from its host data in src_dtype
+// (owner: as WeightStage::store's, for a rename).
 rill_status stage_fused(const char* function, WeightStage& stage, rill_model& model, const FusedWeight& fused,
-                        rill_dtype src_dtype, const void* data) {
+                        rill_dtype src_dtype, const void* data, const std::shared_ptr<const void>& owner = nullptr) {
   size_t row_elements = 1;
   for (size_t k = 1; k < fused.shape.size(); ++k) row_elements *= static_cast<size_t>(fused.shape[k]);
   const size_t row_bytes = quant::row_bytes(src_dtype, static_cast<int64_t>(row_elements));
@@ -268,7 +283,7 @@ rill_status stage_fused(const char* function, WeightStage& stage, rill_model& mo
     Weight& weight = model.weights[static_cast<size_t>(index)];
     const size_t rows = static_cast<size_t>(weight.shape[0]) / groups;
     const size_t count = rows * groups * row_elements;
-    if (fused.parts.size() == 1) return stage.store(function, weight, src_dtype, data, count);
+    if (fused.parts.size() == 1) return stage.store(function, weight, src_dtype, data, count, owner);
     std::vector<unsigned char> part(rows * groups * row_bytes);
     for (size_t g = 0; g < groups; ++g) {
       std::memcpy(part.data() + g * rows * row_bytes, src + (g * group_rows + first_row) * row_bytes,
@@ -392,9 +407,9 @@ rill_status load_tensors(const char* fn, rill_model& model, const std::string& p
   }
   WeightStage stage(model);
   for (const Source& s : sources) {
-    RILL_CHECK(s.fused != nullptr ? stage_fused(fn, stage, model, *s.fused, s.dtype, s.tensor->data)
+    RILL_CHECK(s.fused != nullptr ? stage_fused(fn, stage, model, *s.fused, s.dtype, s.tensor->data, s.tensor->owner)
                                   : stage.store(fn, model.weights[static_cast<size_t>(s.weight)], s.dtype,
-                                                s.tensor->data, element_count(s.tensor->shape)));
+                                                s.tensor->data, element_count(s.tensor->shape), s.tensor->owner));
   }
   for (const auto& [index, values] : stacked) {
     RILL_CHECK(stage.store(fn, model.weights[static_cast<size_t>(index)], RILL_DTYPE_F32, values.data(),

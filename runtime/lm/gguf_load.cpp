@@ -223,8 +223,10 @@ struct Views {
   std::vector<std::vector<unsigned char>> owned;  // unpermuted copies the views point to
 };
 
-// Every tensor as a view under Hugging Face's name.
-Views tensor_views(const gguf::Contents& c, const Architecture& a, const rill_model_desc& desc) {
+// Every tensor as a view under Hugging Face's name, owned by map (null:
+// copied) but for the unpermuted q and k, which are always copied.
+Views tensor_views(const gguf::Contents& c, const Architecture& a, const rill_model_desc& desc,
+                   const std::shared_ptr<const void>& map) {
   Views views;
   for (const gguf::TensorInfo& info : c.tensors) {
     const std::string name(info.name);
@@ -241,6 +243,7 @@ Views tensor_views(const gguf::Contents& c, const Architecture& a, const rill_mo
     for (auto d = info.dims.rbegin(); d != info.dims.rend(); ++d) view.shape.push_back(static_cast<int64_t>(*d));
     view.data = info.data;
     view.bytes = info.bytes;
+    view.owner = map;
     const bool q = view.name.find("self_attn.q_proj.") != std::string::npos;
     const bool k = view.name.find("self_attn.k_proj.") != std::string::npos;
     if (a.permuted_qk && (q || k)) {
@@ -252,6 +255,7 @@ Views tensor_views(const gguf::Contents& c, const Architecture& a, const rill_mo
       }
       views.owned.push_back(gguf::unpermute_rows(info.data, rows, info.bytes / rows, heads));
       view.data = views.owned.back().data();
+      view.owner = nullptr;
     }
     views.tensors.push_back(std::move(view));
   }
@@ -270,11 +274,14 @@ const io::SafetensorsTensor* find_view(const Views& views, const std::string& na
 rill_status load_gguf(const char* fn, rill_context& ctx, const std::string& path, const rill_lm_load_options& options,
                       rill_lm*& out) {
   const std::string where = std::string(fn) + ": " + path + ": ";
-  std::unique_ptr<gguf::File> file;
+  std::unique_ptr<gguf::File> opened;
   std::string error;
-  if (const rill_status opened = gguf::File::open(path, file, error); opened != RILL_OK) {
-    return fail(opened, where + error);
+  if (const rill_status status = gguf::File::open(path, opened, error); status != RILL_OK) {
+    return fail(status, where + error);
   }
+  // The map lives as long as the last tensor read in place from it.
+  const std::shared_ptr<const gguf::File> file(std::move(opened));
+  const std::shared_ptr<const void> map = options.copy_weights != 0 ? nullptr : file;
   const gguf::Contents& contents = file->contents();
   try {
     const gguf::Value* arch_value = contents.find("general.architecture");
@@ -300,7 +307,7 @@ rill_status load_gguf(const char* fn, rill_context& ctx, const std::string& path
     config.desc.dtype = options.override_dtype != 0 ? options.dtype : config.torch_dtype;
     // The file's norms already hold 1 + w: stored as they are.
     if (found->second.norms_hold_offset) config.desc.norm_weight_offset = 0.0f;
-    const Views views = tensor_views(contents, found->second, config.desc);
+    const Views views = tensor_views(contents, found->second, config.desc, map);
     const std::vector<int64_t> table = {config.vocab_size, config.desc.hidden_size};
     const io::SafetensorsTensor* embedding = find_view(views, config.embedding_name);
     const io::SafetensorsTensor* head = config.tie_word_embeddings ? nullptr : find_view(views, config.head_name);

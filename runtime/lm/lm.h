@@ -27,7 +27,8 @@ bool ends_with(const std::string& text, std::string_view suffix);
 
 // Creates a tensor of the source's shape in dtype and fills it from the
 // mapped file, converting a bounded number of elements at a time (never a
-// second full copy of an embedding table).
+// second full copy of an embedding table); a table stored as given is read
+// in place where source.owner allows it (tensor_from_host).
 rill_status store_table(const std::string& where, rill_context& ctx, rill_dtype dtype,
                         const io::SafetensorsTensor& source, rill_dtype source_dtype, rill_tensor*& out);
 

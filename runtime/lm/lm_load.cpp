@@ -167,9 +167,12 @@ rill_status store_table(const std::string& where, rill_context& ctx, rill_dtype 
   const rill_dtype stored = quant::is_block(source_dtype) ? source_dtype
                             : quant::is_block(dtype)      ? quant::fitting_format(dtype, source.shape.back())
                                                           : dtype;
-  RILL_CHECK(tensor_create(where, ctx, stored, static_cast<int32_t>(source.shape.size()), source.shape.data(), tensor));
+  const auto ndim = static_cast<int32_t>(source.shape.size());
+  if (source_dtype == stored) {
+    return tensor_from_host(where, ctx, stored, ndim, source.shape.data(), source.data, source.bytes, source.owner, out);
+  }
+  RILL_CHECK(tensor_create(where, ctx, stored, ndim, source.shape.data(), tensor));
   out = tensor;
-  if (source_dtype == stored) return tensor_write(where, *tensor, source.data, source.bytes);
   if (quant::is_block(stored)) return quantize_table(where, ctx, source, source_dtype, *tensor);
   const size_t total = source.bytes / rill_dtype_size(source_dtype);
   const size_t chunk = std::min<size_t>(total, size_t{1} << 20);
@@ -397,6 +400,15 @@ RILL_API rill_status rill_lm_get_info(const rill_lm* lm, rill_lm_info* out) {
     info.min_p = c.min_p;
     info.repetition_penalty = c.repetition_penalty;
     std::snprintf(info.model_type, sizeof info.model_type, "%s", c.model_type.c_str());
+    const auto add_weight = [&info](const rill_tensor* t) {
+      if (t == nullptr) return;
+      info.weight_bytes += t->nbytes;
+      if (t->host_memory != nullptr) info.weight_bytes_mapped += t->nbytes;
+    };
+    for (const rill::layer::Weight& w : lm->model->weights) add_weight(w.tensor);
+    add_weight(lm->embedding);
+    if (lm->lm_head != lm->embedding) add_weight(lm->lm_head);
+    add_weight(lm->head_bias);
     std::memcpy(out, &info, std::min<size_t>(out->struct_size, sizeof info));
     return RILL_OK;
   });

@@ -191,8 +191,8 @@ static class RillTests
         Assert(Marshal.SizeOf(typeof(VulkanDevice)) == 48, "VulkanDevice has rill_vulkan_device's size");
         Assert(Marshal.SizeOf(typeof(SamplerParams)) == 40, "SamplerParams has rill_sampler_params's size");
         Assert(Marshal.SizeOf(typeof(SessionOptions)) == 56, "SessionOptions has rill_session_options's size");
-        Assert(Marshal.SizeOf(typeof(LmInfo)) == 152, "LmInfo has rill_lm_info's size");
-        Assert(Marshal.SizeOf(typeof(LmLoadOptions)) == 16, "LmLoadOptions has rill_lm_load_options's size");
+        Assert(Marshal.SizeOf(typeof(LmInfo)) == 168, "LmInfo has rill_lm_info's size");
+        Assert(Marshal.SizeOf(typeof(LmLoadOptions)) == 20, "LmLoadOptions has rill_lm_load_options's size");
     }
 
     // A one-layer Llama folder with random f32 weights and a hand-written

@@ -4,6 +4,7 @@ Llama folder written here, its logits against a float64 numpy reference
 binding's shapes, caches and argument checks."""
 
 import json
+import os
 import struct
 
 import numpy as np
@@ -98,3 +99,22 @@ def test_dtype_override_and_errors(folder, tmp_path):
     (tmp_path / "config.json").write_text(json.dumps(config))
     with pytest.raises(rill.UnsupportedError, match="mamba"):
         rill.Model.load(path, backend="cpu")
+
+
+def test_weight_bytes_and_a_gguf_file_read_in_place(folder):
+    path, weights = folder
+    with load(path) as lm:
+        # A folder's weights are converted as they load: allocated, never mapped.
+        assert lm.weight_bytes == sum(w.nbytes for w in weights.values())
+        assert lm.weight_bytes_mapped == 0
+    # A Q8_0 llama written by PyPI's gguf (tests/fuzz/make_gguf_seeds.py): on
+    # the CPU backend its tensors are read in place, but for q_proj and k_proj
+    # (32 rows of one 34-byte block each), whose rows the load reorders.
+    seed = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fuzz", "corpus", "gguf", "llama_q8_0.gguf")
+    runs = {}
+    for copy in (False, True):
+        with rill.LanguageModel.load(seed, backend="cpu", copy_weights=copy) as lm:
+            runs[copy] = (lm.weight_bytes, lm.weight_bytes_mapped, lm.logits([1, 5, 9, 3]))
+    assert runs[True][1] == 0
+    assert runs[False][1] == runs[False][0] - 2 * 32 * 34 and runs[False][0] == runs[True][0]
+    assert np.array_equal(runs[False][2], runs[True][2])

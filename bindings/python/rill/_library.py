@@ -169,7 +169,7 @@ class LmLoadOptions(ctypes.Structure):
     """rill_lm_load_options."""
 
     _fields_ = [("struct_size", ctypes.c_uint32), ("override_dtype", ctypes.c_uint32), ("dtype", ctypes.c_int),
-                ("weight_format", ctypes.c_int)]
+                ("weight_format", ctypes.c_int), ("copy_weights", ctypes.c_uint32)]
 
 
 class LmInfo(ctypes.Structure):
@@ -192,6 +192,8 @@ class LmInfo(ctypes.Structure):
         ("min_p", ctypes.c_float),
         ("repetition_penalty", ctypes.c_float),
         ("model_type", ctypes.c_char * 64),
+        ("weight_bytes", ctypes.c_uint64),
+        ("weight_bytes_mapped", ctypes.c_uint64),
     ]
 
 

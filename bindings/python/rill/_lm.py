@@ -21,11 +21,13 @@ class LanguageModel(Owned):
     Attributes from the folder: vocab_size, hidden_size, num_layers,
     max_position_embeddings, dtype, bos_token_id (None when absent),
     eos_token_ids, model_type, and generation_defaults (generation_config.json's
-    do_sample, temperature, top_k, top_p, min_p, repetition_penalty)."""
+    do_sample, temperature, top_k, top_p, min_p, repetition_penalty). The
+    properties weight_bytes and weight_bytes_mapped say how much memory the
+    weights take and how much of it is the model file's map."""
 
     _argument, _class_name = "lm", "rill.LanguageModel"
 
-    def __init__(self, context, path, dtype=None, weight_format=None):
+    def __init__(self, context, path, dtype=None, weight_format=None, copy_weights=False):
         if not isinstance(context, Context):
             raise InvalidArgumentError("context: expected a rill.Context, got {}".format(type(context).__name__))
         options = LmLoadOptions()
@@ -35,6 +37,7 @@ class LanguageModel(Owned):
             options.dtype = int(as_dtype(dtype))
         if weight_format is not None:
             options.weight_format = int(as_dtype(weight_format))
+        options.copy_weights = 1 if copy_weights else 0
         handle = ctypes.c_void_p()
         check(lib().rill_lm_load(context.handle, os.fsencode(path), ctypes.byref(options), ctypes.byref(handle)))
         self._context = context
@@ -46,9 +49,7 @@ class LanguageModel(Owned):
                                            handle.value)
         context._children.add(self)
         self._owns_context = False
-        info = LmInfo()
-        info.struct_size = ctypes.sizeof(LmInfo)
-        check(lib().rill_lm_get_info(self._handle, ctypes.byref(info)))
+        info = self._info()
         self.vocab_size = int(info.vocab_size)
         self.hidden_size = int(info.hidden_size)
         self.num_layers = int(info.num_layers)
@@ -61,14 +62,32 @@ class LanguageModel(Owned):
                                         top_k=int(info.top_k), top_p=float(info.top_p), min_p=float(info.min_p),
                                         repetition_penalty=float(info.repetition_penalty))
 
+    def _info(self):
+        info = LmInfo()
+        info.struct_size = ctypes.sizeof(LmInfo)
+        check(lib().rill_lm_get_info(self._handle, ctypes.byref(info)))
+        return info
+
+    @property
+    def weight_bytes(self):
+        """Bytes of the weights as the backend holds them (rill_lm_info.weight_bytes)."""
+        return int(self._info().weight_bytes)
+
+    @property
+    def weight_bytes_mapped(self):
+        """Of weight_bytes, those read in place from the model file's memory map."""
+        return int(self._info().weight_bytes_mapped)
+
     @classmethod
-    def load(cls, path, backend=None, dtype=None, context=None, weight_format=None):
+    def load(cls, path, backend=None, dtype=None, context=None, weight_format=None, copy_weights=False):
         """Loads the folder at path. backend: "cpu", "vulkan", "cuda", "auto" or
         None (the library's default), for a context made here and closed with
         the model; or context: a rill.Context to load onto (then not backend).
         dtype: "f32", "f16", "bf16" or None (the checkpoint's torch_dtype).
         weight_format: "q8_0", "q4_0", "q5_0", "q5_1", "q4_k", "q5_k" or "q6_k" to quantize the
-        weight matrices as they load, or None (rill_lm_load_options.weight_format)."""
+        weight matrices as they load, or None (rill_lm_load_options.weight_format).
+        copy_weights: True to copy a GGUF file's tensors rather than read them in place from
+        its map (rill_lm_load_options.copy_weights)."""
         if context is not None and backend is not None:
             raise InvalidArgumentError("backend: give backend or context, not both")
         owned = context is None
@@ -77,7 +96,7 @@ class LanguageModel(Owned):
                 raise InvalidArgumentError("backend: expected a str, got {!r}".format(backend))
             context = Context('[runtime]\nbackend = "{}"\n'.format(backend) if backend else None)
         try:
-            model = cls(context, path, dtype, weight_format)
+            model = cls(context, path, dtype, weight_format, copy_weights)
         except BaseException:
             if owned:
                 context.close()
