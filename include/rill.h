@@ -1047,6 +1047,8 @@ RILL_API rill_status rill_model_set_weight(rill_model* model, const char* name, 
    failing part-way) every weight keeps the value it had before the call.
    The new weights are stored beside the ones they replace and swapped in at
    the end, so replacing weights holds both copies until the call returns.
+   The weights are copied: the file may change once the call returns
+   (rill_lm_load reads files in place).
    Errors: RILL_ERROR_IO naming the file (and the tensor) for an unreadable,
    truncated or corrupt file, a tensor of another dtype, or a per-head norm
    lacking a head (the first missing one named); RILL_ERROR_SHAPE for
@@ -1142,10 +1144,11 @@ typedef struct rill_lm_load_options {
      backend that cannot run the format refuses the load with
      RILL_ERROR_UNSUPPORTED naming the backend and the format. */
   rill_dtype weight_format;
-  /* 0 (the default): a GGUF file's tensors stored as they are in the file
-     are read in place from its memory map where the backend can (the CPU
-     backend; see rill_lm_load). Nonzero: every tensor is copied into memory
-     the backend allocates, and the file is closed when the load returns. */
+  /* 0 (the default): the tensors stored as they are in the model's files
+     are read in place from their memory maps where the backend can (the
+     CPU backend; see rill_lm_load). Nonzero: every tensor is copied into
+     memory the backend allocates, and the files are closed when the load
+     returns. */
   uint32_t copy_weights;
 } rill_lm_load_options;
 
@@ -1169,15 +1172,16 @@ RILL_API void rill_lm_load_options_init(rill_lm_load_options* options);
    overridden) and special ids (docs/GGUF.md lists the architectures and keys
    read and refused).
    Weights are memory-mapped and converted once to the compute dtype (or
-   quantized to options->weight_format). A GGUF file's tensors that need no
-   conversion (block tensors, and element tensors already in the compute
-   dtype, but for llama's q and k, whose rows are reordered) are read in
+   quantized to options->weight_format). Tensors that need no conversion
+   (in the compute dtype already, or a GGUF file's block tensors; not
+   norms that get norm_weight_offset, rotary rows that are reordered, the
+   parts of a fused tensor, or llama's q and k in a GGUF file) are read in
    place from the map on a backend that reads host memory in place (the CPU
    backend), unless options->copy_weights: no copy is made, the pages are
    the file's (shared with the page cache and other processes that map it,
    and paged in as they are first read), and the map stays open until the
    last tensor that reads it is released. rill_lm_info.weight_bytes_mapped
-   says how much. The file must then not be changed or truncated while the
+   says how much. The files must then not be changed or truncated while the
    model lives (reading a truncated map raises SIGBUS), as with
    llama.cpp's default mmap; copy_weights avoids it.
    All-or-nothing: every shard is opened and validated (and checked against

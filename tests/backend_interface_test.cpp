@@ -5,7 +5,9 @@
 //    version defines, and ops of that version run through it;
 //  - struct_size is the caller's size: nothing past it is read or written;
 //  - the capability query answers from the backend's real limits, naming the
-//    op, the parameter and the limit.
+//    op, the parameter and the limit;
+//  - a wrapped buffer (buffer_wrap_host) is read in place, never written,
+//    and never read past its last byte.
 // Exits 77 (skipped) when the backend has no usable device here.
 #define DOCTEST_CONFIG_IMPLEMENT
 #include <doctest/doctest.h>
@@ -17,6 +19,11 @@
 #include <cstring>
 #include <string>
 #include <vector>
+
+#if defined(__linux__)
+#  include <sys/mman.h>
+#  include <unistd.h>
+#endif
 
 #include "cpu_backend.h"
 #include "direct_plugin.h"
@@ -222,6 +229,98 @@ TEST_CASE("buffer_wrap_host: ops read the host memory in place, and nothing writ
   CHECK(wrap(c.ctx, reinterpret_cast<const char*>(host) + 1, 8, &misaligned) == RILL_ERROR_UNSUPPORTED);
   CHECK(misaligned == nullptr);
 }
+
+#if defined(__linux__)
+TEST_CASE("gemm and get_rows read a wrapped weight up to its last byte and never past it") {
+  // A weight whose last byte is the last before an inaccessible page, as a
+  // GGUF file's last tensor may end at the end of its map: a kernel reading
+  // past it (a vector load over the end of a row or block) faults. Its
+  // results must equal those of the same bytes in an allocated buffer.
+  const rill_backend* table = newest();
+  const auto wrap = table->ops->struct_size > offsetof(rill_backend_ops, buffer_wrap_host)
+                        ? table->ops->buffer_wrap_host
+                        : nullptr;
+  if (wrap == nullptr) {
+    MESSAGE("skipped: the " << g_name << " backend has no buffer_wrap_host");
+    return;
+  }
+  Context c(table);
+  const auto page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+  constexpr int64_t kK = 256;  // one K-format block per row
+  const auto make = [&](rill_backend_buffer* buffer, rill_dtype dtype, int64_t rows, int64_t cols) {
+    rill_backend_tensor t{};
+    t.buffer = buffer;
+    t.dtype = dtype;
+    t.ndim = 2;
+    for (int64_t& dim : t.shape) dim = 1;
+    t.shape[0] = rows;
+    t.shape[1] = cols;
+    return t;
+  };
+  const auto allocated = [&](const void* bytes, size_t size) {
+    rill_backend_buffer* buffer = nullptr;
+    REQUIRE_MESSAGE(table->buffer_alloc(c.ctx, size, &buffer) == RILL_OK, g_last_error);
+    c.buffers.push_back(buffer);
+    REQUIRE_MESSAGE(table->buffer_write(c.ctx, buffer, 0, bytes, size) == RILL_OK, g_last_error);
+    return buffer;
+  };
+  const auto read = [&](const rill_backend_tensor& t, size_t size) {
+    std::vector<unsigned char> bytes(size);
+    REQUIRE_MESSAGE(table->buffer_read(c.ctx, t.buffer, 0, bytes.data(), size) == RILL_OK, g_last_error);
+    return bytes;
+  };
+  for (const rill_dtype dtype : {RILL_DTYPE_F32, RILL_DTYPE_F16, RILL_DTYPE_BF16, RILL_DTYPE_Q8_0, RILL_DTYPE_Q4_0,
+                                 RILL_DTYPE_Q5_0, RILL_DTYPE_Q5_1, RILL_DTYPE_Q4_K, RILL_DTYPE_Q5_K, RILL_DTYPE_Q6_K}) {
+    // Activations and outputs: the weight's own element dtype, f32 for a block one.
+    const rill_dtype compute = rill_backend_dtype_is_block(dtype) ? RILL_DTYPE_F32 : dtype;
+    const size_t element = compute == RILL_DTYPE_F32 ? 4 : 2;
+    // 12 rows: a tile of 8 and 4 row dots; 16: the last tile ends at the page.
+    for (const int64_t n : {12, 16}) {
+      CAPTURE(dtype);
+      CAPTURE(n);
+      const size_t bytes = static_cast<size_t>(n) * kK / rill_backend_block_elements(dtype) *
+                           rill_backend_block_bytes(dtype);
+      REQUIRE(bytes % 8 == 0);  // so that the weight is 8-byte aligned where it ends at the page
+      const size_t span = (bytes + page - 1) / page * page;
+      void* mapping = ::mmap(nullptr, span + page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+      REQUIRE(mapping != MAP_FAILED);
+      REQUIRE(::mprotect(static_cast<char*>(mapping) + span, page, PROT_NONE) == 0);
+      unsigned char* weight = static_cast<unsigned char*>(mapping) + span - bytes;
+      // 0x11 bytes: small finite f32, f16 and bf16 values and block scales.
+      std::memset(weight, 0x11, bytes);
+      rill_backend_buffer* wrapped = nullptr;
+      REQUIRE_MESSAGE(wrap(c.ctx, weight, bytes, &wrapped) == RILL_OK, g_last_error);
+      const rill_backend_tensor w_wrapped = make(wrapped, dtype, n, kK);
+      const rill_backend_tensor w_allocated = make(allocated(weight, bytes), dtype, n, kK);
+      for (const int64_t m : {1, 5}) {  // decode; a prefill tile of 4 rows and one more
+        CAPTURE(m);
+        const std::vector<unsigned char> a_bytes(static_cast<size_t>(m * kK) * element, 0x22);
+        const rill_backend_tensor a = make(allocated(a_bytes.data(), a_bytes.size()), compute, m, kK);
+        const size_t out_bytes = static_cast<size_t>(m * n) * element;
+        const std::vector<unsigned char> zeros(out_bytes, 0);
+        const rill_backend_tensor out_wrapped = make(allocated(zeros.data(), out_bytes), compute, m, n);
+        const rill_backend_tensor out_allocated = make(allocated(zeros.data(), out_bytes), compute, m, n);
+        REQUIRE_MESSAGE(table->ops->gemm(c.ctx, &a, &w_wrapped, nullptr, 1.0f, 0.0f, &out_wrapped) == RILL_OK,
+                        g_last_error);
+        REQUIRE_MESSAGE(table->ops->gemm(c.ctx, &a, &w_allocated, nullptr, 1.0f, 0.0f, &out_allocated) == RILL_OK,
+                        g_last_error);
+        CHECK(read(out_wrapped, out_bytes) == read(out_allocated, out_bytes));
+      }
+      const int32_t ids[2] = {static_cast<int32_t>(n - 1), 0};
+      const std::vector<unsigned char> zeros(2 * kK * sizeof(float), 0);
+      const rill_backend_tensor rows_wrapped = make(allocated(zeros.data(), zeros.size()), RILL_DTYPE_F32, 2, kK);
+      const rill_backend_tensor rows_allocated = make(allocated(zeros.data(), zeros.size()), RILL_DTYPE_F32, 2, kK);
+      if (compute == RILL_DTYPE_F32) {  // get_rows keeps an element table's dtype
+        REQUIRE_MESSAGE(table->ops->get_rows(c.ctx, &w_wrapped, ids, 2, &rows_wrapped) == RILL_OK, g_last_error);
+        REQUIRE_MESSAGE(table->ops->get_rows(c.ctx, &w_allocated, ids, 2, &rows_allocated) == RILL_OK, g_last_error);
+        CHECK(read(rows_wrapped, zeros.size()) == read(rows_allocated, zeros.size()));
+      }
+      table->buffer_free(c.ctx, wrapped);
+      REQUIRE(::munmap(mapping, span + page) == 0);
+    }
+  }
+}
+#endif
 
 TEST_CASE("describe_device writes nothing past the caller's struct_size") {
   const rill_backend* table = newest();

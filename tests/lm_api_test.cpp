@@ -252,28 +252,28 @@ TEST_CASE("rill_lm_load: a backend without block formats refuses a Q8_0 GGUF fil
 #if defined(RILL_GGUF_SEEDS)
 namespace {
 
-// Logits of four tokens, and the info, of the GGUF file at path loaded on ctx.
-struct GgufRun {
+// The info, and the logits of four tokens, of a loaded model.
+struct LoadedRun {
   rill_lm_info info{};
   std::vector<float> logits;
 };
-GgufRun run_gguf(rill_lm* lm) {
-  GgufRun run;
+LoadedRun run_four_tokens(rill_lm* lm) {
+  LoadedRun run;
   run.info.struct_size = sizeof run.info;
   REQUIRE_MESSAGE(rill_lm_get_info(lm, &run.info) == RILL_OK, rill_last_error());
-  const int32_t ids[4] = {1, 5, 9, 3};
+  const int32_t ids[4] = {1, 5, 7, 3};
   run.logits.resize(4 * static_cast<size_t>(run.info.vocab_size));
   REQUIRE_MESSAGE(rill_lm_logits(lm, nullptr, 1, 4, ids, 0, run.logits.data(), run.logits.size()) == RILL_OK,
                   rill_last_error());
   return run;
 }
-GgufRun load_and_run(rill_context* ctx, const std::string& path, uint32_t copy_weights) {
+LoadedRun load_and_run(rill_context* ctx, const std::string& path, uint32_t copy_weights) {
   rill_lm_load_options options;
   rill_lm_load_options_init(&options);
   options.copy_weights = copy_weights;
   rill_lm* lm = nullptr;
   REQUIRE_MESSAGE(rill_lm_load(ctx, path.c_str(), &options, &lm) == RILL_OK, rill_last_error());
-  GgufRun run = run_gguf(lm);
+  LoadedRun run = run_four_tokens(lm);
   rill_lm_destroy(lm);
   return run;
 }
@@ -299,8 +299,8 @@ TEST_CASE("rill_lm_load: a GGUF file's tensors are read in place from its map, w
   for (const Seed& seed : seeds) {
     CAPTURE(seed.file);
     const std::string path = std::string(RILL_GGUF_SEEDS) + "/" + seed.file;
-    const GgufRun mapped = load_and_run(cpu.ctx, path, 0);
-    const GgufRun copied = load_and_run(cpu.ctx, path, 1);
+    const LoadedRun mapped = load_and_run(cpu.ctx, path, 0);
+    const LoadedRun copied = load_and_run(cpu.ctx, path, 1);
     CHECK(mapped.info.weight_bytes == seed.bytes);
     CHECK(mapped.info.weight_bytes_mapped == seed.bytes - seed.copied);
     CHECK(copied.info.weight_bytes == seed.bytes);
@@ -309,16 +309,46 @@ TEST_CASE("rill_lm_load: a GGUF file's tensors are read in place from its map, w
   }
 }
 
+TEST_CASE("rill_lm_load: a folder's tensors in the compute dtype are read in place, also once the file is gone") {
+  // write_folder's f32 tensors (8-byte aligned, as the safetensors library
+  // pads), loaded as f32: all stored as given. Loaded as bf16: all converted.
+  const std::string folder = write_folder("in_place");
+  const uint64_t bytes = (2 * kVocab * kHidden + 7 * kHidden * kHidden + 3 * kHidden) * sizeof(float);
+  rill_test::ScopedContext cpu;
+  const LoadedRun copied = load_and_run(cpu.ctx, folder, 1);
+  CHECK(copied.info.weight_bytes == bytes);
+  CHECK(copied.info.weight_bytes_mapped == 0);
+  rill_lm* lm = nullptr;
+  REQUIRE_MESSAGE(rill_lm_load(cpu.ctx, folder.c_str(), nullptr, &lm) == RILL_OK, rill_last_error());
+  REQUIRE(std::remove((folder + "/model.safetensors").c_str()) == 0);  // the map outlives the name
+  const LoadedRun mapped = run_four_tokens(lm);
+  rill_lm_destroy(lm);
+  CHECK(mapped.info.weight_bytes_mapped == bytes);
+  CHECK(mapped.logits == copied.logits);
+  rill_lm_load_options options;
+  rill_lm_load_options_init(&options);
+  options.override_dtype = 1;
+  options.dtype = RILL_DTYPE_BF16;
+  (void)write_folder("in_place");
+  REQUIRE_MESSAGE(rill_lm_load(cpu.ctx, folder.c_str(), &options, &lm) == RILL_OK, rill_last_error());
+  rill_lm_info info{};
+  info.struct_size = sizeof info;
+  REQUIRE(rill_lm_get_info(lm, &info) == RILL_OK);
+  CHECK(info.weight_bytes == bytes / 2);
+  CHECK(info.weight_bytes_mapped == 0);
+  rill_lm_destroy(lm);
+}
+
 TEST_CASE("rill_lm_load: a GGUF file's map lives as long as a model that reads it, shared or not") {
   const std::string path = std::string(RILL_GGUF_SEEDS) + "/llama_q8_0.gguf";
   rill_test::ScopedContext a, b;
-  const GgufRun copied = load_and_run(a.ctx, path, 1);
+  const LoadedRun copied = load_and_run(a.ctx, path, 1);
   rill_lm* source = nullptr;
   REQUIRE_MESSAGE(rill_lm_load(a.ctx, path.c_str(), nullptr, &source) == RILL_OK, rill_last_error());
   rill_lm* shared = nullptr;
   REQUIRE_MESSAGE(rill_lm_create_shared(b.ctx, source, &shared) == RILL_OK, rill_last_error());
   rill_lm_destroy(source);  // the shared model's tensors still read the map
-  const GgufRun run = run_gguf(shared);
+  const LoadedRun run = run_four_tokens(shared);
   CHECK(run.info.weight_bytes_mapped > 0);
   CHECK(run.logits == copied.logits);
   rill_lm_destroy(shared);

@@ -34,8 +34,10 @@ namespace rill::cpu {
 constexpr uint64_t kBufferAlignment = 64;
 // The alignment buffer_wrap_host needs. The kernels read their inputs with
 // unaligned vector loads (only outputs are streamed, and a wrapped buffer
-// is never one), so it is that of the widest element type, with room.
-constexpr uint64_t kWrapAlignment = 16;
+// is never one), so it is that of the widest scalar they read, with room.
+// 8 takes every tensor of a safetensors file as its writer pads it (the
+// data start and every tensor 8-aligned) and of a GGUF file (32-aligned).
+constexpr uint64_t kWrapAlignment = 8;
 
 // The host's services, set once by rill_cpu_backend_get.
 const rill_host_services* host_services();

@@ -40,6 +40,10 @@ bool safetensors_dtype_to_rill(const std::string& dtype, rill_dtype& out) {
   return true;
 }
 
+void SafetensorsFile::make_views_copied() {
+  for (SafetensorsTensor& t : tensors_) t.owner = nullptr;
+}
+
 const SafetensorsTensor* SafetensorsFile::find(const std::string& name) const {
   for (const SafetensorsTensor& t : tensors_) {
     if (t.name == name) return &t;
@@ -57,12 +61,12 @@ rill_status SafetensorsFile::open(const std::string& path, std::unique_ptr<Safet
   std::unique_ptr<SafetensorsFile> result(new SafetensorsFile());
   result->path_ = path;
   std::string problem;
-  if (!result->mapping_.open(path, problem)) return io_error(problem);
-  const uint64_t file_bytes = result->mapping_.size();
+  if (!result->mapping_->open(path, problem)) return io_error(problem);
+  const uint64_t file_bytes = result->mapping_->size();
   if (file_bytes < 8) {
     return io_error("truncated: " + std::to_string(file_bytes) + " bytes, shorter than the 8-byte header length");
   }
-  const unsigned char* bytes = result->mapping_.data();
+  const unsigned char* bytes = result->mapping_->data();
 
   uint64_t header_bytes = 0;
   for (int i = 7; i >= 0; --i) header_bytes = (header_bytes << 8) | bytes[i];
@@ -135,6 +139,7 @@ rill_status SafetensorsFile::open(const std::string& path, std::unique_ptr<Safet
                       " of " + t.dtype + " needs " + std::to_string(expected_bytes));
     }
     t.data = bytes + data_start + begin;
+    t.owner = result->mapping_;
     t.bytes = end - begin;
     ranges.push_back({begin, end, result->tensors_.size()});
     result->tensors_.push_back(std::move(t));

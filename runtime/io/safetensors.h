@@ -1,6 +1,8 @@
 // A reader for the safetensors format: an 8-byte little-endian header length,
 // a JSON header naming each tensor's dtype, shape and byte range, then the
-// data. The file is memory-mapped; tensors are views into the mapping.
+// data. The file is memory-mapped; tensors are views into the mapping, each
+// holding it (owner), so that the mapping outlives the file object for as
+// long as a tensor read in place holds a view's owner.
 #pragma once
 
 #include <cstdint>
@@ -20,7 +22,7 @@ struct SafetensorsTensor {
   const void* data = nullptr;  // inside the mapping
   uint64_t bytes = 0;
   // Set where data may be read in place for the life of a tensor: keeps the
-  // memory it lies in (a GGUF file's map) alive. Null: copy it.
+  // memory it lies in (the file's mapping) alive. Null: copy it.
   std::shared_ptr<const void> owner;
 };
 
@@ -41,12 +43,15 @@ class SafetensorsFile {
   const std::vector<SafetensorsTensor>& tensors() const { return tensors_; }
   // The tensor called name, or nullptr.
   const SafetensorsTensor* find(const std::string& name) const;
+  // Drops the views' owners: a load copies them, and the mapping closes with
+  // this object.
+  void make_views_copied();
 
  private:
   SafetensorsFile() = default;
 
   std::string path_;
-  platform::MappedFile mapping_;
+  std::shared_ptr<platform::MappedFile> mapping_ = std::make_shared<platform::MappedFile>();
   std::vector<SafetensorsTensor> tensors_;
 };
 

@@ -640,6 +640,7 @@ RILL_API rill_status rill_model_load_safetensors(rill_model* model, const char* 
     if (std::string error; rill::io::SafetensorsFile::open(path, file, error) != RILL_OK) {
       return rill::fail(RILL_ERROR_IO, f + ": " + error);
     }
+    file->make_views_copied();  // the file may change once the call returns
     return rill::layer::load_safetensors(fn, *model, *file);
   });
 }

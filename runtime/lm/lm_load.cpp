@@ -270,6 +270,9 @@ rill_status load(const char* fn, rill_context& ctx, const std::string& folder, c
   if (std::string error; io::open_checkpoint(folder, shards, error) != RILL_OK) {
     return fail(RILL_ERROR_IO, f + ": " + error);
   }
+  if (options.copy_weights != 0) {
+    for (const auto& shard : shards) shard->make_views_copied();
+  }
   const io::SafetensorsTensor *embedding = nullptr, *head = nullptr, *head_bias = nullptr;
   rill_dtype embedding_dtype = RILL_DTYPE_F32, head_dtype = RILL_DTYPE_F32, head_bias_dtype = RILL_DTYPE_F32;
   const std::vector<int64_t> table = {config.vocab_size, config.desc.hidden_size};

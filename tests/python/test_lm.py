@@ -26,6 +26,7 @@ def write_safetensors(path, tensors):
         offset += len(data)
         blobs.append(data)
     text = json.dumps(header).encode("utf-8")
+    text += b" " * (-len(text) % 8)  # padded as the safetensors library pads it: 8-byte aligned data
     with open(path, "wb") as f:
         f.write(struct.pack("<Q", len(text)) + text + b"".join(blobs))
 
@@ -103,10 +104,16 @@ def test_dtype_override_and_errors(folder, tmp_path):
 
 def test_weight_bytes_and_a_gguf_file_read_in_place(folder):
     path, weights = folder
+    # The folder is f32 and so is the model: on the CPU backend every tensor is
+    # read in place from the file (its data 8-byte aligned, as written above).
+    total = sum(w.nbytes for w in weights.values())
     with load(path) as lm:
-        # A folder's weights are converted as they load: allocated, never mapped.
-        assert lm.weight_bytes == sum(w.nbytes for w in weights.values())
-        assert lm.weight_bytes_mapped == 0
+        assert lm.weight_bytes == total
+        assert lm.weight_bytes_mapped == (total if BACKEND == "cpu" else 0)
+    with load(path, copy_weights=True) as lm:
+        assert (lm.weight_bytes, lm.weight_bytes_mapped) == (total, 0)
+    with load(path, dtype="bf16") as lm:  # converted: allocated
+        assert (lm.weight_bytes, lm.weight_bytes_mapped) == (total // 2, 0)
     # A Q8_0 llama written by PyPI's gguf (tests/fuzz/make_gguf_seeds.py): on
     # the CPU backend its tensors are read in place, but for q_proj and k_proj
     # (32 rows of one 34-byte block each), whose rows the load reorders.

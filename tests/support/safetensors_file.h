@@ -73,7 +73,11 @@ inline std::string f32_safetensors(const std::vector<F32Tensor>& tensors) {
     header += (header.size() > 1 ? "," : "") +
               safetensors_entry(t.name, "F32", safetensors_shape(t.shape), begin, data.size());
   }
-  return safetensors_bytes(header + "}", data);
+  header += "}";
+  // Padded with spaces to a multiple of 8, as the safetensors library
+  // writes it, so that the data (and every f32 tensor) is 8-byte aligned.
+  header.append((8 - header.size() % 8) % 8, ' ');
+  return safetensors_bytes(header, data);
 }
 
 }  // namespace rill_test

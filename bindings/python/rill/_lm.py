@@ -86,8 +86,8 @@ class LanguageModel(Owned):
         dtype: "f32", "f16", "bf16" or None (the checkpoint's torch_dtype).
         weight_format: "q8_0", "q4_0", "q5_0", "q5_1", "q4_k", "q5_k" or "q6_k" to quantize the
         weight matrices as they load, or None (rill_lm_load_options.weight_format).
-        copy_weights: True to copy a GGUF file's tensors rather than read them in place from
-        its map (rill_lm_load_options.copy_weights)."""
+        copy_weights: True to copy the files' tensors rather than read them in place from
+        their maps (rill_lm_load_options.copy_weights)."""
         if context is not None and backend is not None:
             raise InvalidArgumentError("backend: give backend or context, not both")
         owned = context is None

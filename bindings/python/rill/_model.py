@@ -84,11 +84,12 @@ class Model(Owned):
     _argument, _class_name = "model", "rill.Model"
 
     @staticmethod
-    def load(path, backend=None, dtype=None, context=None):
-        """A language model from the Hugging Face folder at path: a
+    def load(path, backend=None, dtype=None, context=None, weight_format=None, copy_weights=False):
+        """A language model from the Hugging Face folder or GGUF file at path: a
         rill.LanguageModel (see its load for the arguments)."""
         from ._lm import LanguageModel
-        return LanguageModel.load(path, backend=backend, dtype=dtype, context=context)
+        return LanguageModel.load(path, backend=backend, dtype=dtype, context=context, weight_format=weight_format,
+                                  copy_weights=copy_weights)
 
     def __init__(self, context, desc):
         if not isinstance(context, Context):
