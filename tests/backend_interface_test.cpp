@@ -192,15 +192,23 @@ TEST_CASE("at each version: the table carries it, and its ops run") {
   }
 }
 
+namespace {
+
+// The table's buffer_wrap_host, or nullptr, reported as skipped, when it has none.
+decltype(rill_backend_ops::buffer_wrap_host) buffer_wrap_host_of(const rill_backend& table) {
+  if (table.ops->struct_size > offsetof(rill_backend_ops, buffer_wrap_host) && table.ops->buffer_wrap_host) {
+    return table.ops->buffer_wrap_host;
+  }
+  MESSAGE("skipped: the " << g_name << " backend has no buffer_wrap_host (the runtime copies its weights)");
+  return nullptr;
+}
+
+}  // namespace
+
 TEST_CASE("buffer_wrap_host: ops read the host memory in place, and nothing writes or frees it") {
   const rill_backend* table = newest();
-  const auto wrap = table->ops->struct_size > offsetof(rill_backend_ops, buffer_wrap_host)
-                        ? table->ops->buffer_wrap_host
-                        : nullptr;
-  if (wrap == nullptr) {
-    MESSAGE("skipped: the " << g_name << " backend has no buffer_wrap_host (it gets copies)");
-    return;
-  }
+  const auto wrap = buffer_wrap_host_of(*table);
+  if (wrap == nullptr) return;
   alignas(64) float host[8] = {0, 0, 0, 0, 1, 2, 3, 4};  // wrapped from 16 bytes in
   Context c(table);
   rill_backend_buffer* buffer = nullptr;
@@ -237,13 +245,8 @@ TEST_CASE("gemm and get_rows read a wrapped weight up to its last byte and never
   // past it (a vector load over the end of a row or block) faults. Its
   // results must equal those of the same bytes in an allocated buffer.
   const rill_backend* table = newest();
-  const auto wrap = table->ops->struct_size > offsetof(rill_backend_ops, buffer_wrap_host)
-                        ? table->ops->buffer_wrap_host
-                        : nullptr;
-  if (wrap == nullptr) {
-    MESSAGE("skipped: the " << g_name << " backend has no buffer_wrap_host");
-    return;
-  }
+  const auto wrap = buffer_wrap_host_of(*table);
+  if (wrap == nullptr) return;
   Context c(table);
   const auto page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
   constexpr int64_t kK = 256;  // one K-format block per row
