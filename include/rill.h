@@ -1178,9 +1178,9 @@ RILL_API void rill_lm_load_options_init(rill_lm_load_options* options);
    parts of a fused tensor, or llama's q and k in a GGUF file) are read in
    place from the map on a backend that reads host memory in place (the CPU
    backend), unless options->copy_weights: no copy is made, the pages are
-   the file's (shared with the page cache and other processes that map it,
-   and paged in as they are first read), and the map stays open until the
-   last tensor that reads it is released. rill_lm_info.weight_bytes_mapped
+   the file's (shared with the page cache and other processes that map it;
+   the load reads them in, so that the first forward pass does not), and
+   the map stays open until the last tensor that reads it is released. rill_lm_info.weight_bytes_mapped
    says how much. The files must then not be changed or truncated while the
    model lives (reading a truncated map raises SIGBUS), as with
    llama.cpp's default mmap; copy_weights avoids it.

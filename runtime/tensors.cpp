@@ -12,6 +12,7 @@
 #include "enum_names.h"
 #include "errors.h"
 #include "host_services.h"
+#include "platform.h"
 #include "quant.h"
 
 namespace rill {
@@ -167,6 +168,9 @@ rill_status tensor_from_host(const std::string& where, rill_context& ctx, rill_d
     const rill_status status = wrap(ctx.impl, data, bytes, &buffer);
     if (status != RILL_ERROR_UNSUPPORTED) {
       tensor->host_memory = owner;
+      // Paged in now, as a copy would have been: the load, not the first
+      // forward pass (a game's first token), pays for reading the file.
+      if (status == RILL_OK) platform::prefault_pages(data, bytes);
       return adopt_buffer(where, "buffer_wrap_host", status, buffer, tensor, out);
     }
     clear_backend_message();  // refused: copied below instead

@@ -247,6 +247,21 @@ uint64_t process_id() { return static_cast<uint64_t>(::getpid()); }
 
 #endif
 
+void prefault_pages(const void* data, size_t bytes) {
+  if (bytes == 0) return;
+#if defined(MADV_POPULATE_READ)
+  const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const uintptr_t begin = reinterpret_cast<uintptr_t>(data) / page * page;
+  const uintptr_t end = reinterpret_cast<uintptr_t>(data) + bytes;
+  if (::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_POPULATE_READ) == 0) return;
+#endif
+  // 4 KiB: no platform rill runs on has smaller pages.
+  const auto* p = static_cast<const volatile unsigned char*>(data);
+  unsigned char sink = p[bytes - 1];
+  for (size_t i = 0; i < bytes; i += 4096) sink = static_cast<unsigned char>(sink ^ p[i]);
+  (void)sink;
+}
+
 bool write_file_replacing(const std::string& path, const std::function<bool(std::FILE*)>& write,
                           std::string& error) {
   const std::string partial = path + ".partial-" + std::to_string(process_id());

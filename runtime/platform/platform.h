@@ -39,6 +39,13 @@ bool replace_file(const std::string& from, const std::string& to, std::string& e
 // Deletes the file at path if there is one (a cleanup: failure is ignored).
 void remove_file(const std::string& path);
 
+// Reads every page of [data, data + bytes) once, so that a map's pages are
+// paged in now rather than by whoever reads them first (a model's first
+// forward pass). Linux populates the page tables in one call
+// (MADV_POPULATE_READ); elsewhere, or where the kernel refuses it, one byte
+// per 4 KiB is read.
+void prefault_pages(const void* data, size_t bytes);
+
 // A whole regular file mapped read-only into memory.
 class MappedFile {
  public:
