@@ -24,7 +24,8 @@ void print_help(std::FILE* to) {
                "usage: rill generate --model PATH (--prompt TEXT | --ids \"1 2 3\") [--max-new-tokens N]\n"
                "                     [--temperature T] [--top-k K] [--top-p P] [--min-p P] [--seed S]\n"
                "                     [--backend NAME | --config FILE] [--dtype f32|f16|bf16] [--print-ids]\n"
-               "                     [--weight-format q8_0|q4_0|q5_0|q5_1|q4_k|q5_k|q6_k|f32|f16|bf16] [--stats]\n\n"
+               "                     [--weight-format q8_0|q4_0|q5_0|q5_1|q4_k|q5_k|q6_k|f32|f16|bf16] [--stats]\n"
+               "                     [--copy-weights]\n\n"
                "Loads the Hugging Face model folder PATH, runs the prompt through it and streams the\n"
                "generated text to stdout until an end-of-sequence id or the token budget.\n"
                "  --prompt TEXT        the prompt, encoded with the folder's tokenizer\n"
@@ -41,6 +42,8 @@ void print_help(std::FILE* to) {
                "  --weight-format F    quantize the weight matrices to F as they load (q8_0 ... q6_k; norms,\n"
                "                       biases stay in the compute dtype; a GGUF file's blocks are kept);\n"
                "                       f32, f16 or bf16: matrices in that compute dtype (docs/QUANTIZATION.md)\n"
+               "  --copy-weights       copy the weights into memory rather than read them in place from the\n"
+               "                       files' maps (rill_lm_load_options.copy_weights; docs/GGUF.md)\n"
                "  --print-ids          print only the generated token ids, space-separated, on one line\n"
                "  --stats              print the timings line below on stderr even when it is not a terminal\n"
                "On a terminal, stderr shows progress and, at the end, the time to first token (the prompt's\n"
@@ -124,6 +127,7 @@ int generate_main(int argc, char** argv) {
   int max_new_tokens = 256;
   bool print_ids = false;
   bool stats = false;
+  bool copy_weights = false;
   RuntimeOptions runtime;
   // Sampling flags: set only where given, over generation_config.json's defaults.
   float temperature = -1.0f, top_p = -1.0f, min_p = -1.0f;
@@ -141,6 +145,10 @@ int generate_main(int argc, char** argv) {
     }
     if (arg == "--stats") {
       stats = true;
+      continue;
+    }
+    if (arg == "--copy-weights") {
+      copy_weights = true;
       continue;
     }
     if ((arg == "--backend" || arg == "--config") && runtime.take(argc, argv, i)) continue;
@@ -178,6 +186,7 @@ int generate_main(int argc, char** argv) {
   rill_lm_load_options load_options;
   rill_lm_load_options_init(&load_options);
   if (!set_load_dtypes("generate", dtype_name, weight_format_name, load_options)) return 2;
+  load_options.copy_weights = copy_weights ? 1u : 0u;
   std::vector<int32_t> ids;
   if (!ids_text.empty() && !parse_ids_option("generate", ids_text, ids)) return 2;
 

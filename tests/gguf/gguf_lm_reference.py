@@ -357,14 +357,19 @@ def check_generate(gguf, transformers, rill, workdir):
     expected = hf_greedy(copy.deepcopy(model).to(torch.float64), ids, 12)
     if eos in expected:  # rill stops there
         expected = expected[:expected.index(eos) + 1]
-    proc = subprocess.run([rill, "generate", "--model", path, "--prompt", prompt, "--max-new-tokens", "12",
-                           "--temperature", "0", "--backend", "cpu", "--print-ids"], capture_output=True, text=True)
-    got = [int(t) for t in proc.stdout.split()] if proc.returncode == 0 else None
-    print(f"  generate: prompt {ids}\n    transformers {expected}\n    rill         {got} "
-          f"{'ok' if got == expected else 'FAIL'}")
-    if got != expected:
-        return [f"rill generate gave {got} ({proc.returncode}: {proc.stderr.strip()}), transformers {expected}"]
-    return []
+    failures = []
+    # The file's tensors read in place from its map (the default), then copied.
+    for flags in ([], ["--copy-weights"]):
+        proc = subprocess.run([rill, "generate", "--model", path, "--prompt", prompt, "--max-new-tokens", "12",
+                               "--temperature", "0", "--backend", "cpu", "--print-ids", *flags],
+                              capture_output=True, text=True)
+        got = [int(t) for t in proc.stdout.split()] if proc.returncode == 0 else None
+        print(f"  generate {' '.join(flags)}: prompt {ids}\n    transformers {expected}\n    rill         {got} "
+              f"{'ok' if got == expected else 'FAIL'}")
+        if got != expected:
+            failures.append(f"rill generate {' '.join(flags)} gave {got} ({proc.returncode}: {proc.stderr.strip()}), "
+                            f"transformers {expected}")
+    return failures
 
 
 def main():
