@@ -156,13 +156,13 @@ rill_status tensor_create(const std::string& where, rill_context& ctx, rill_dtyp
 }
 
 rill_status tensor_from_host(const std::string& where, rill_context& ctx, rill_dtype dtype, int32_t ndim,
-                             const int64_t* shape, const void* data, size_t bytes,
-                             const std::shared_ptr<const void>& owner, rill_tensor*& out) {
+                             const int64_t* shape, const void* data, const std::shared_ptr<const void>& owner,
+                             rill_tensor*& out) {
   const auto wrap = RILL_BACKEND_OP(*ctx.backend, buffer_wrap_host);
   if (owner != nullptr && wrap != nullptr) {
     std::unique_ptr<rill_tensor> tensor;
     RILL_CHECK(new_tensor(where, ctx, dtype, ndim, shape, tensor));
-    RILL_CHECK(check_count(where, "bytes", tensor->nbytes, bytes, *tensor));
+    const size_t bytes = tensor->nbytes;
     rill_backend_buffer* buffer = nullptr;
     clear_backend_message();
     const rill_status status = wrap(ctx.impl, data, bytes, &buffer);
@@ -177,7 +177,7 @@ rill_status tensor_from_host(const std::string& where, rill_context& ctx, rill_d
   }
   rill_tensor* tensor = nullptr;
   RILL_CHECK(tensor_create(where, ctx, dtype, ndim, shape, tensor));
-  if (const rill_status written = tensor_write(where, *tensor, data, bytes); written != RILL_OK) {
+  if (const rill_status written = tensor_write(where, *tensor, data, tensor->nbytes); written != RILL_OK) {
     tensor_destroy(tensor);
     return written;
   }

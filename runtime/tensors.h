@@ -29,14 +29,14 @@ void tensor_destroy(rill_tensor* tensor);
 // shared buffer's holder first waits for the work its context has queued.
 void release_buffer(rill_tensor& tensor);
 
-// A tensor of ctx holding the bytes of host data (its byte size), read in
+// A tensor of ctx holding host data (the tensor's byte size of it), read in
 // place where owner is set and keeps data alive and the backend wraps host
 // memory (buffer_wrap_host, interface version 8): the tensor then holds owner
 // until its buffer is freed. Otherwise, or when the backend refuses this
 // memory, a tensor_create and a tensor_write. out is set only on success.
 rill_status tensor_from_host(const std::string& where, rill_context& ctx, rill_dtype dtype, int32_t ndim,
-                             const int64_t* shape, const void* data, size_t bytes,
-                             const std::shared_ptr<const void>& owner, rill_tensor*& out);
+                             const int64_t* shape, const void* data, const std::shared_ptr<const void>& owner,
+                             rill_tensor*& out);
 
 // A tensor of ctx holding source's buffer (no copy) with source's dtype and
 // shape; ctx's backend has agreed to use the buffers of source's context.

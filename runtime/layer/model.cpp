@@ -169,25 +169,34 @@ void add_checkpoint_names(rill_model& model, int32_t i, const LayerWeights& w) {
   }
 }
 
-// Whether weight, given in src_dtype, is stored in dtype byte for byte as
-// given (so that it may be read in place): block weights (a GGUF file's)
-// always; others when no conversion, norm offset or rotary reordering applies.
-bool stored_as_given(const rill_model& model, const Weight& weight, rill_dtype src_dtype, rill_dtype dtype) {
-  if (quant::is_block(src_dtype)) return true;
-  const bool offset = weight.norm_weight && model.desc.norm_weight_offset != 0.0f;
-  const bool reordered = weight.rotary_rows && model.desc.rope_interleave != 0;
-  return src_dtype == dtype && !offset && !reordered;
+// What storing a weight given in src_dtype as dtype takes beyond its bytes:
+// a norm weight's norm_weight_offset, the reordering of interleaved rotary
+// rows, a conversion of dtype. None of them: the weight is stored byte for
+// byte as given, so it may be read in place. (A block weight is always: the
+// stage refuses block norms and reordered block rows.)
+struct Conversion {
+  float offset = 0.0f;
+  bool reorder = false;
+  bool convert = false;
+  bool none() const { return offset == 0.0f && !reorder && !convert; }
+};
+
+Conversion conversion(const rill_model& model, const Weight& weight, rill_dtype src_dtype, rill_dtype dtype) {
+  Conversion c;
+  c.offset = weight.norm_weight ? model.desc.norm_weight_offset : 0.0f;
+  c.reorder = weight.rotary_rows && model.desc.rope_interleave != 0;
+  c.convert = src_dtype != dtype;
+  return c;
 }
 
-// Converts a weight from host memory into tensor when it is not stored as
-// given: a norm weight gets norm_weight_offset added in f32 and the sum
-// rounded once to the tensor's dtype (adding in f16 or bf16 would round
-// twice), rotary rows are reordered, and a block tensor (a block
-// weight_format) is quantized into by tensor_write_f32.
-rill_status write_weight(const std::string& where, const rill_model& model, const Weight& weight, rill_tensor& tensor,
-                         rill_dtype src_dtype, const void* data, size_t count) {
+// Writes a weight from host memory into tensor as c says: rotary rows
+// reordered; a norm weight's offset added in f32 and the sum rounded once to
+// the tensor's dtype (adding in f16 or bf16 would round twice); another
+// dtype (a block tensor: a block weight_format) by tensor_write_f32.
+rill_status write_weight(const std::string& where, const rill_model& model, const Weight& weight, const Conversion& c,
+                         rill_tensor& tensor, rill_dtype src_dtype, const void* data, size_t count) {
   std::vector<unsigned char> half_split;
-  if (weight.rotary_rows && model.desc.rope_interleave != 0) {
+  if (c.reorder) {
     // A norm weight's rows are its elements, whatever its shape ([H, hd] per head).
     const auto rows = weight.norm_weight ? count : static_cast<size_t>(weight.shape[0]);
     half_split.resize(count * rill_dtype_size(src_dtype));
@@ -195,14 +204,11 @@ rill_status write_weight(const std::string& where, const rill_model& model, cons
                            model.desc.rope_dim);
     data = half_split.data();
   }
-  const float offset = weight.norm_weight ? model.desc.norm_weight_offset : 0.0f;
-  if (src_dtype == tensor.dtype && offset == 0.0f) {
-    return tensor_write(where, tensor, data, count * rill_dtype_size(src_dtype));
-  }
+  if (!c.convert && c.offset == 0.0f) return tensor_write(where, tensor, data, tensor.nbytes);
   std::vector<float> f32(count);
   convert_to_f32(src_dtype, data, f32.data(), count);
-  if (offset != 0.0f) {
-    for (float& v : f32) v += offset;
+  if (c.offset != 0.0f) {
+    for (float& v : f32) v += c.offset;
   }
   return tensor_write_f32(where, tensor, f32.data(), count);
 }
@@ -241,13 +247,10 @@ class WeightStage {
     staged_.push_back(Staged{&weight, nullptr});  // before the tensor exists, so a throw here leaks nothing
     rill_tensor*& tensor = staged_.back().tensor;
     const auto ndim = static_cast<int32_t>(weight.shape.size());
-    if (stored_as_given(model_, weight, src_dtype, dtype)) {
-      const size_t row = static_cast<size_t>(weight.shape.back());
-      return tensor_from_host(where, *model_.context, dtype, ndim, weight.shape.data(), data,
-                              count / row * quant::row_bytes(src_dtype, static_cast<int64_t>(row)), owner, tensor);
-    }
+    const Conversion c = conversion(model_, weight, src_dtype, dtype);
+    if (c.none()) return tensor_from_host(where, *model_.context, dtype, ndim, weight.shape.data(), data, owner, tensor);
     RILL_CHECK(tensor_create(where, *model_.context, dtype, ndim, weight.shape.data(), tensor));
-    return write_weight(where, model_, weight, *tensor, src_dtype, data, count);
+    return write_weight(where, model_, weight, c, *tensor, src_dtype, data, count);
   }
 
   // Swaps every staged tensor in and destroys the tensors they replace. Cannot fail.

@@ -169,7 +169,7 @@ rill_status store_table(const std::string& where, rill_context& ctx, rill_dtype 
                                                           : dtype;
   const auto ndim = static_cast<int32_t>(source.shape.size());
   if (source_dtype == stored) {
-    return tensor_from_host(where, ctx, stored, ndim, source.shape.data(), source.data, source.bytes, source.owner, out);
+    return tensor_from_host(where, ctx, stored, ndim, source.shape.data(), source.data, source.owner, out);
   }
   RILL_CHECK(tensor_create(where, ctx, stored, ndim, source.shape.data(), tensor));
   out = tensor;
