@@ -19,7 +19,8 @@ namespace {
 void print_help(std::FILE* to) {
   std::fprintf(to,
                "usage: rill logits --model PATH --ids \"1 2 3\" --output logits.npy [--backend NAME]\n"
-               "                   [--dtype f32|f16|bf16] [--weight-format F] [--decode-from N]\n\n"
+               "                   [--dtype f32|f16|bf16] [--weight-format F] [--decode-from N]\n"
+               "                   [--copy-weights]\n\n"
                "Loads the Hugging Face model folder PATH (config.json, model.safetensors or its sharded\n"
                "index; docs/MODELS.md) and writes the float32 logits of the T token ids, [T, vocab], to\n"
                "the .npy file.\n"
@@ -28,7 +29,9 @@ void print_help(std::FILE* to) {
                "  --weight-format F  q8_0, q4_0, q5_0, q5_1, q4_k, q5_k or q6_k: quantize the weight\n"
                "                     matrices as they load; f32, f16 or bf16: matrices in that compute dtype\n"
                "  --decode-from N    ids [0, N) run as one prefill, every later id as a decode step\n"
-               "                     against the KV cache (0 <= N <= T); without it one prefill, no cache\n");
+               "                     against the KV cache (0 <= N <= T); without it one prefill, no cache\n"
+               "  --copy-weights     copy the weights into memory rather than read them in place from the\n"
+               "                     files' maps (rill_lm_load_options.copy_weights; docs/GGUF.md)\n");
 }
 
 int fail(const std::string& message) {
@@ -59,11 +62,16 @@ int logits_main(int argc, char** argv) {
   const char* dtype_name = nullptr;
   const char* weight_format_name = nullptr;
   int decode_from = -1;
+  bool copy_weights = false;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (is_help_option(argv[i])) {
       print_help(stdout);
       return 0;
+    }
+    if (arg == "--copy-weights") {
+      copy_weights = true;
+      continue;
     }
     const bool takes_value = arg == "--model" || arg == "--ids" || arg == "--output" || arg == "--backend" ||
                              arg == "--dtype" || arg == "--weight-format" || arg == "--decode-from";
@@ -100,6 +108,7 @@ int logits_main(int argc, char** argv) {
   rill_lm_load_options options;
   rill_lm_load_options_init(&options);
   if (!set_load_dtypes("logits", dtype_name, weight_format_name, options)) return 2;
+  options.copy_weights = copy_weights ? 1u : 0u;
   std::vector<int32_t> ids;
   if (!parse_ids_option("logits", ids_text, ids)) return 2;
   const auto tokens = static_cast<int32_t>(ids.size());
@@ -146,9 +155,11 @@ int logits_main(int argc, char** argv) {
   const double run_seconds = seconds_since(start);
   std::string error;
   if (!rill::io::write_npy_f32(output_path, {tokens, info.vocab_size}, logits.data(), error)) return fail(error);
-  std::printf("rill logits: %s backend (%s), %s %s, %d tokens, vocab %d: load %.1f ms, logits %.2f ms\n",
+  std::printf("rill logits: %s backend (%s), %s %s, %d tokens, vocab %d: weights %llu bytes (%llu read in place "
+              "from the file), load %.1f ms, logits %.2f ms\n",
               rill_context_backend_name(h.ctx), rill_context_device_name(h.ctx), info.model_type,
-              rill_dtype_name(info.dtype), tokens, info.vocab_size, load_seconds * 1e3, run_seconds * 1e3);
+              rill_dtype_name(info.dtype), tokens, info.vocab_size, static_cast<unsigned long long>(info.weight_bytes),
+              static_cast<unsigned long long>(info.weight_bytes_mapped), load_seconds * 1e3, run_seconds * 1e3);
   return 0;
 }
 

@@ -10,7 +10,9 @@ gate/up tensors kept as it does), in f32 and in f16 (matrices f16, norms f32,
 as the converter's f16 output), and compares rill's logits at every position with
 the model's own logits computed by transformers in float64 on the weights as
 the file holds them (rounded to f16 for the f16 file). Limits are
-tests/python/tolerance.py's "lm" profile.
+tests/python/tolerance.py's "lm" profile. Each file is loaded again with
+--copy-weights: rill logits must then report nothing read in place from the
+file, where the default load read some, and write the same logits bit for bit.
 
 `rill generate --model FILE.gguf --prompt TEXT` (greedy) on one file that also
 holds a Llama 3 tokenizer (tests/tokenizer's, as GGUF metadata) must give the
@@ -42,6 +44,7 @@ import argparse
 import copy
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -273,6 +276,25 @@ def make_model(transformers, name, seed, **overrides):
     return model, arch, ids
 
 
+def mapped_bytes(log):
+    """What `rill logits` reports read in place from the file, or None."""
+    found = re.search(r"\((\d+) read in place from the file\)", log)
+    return int(found.group(1)) if found else None
+
+
+def check_copied_load(rill, path, ids, out, log, label):
+    """`rill logits --copy-weights`: nothing read in place, where the default
+    load (its output out, its log) read some; the same logits, bit for bit."""
+    copied = out + ".copied.npy"
+    code, copied_log = run_logits(rill, path, ids, copied, "cpu", None, None, ["--copy-weights"])
+    in_place, none = mapped_bytes(log), mapped_bytes(copied_log)
+    ok = code == 0 and bool(in_place) and none == 0 and np.array_equal(np.load(copied), np.load(out))
+    print(f"  {label} --copy-weights: {none} bytes read in place (default load: {in_place}), "
+          f"{'the same logits' if ok else 'FAIL'}")
+    return [] if ok else [f"{label} --copy-weights ({code}): {none} bytes in place against the default's "
+                          f"{in_place}, or other logits: {copied_log.strip()}"]
+
+
 def check_case(gguf, transformers, rill, workdir, name, seed):
     model, arch, ids = make_model(transformers, name, seed)
     failures = []
@@ -287,6 +309,8 @@ def check_case(gguf, transformers, rill, workdir, name, seed):
                 failures.append(f"{storage} {label}: rill logits failed ({code}): {log.strip()}")
                 continue
             check(failures, f"{name:12s} {storage:4s} {label:15s}", np.load(out), expected, storage, "lm")
+            if decode_from is None:
+                failures += check_copied_load(rill, path, ids, out, log, f"{name:12s} {storage:4s}")
     # The negative controls: the file as the converter would not write it.
     controls = {"llama": [("q/k not permuted in the file", dict(permuted=False))],
                 "gemma": [("norms stored as w, not 1 + w", dict(offset_norms=False))],

@@ -561,9 +561,9 @@ class Skip(Exception):
     pass
 
 
-def run_logits(rill, folder, ids, out, backend, dtype, decode_from):
+def run_logits(rill, folder, ids, out, backend, dtype, decode_from, flags=()):
     args = [rill, "logits", "--model", folder, "--ids", " ".join(map(str, ids)), "--output", out,
-            "--backend", backend]
+            "--backend", backend, *flags]
     if dtype is not None:
         args += ["--dtype", dtype]
     if decode_from is not None:
