@@ -54,7 +54,9 @@ extern const Kernels kKernels;
 // activation row i / C (a + (i / C) * a_stride blocks) and weight row i % C
 // (w + (i % C) * w_stride bytes), bitwise equal to the format's RowDot, for a
 // tile of R x C = 8 outputs. sums: the same blocks' sums (ActBlock::sum),
-// side by side (sums + (i / C) * a_stride), for loading eight at once.
+// side by side (sums + (i / C) * a_stride), for loading eight at once; only
+// the prefill tiles of TileSet::prefill_reads_sums read them (the others
+// take the sums from a, and may be given null).
 using TileDot = void (*)(const char* w, size_t w_stride, const ActBlock* a, const int32_t* sums, int64_t a_stride,
                          int64_t k, float* out);
 
@@ -64,6 +66,7 @@ constexpr int kPrefillTileRows = 4;
 // decode: 1 activation row x 8 weight rows; prefill: kPrefillTileRows x 8 / kPrefillTileRows.
 struct TileSet {
   TileDot decode, prefill;
+  bool prefill_reads_sums;  // Q4_K and Q5_K: their mins times the activations' sums
 };
 
 // The ActBlocks sharing one scale: one for the formats of 32-element blocks;

@@ -119,14 +119,18 @@ rill_status gemm(rill_backend_context* ctx, const rill_backend_tensor* a, const 
                  const rill_backend_tensor* bias, float alpha, float beta, const rill_backend_tensor* out) {
   const int64_t rows = tensor_rows(a), k = tensor_cols(a), n = w->shape[0];
   const int64_t blocks = k / quant::kBlock32;
-  std::vector<ActBlock> acts(static_cast<size_t>(rows * blocks));
-  std::vector<int32_t> sums(acts.size());
-  const char* a_data = tensor_data(a);
+  constexpr int64_t kTileCols = 8, kRows = kPrefillTileRows, kCols = kTileCols / kPrefillTileRows;
   const Tiles* tiles = tiles_for_this_cpu();
+  const TileSet set = tiles != nullptr ? for_format(*tiles, w->dtype) : TileSet{};
+  std::vector<ActBlock> acts(static_cast<size_t>(rows * blocks));
+  // The blocks' sums side by side, where a prefill tile reads them so.
+  std::vector<int32_t> sums(set.prefill_reads_sums && rows >= kRows ? acts.size() : 0);
+  const char* a_data = tensor_data(a);
   ctx->pool.parallel_for(rows, 1, [&](int64_t r0, int64_t r1, unsigned) {
     for (int64_t r = r0; r < r1; ++r) {
       quantize_activations<DT>(a_data + r * k * static_cast<int64_t>(dtype_bytes(DT)), k, group_blocks(w->dtype),
                                acts.data() + r * blocks, tiles);
+      if (sums.empty()) continue;
       for (auto b = static_cast<size_t>(r * blocks); b < static_cast<size_t>((r + 1) * blocks); ++b) {
         sums[b] = acts[b].sum;
       }
@@ -136,12 +140,10 @@ rill_status gemm(rill_backend_context* ctx, const rill_backend_tensor* a, const 
   const size_t w_row_bytes = quant::row_bytes(w->dtype, k);
   const char* w_data = tensor_data(w);
   const OutputWriter<DT> write{alpha, beta, tensor_data(bias), tensor_data(out), n};
-  constexpr int64_t kTileCols = 8, kRows = kPrefillTileRows, kCols = kTileCols / kPrefillTileRows;
   // Each task owns whole groups of eight weight rows (the last may be short),
   // with every activation row: one weight group stays in cache while the
   // activations stream past it.
   const int64_t groups = (n + kTileCols - 1) / kTileCols;
-  const TileSet set = tiles != nullptr ? for_format(*tiles, w->dtype) : TileSet{};
   ctx->pool.parallel_for(groups, std::max<int64_t>(1, 8192 / k), [&](int64_t g0, int64_t g1, unsigned) {
     float tile_out[kTileCols];
     for (int64_t g = g0; g < g1; ++g) {
@@ -158,12 +160,13 @@ rill_status gemm(rill_backend_context* ctx, const rill_backend_tensor* a, const 
       for (; r + kRows <= rows; r += kRows) {
         for (int64_t part = 0; part < kTileCols / kCols; ++part) {
           set.prefill(w_group + part * kCols * static_cast<int64_t>(w_row_bytes), w_row_bytes,
-                      acts.data() + r * blocks, sums.data() + r * blocks, blocks, k, tile_out);
+                      acts.data() + r * blocks, sums.empty() ? nullptr : sums.data() + r * blocks, blocks, k,
+                      tile_out);
           for (int64_t i = 0; i < kTileCols; ++i) write(r + i / kCols, c0 + part * kCols + i % kCols, tile_out[i]);
         }
       }
       for (; r < rows; ++r) {
-        set.decode(w_group, w_row_bytes, acts.data() + r * blocks, sums.data() + r * blocks, blocks, k, tile_out);
+        set.decode(w_group, w_row_bytes, acts.data() + r * blocks, nullptr, blocks, k, tile_out);
         for (int64_t i = 0; i < kTileCols; ++i) write(r, c0 + i, tile_out[i]);
       }
     }
