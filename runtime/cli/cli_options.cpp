@@ -62,42 +62,68 @@ bool parse_dtype_name(const char* name, rill_dtype& out) {
   return false;
 }
 
-bool set_load_dtypes(const char* command, const char* dtype_name, const char* weight_format_name,
-                     rill_lm_load_options& options) {
-  if (dtype_name != nullptr) {
-    if (!parse_dtype_name(dtype_name, options.dtype)) {
-      std::fprintf(stderr, "rill %s: --dtype: expected f32, f16 or bf16, got '%s'\n", command, dtype_name);
+bool LoadOptions::take(int argc, char** argv, int& i) {
+  if (std::strcmp(argv[i], "--copy-weights") == 0) {
+    copy_weights = true;
+    return true;
+  }
+  if (i + 1 >= argc) return false;
+  const char** target = std::strcmp(argv[i], "--dtype") == 0           ? &dtype
+                        : std::strcmp(argv[i], "--weight-format") == 0 ? &weight_format
+                                                                       : nullptr;
+  if (target == nullptr) return false;
+  *target = argv[++i];
+  return true;
+}
+
+bool LoadOptions::apply(const char* command, rill_lm_load_options& options) const {
+  options.copy_weights = copy_weights ? 1u : 0u;
+  if (dtype != nullptr) {
+    if (!parse_dtype_name(dtype, options.dtype)) {
+      std::fprintf(stderr, "rill %s: --dtype: expected f32, f16 or bf16, got '%s'\n", command, dtype);
       return false;
     }
     options.override_dtype = 1;
   }
-  if (weight_format_name == nullptr) return true;
+  if (weight_format == nullptr) return true;
   for (rill_dtype format : {RILL_DTYPE_Q8_0, RILL_DTYPE_Q4_0, RILL_DTYPE_Q5_0, RILL_DTYPE_Q5_1, RILL_DTYPE_Q4_K,
                             RILL_DTYPE_Q5_K, RILL_DTYPE_Q6_K}) {
-    if (std::strcmp(weight_format_name, rill_dtype_name(format)) == 0) {
+    if (std::strcmp(weight_format, rill_dtype_name(format)) == 0) {
       options.weight_format = format;
       return true;
     }
   }
   // An element dtype: the matrices stay in the compute dtype, so it is that.
   rill_dtype matrices = RILL_DTYPE_F32;
-  if (!parse_dtype_name(weight_format_name, matrices)) {
+  if (!parse_dtype_name(weight_format, matrices)) {
     std::fprintf(stderr,
                  "rill %s: --weight-format: expected q8_0, q4_0, q5_0, q5_1, q4_k, q5_k, q6_k, f32, f16 or bf16, "
                  "got '%s'\n",
-                 command, weight_format_name);
+                 command, weight_format);
     return false;
   }
   if (options.override_dtype != 0 && options.dtype != matrices) {
     std::fprintf(stderr,
                  "rill %s: --weight-format %s: f32, f16 and bf16 matrices are kept in the compute dtype, and --dtype "
                  "gives %s\n",
-                 command, weight_format_name, dtype_name);
+                 command, weight_format, dtype);
     return false;
   }
   options.override_dtype = 1;
   options.dtype = matrices;
   return true;
+}
+
+void LoadOptions::print_help(std::FILE* to, int column) {
+  const auto line = [&](const char* option, const char* text) {
+    std::fprintf(to, "  %-*s%s\n", column - 2, option, text);
+  };
+  line("--dtype D", "compute dtype (default: the checkpoint's torch_dtype, else f32)");
+  line("--weight-format F", "q8_0, q4_0, q5_0, q5_1, q4_k, q5_k or q6_k: quantize the weight");
+  line("", "matrices as they load (norms, biases stay in the compute dtype; a GGUF");
+  line("", "file's blocks are kept); f32, f16 or bf16: matrices in that compute dtype");
+  line("--copy-weights", "copy the weights into memory rather than read them in place from the");
+  line("", "files' maps (rill_lm_load_options.copy_weights; docs/GGUF.md)");
 }
 
 bool read_text(const std::string& path, std::string& out, std::string& error) {

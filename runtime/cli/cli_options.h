@@ -4,6 +4,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstdio>
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -29,12 +30,25 @@ bool parse_ids_option(const char* command, const std::string& text, std::vector<
 // f32, f16 or bf16 as a dtype; false for anything else.
 bool parse_dtype_name(const char* name, rill_dtype& out);
 
-// --dtype and --weight-format (either may be NULL: not given) into options;
-// false, with the reason on stderr, for a bad or contradictory value.
-// --weight-format q8_0 ... q6_k quantizes the matrices at load; f32, f16 or
-// bf16 keeps them in that compute dtype.
-bool set_load_dtypes(const char* command, const char* dtype_name, const char* weight_format_name,
-                     rill_lm_load_options& options);
+// The options of a command that loads a model: --dtype, --weight-format and
+// --copy-weights.
+struct LoadOptions {
+  const char* dtype = nullptr;          // NULL: not given
+  const char* weight_format = nullptr;  // NULL: not given
+  bool copy_weights = false;
+
+  // Takes argv[i] (and its value, advancing i) when it is one of the three;
+  // false otherwise, and for --dtype or --weight-format with no value after it.
+  bool take(int argc, char** argv, int& i);
+
+  // The options into load: false, with the reason on stderr, for a bad or
+  // contradictory value. --weight-format q8_0 ... q6_k quantizes the matrices
+  // at load; f32, f16 or bf16 keeps them in that compute dtype.
+  bool apply(const char* command, rill_lm_load_options& load) const;
+
+  // Their help lines, the text starting at column `column` as the caller's do.
+  static void print_help(std::FILE* to, int column);
+};
 
 // The whole file as text; false with error saying why when it cannot be read
 // (missing, not a regular file, ...).

@@ -37,13 +37,9 @@ void print_help(std::FILE* to) {
                "  --min-p P\n"
                "  --seed S             the sampler's seed (default 0): the same seed, the same tokens\n"
                "  --backend NAME       cpu, vulkan, cuda, ... (default: the library's choice)\n"
-               "  --config FILE        TOML config (see rill.h), e.g. the CPU backend's threads\n"
-               "  --dtype D            compute dtype (default: the checkpoint's)\n"
-               "  --weight-format F    quantize the weight matrices to F as they load (q8_0 ... q6_k; norms,\n"
-               "                       biases stay in the compute dtype; a GGUF file's blocks are kept);\n"
-               "                       f32, f16 or bf16: matrices in that compute dtype (docs/QUANTIZATION.md)\n"
-               "  --copy-weights       copy the weights into memory rather than read them in place from the\n"
-               "                       files' maps (rill_lm_load_options.copy_weights; docs/GGUF.md)\n"
+               "  --config FILE        TOML config (see rill.h), e.g. the CPU backend's threads\n");
+  LoadOptions::print_help(to, 23);
+  std::fprintf(to,
                "  --print-ids          print only the generated token ids, space-separated, on one line\n"
                "  --stats              print the timings line below on stderr even when it is not a terminal\n"
                "On a terminal, stderr shows progress and, at the end, the time to first token (the prompt's\n"
@@ -122,12 +118,10 @@ struct Handles {
 int generate_main(int argc, char** argv) {
   std::string model_path, ids_text;
   const char* prompt = nullptr;
-  const char* dtype_name = nullptr;
-  const char* weight_format_name = nullptr;
+  LoadOptions load;
   int max_new_tokens = 256;
   bool print_ids = false;
   bool stats = false;
-  bool copy_weights = false;
   RuntimeOptions runtime;
   // Sampling flags: set only where given, over generation_config.json's defaults.
   float temperature = -1.0f, top_p = -1.0f, min_p = -1.0f;
@@ -147,10 +141,7 @@ int generate_main(int argc, char** argv) {
       stats = true;
       continue;
     }
-    if (arg == "--copy-weights") {
-      copy_weights = true;
-      continue;
-    }
+    if (load.take(argc, argv, i)) continue;
     if ((arg == "--backend" || arg == "--config") && runtime.take(argc, argv, i)) continue;
     if (i + 1 >= argc) {
       std::fprintf(stderr, "rill generate: %s: %s\n", argv[i],
@@ -163,8 +154,6 @@ int generate_main(int argc, char** argv) {
     if (arg == "--model") model_path = value;
     else if (arg == "--prompt") prompt = value;
     else if (arg == "--ids") ids_text = value;
-    else if (arg == "--dtype") dtype_name = value;
-    else if (arg == "--weight-format") weight_format_name = value;
     else if (arg == "--max-new-tokens") ok = parse_int_option("generate", "--max-new-tokens", value, 1, INT32_MAX, max_new_tokens);
     else if (arg == "--temperature") ok = parse_float_option("--temperature", value, 0.0f, 1e6f, temperature);
     else if (arg == "--top-k") ok = parse_int_option("generate", "--top-k", value, 0, INT32_MAX, top_k);
@@ -185,8 +174,7 @@ int generate_main(int argc, char** argv) {
   }
   rill_lm_load_options load_options;
   rill_lm_load_options_init(&load_options);
-  if (!set_load_dtypes("generate", dtype_name, weight_format_name, load_options)) return 2;
-  load_options.copy_weights = copy_weights ? 1u : 0u;
+  if (!load.apply("generate", load_options)) return 2;
   std::vector<int32_t> ids;
   if (!ids_text.empty() && !parse_ids_option("generate", ids_text, ids)) return 2;
 

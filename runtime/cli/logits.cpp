@@ -25,13 +25,9 @@ void print_help(std::FILE* to) {
                "index; docs/MODELS.md) and writes the float32 logits of the T token ids, [T, vocab], to\n"
                "the .npy file.\n"
                "  --backend NAME     auto, cpu, cuda, vulkan or a plugin (default: auto)\n"
-               "  --dtype D          compute dtype (default: the checkpoint's torch_dtype, else f32)\n"
-               "  --weight-format F  q8_0, q4_0, q5_0, q5_1, q4_k, q5_k or q6_k: quantize the weight\n"
-               "                     matrices as they load; f32, f16 or bf16: matrices in that compute dtype\n"
                "  --decode-from N    ids [0, N) run as one prefill, every later id as a decode step\n"
-               "                     against the KV cache (0 <= N <= T); without it one prefill, no cache\n"
-               "  --copy-weights     copy the weights into memory rather than read them in place from the\n"
-               "                     files' maps (rill_lm_load_options.copy_weights; docs/GGUF.md)\n");
+               "                     against the KV cache (0 <= N <= T); without it one prefill, no cache\n");
+  LoadOptions::print_help(to, 21);
 }
 
 int fail(const std::string& message) {
@@ -59,20 +55,15 @@ struct Handles {
 int logits_main(int argc, char** argv) {
   std::string model_path, ids_text, output_path;
   RuntimeOptions runtime;
-  const char* dtype_name = nullptr;
-  const char* weight_format_name = nullptr;
+  LoadOptions load;
   int decode_from = -1;
-  bool copy_weights = false;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (is_help_option(argv[i])) {
       print_help(stdout);
       return 0;
     }
-    if (arg == "--copy-weights") {
-      copy_weights = true;
-      continue;
-    }
+    if (load.take(argc, argv, i)) continue;
     const bool takes_value = arg == "--model" || arg == "--ids" || arg == "--output" || arg == "--backend" ||
                              arg == "--dtype" || arg == "--weight-format" || arg == "--decode-from";
     if (!takes_value) {
@@ -88,10 +79,6 @@ int logits_main(int argc, char** argv) {
       runtime.take(argc, argv, i);
     } else if (arg == "--decode-from") {
       if (!parse_int_option("logits", "--decode-from", argv[++i], 0, INT32_MAX, decode_from)) return 2;
-    } else if (arg == "--dtype") {
-      dtype_name = argv[++i];
-    } else if (arg == "--weight-format") {
-      weight_format_name = argv[++i];
     } else {
       (arg == "--model" ? model_path : arg == "--ids" ? ids_text : output_path) = argv[++i];
     }
@@ -107,8 +94,7 @@ int logits_main(int argc, char** argv) {
   if (output_overwrites_input("logits", {"--output", output_path}, {{"--model", model_path}})) return 2;
   rill_lm_load_options options;
   rill_lm_load_options_init(&options);
-  if (!set_load_dtypes("logits", dtype_name, weight_format_name, options)) return 2;
-  options.copy_weights = copy_weights ? 1u : 0u;
+  if (!load.apply("logits", options)) return 2;
   std::vector<int32_t> ids;
   if (!parse_ids_option("logits", ids_text, ids)) return 2;
   const auto tokens = static_cast<int32_t>(ids.size());
