@@ -40,11 +40,9 @@ bool safetensors_dtype_to_rill(const std::string& dtype, rill_dtype& out) {
   return true;
 }
 
-void make_views_copied(std::vector<SafetensorsTensor>& views) {
-  for (SafetensorsTensor& t : views) t.owner = nullptr;
+void SafetensorsFile::make_views_copied() {
+  for (SafetensorsTensor& t : tensors_) t.owner = nullptr;
 }
-
-void SafetensorsFile::make_views_copied() { io::make_views_copied(tensors_); }
 
 const SafetensorsTensor* SafetensorsFile::find(const std::string& name) const {
   for (const SafetensorsTensor& t : tensors_) {

@@ -43,8 +43,9 @@ class SafetensorsFile {
   const std::vector<SafetensorsTensor>& tensors() const { return tensors_; }
   // The tensor called name, or nullptr.
   const SafetensorsTensor* find(const std::string& name) const;
-  // Drops the views' owners (make_views_copied): a load copies them, and the
-  // mapping closes with this object.
+  // Drops the views' owners, so that a load copies them instead of reading
+  // them in place (rill_lm_load_options.copy_weights), and the mapping closes
+  // with this object.
   void make_views_copied();
 
  private:
@@ -54,11 +55,6 @@ class SafetensorsFile {
   std::shared_ptr<platform::MappedFile> mapping_ = std::make_shared<platform::MappedFile>();
   std::vector<SafetensorsTensor> tensors_;
 };
-
-// Drops views' owners, so that a load copies them instead of reading them in
-// place (rill_lm_load_options.copy_weights). The one place where a loader's
-// views are made copied: safetensors shards and a GGUF file's tensors alike.
-void make_views_copied(std::vector<SafetensorsTensor>& views);
 
 // Bytes per element of a safetensors dtype name, or 0 for an unknown one.
 uint64_t safetensors_dtype_size(const std::string& dtype);

@@ -223,9 +223,11 @@ struct Views {
   std::vector<std::vector<unsigned char>> owned;  // unpermuted copies the views point to
 };
 
-// Every tensor as a view under Hugging Face's name, owned by the file that
-// maps it but for the unpermuted q and k, which are always copied.
-Views tensor_views(const std::shared_ptr<const gguf::File>& file, const Architecture& a, const rill_model_desc& desc) {
+// Every tensor as a view under Hugging Face's name. With in_place each is
+// owned by the file that maps it, to be read in place, but for the unpermuted
+// q and k; without it (rill_lm_load_options.copy_weights) none is: all copied.
+Views tensor_views(const std::shared_ptr<const gguf::File>& file, const Architecture& a, const rill_model_desc& desc,
+                   bool in_place) {
   const gguf::Contents& c = file->contents();
   Views views;
   for (const gguf::TensorInfo& info : c.tensors) {
@@ -243,7 +245,7 @@ Views tensor_views(const std::shared_ptr<const gguf::File>& file, const Architec
     for (auto d = info.dims.rbegin(); d != info.dims.rend(); ++d) view.shape.push_back(static_cast<int64_t>(*d));
     view.data = info.data;
     view.bytes = info.bytes;
-    view.owner = file;
+    if (in_place) view.owner = file;
     const bool q = view.name.find("self_attn.q_proj.") != std::string::npos;
     const bool k = view.name.find("self_attn.k_proj.") != std::string::npos;
     if (a.permuted_qk && (q || k)) {
@@ -306,8 +308,7 @@ rill_status load_gguf(const char* fn, rill_context& ctx, const std::string& path
     config.desc.dtype = options.override_dtype != 0 ? options.dtype : config.torch_dtype;
     // The file's norms already hold 1 + w: stored as they are.
     if (found->second.norms_hold_offset) config.desc.norm_weight_offset = 0.0f;
-    Views views = tensor_views(file, found->second, config.desc);
-    if (options.copy_weights != 0) io::make_views_copied(views.tensors);
+    Views views = tensor_views(file, found->second, config.desc, options.copy_weights == 0);
     const std::vector<int64_t> table = {config.vocab_size, config.desc.hidden_size};
     const io::SafetensorsTensor* embedding = find_view(views, config.embedding_name);
     const io::SafetensorsTensor* head = config.tie_word_embeddings ? nullptr : find_view(views, config.head_name);
