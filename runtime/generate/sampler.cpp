@@ -33,10 +33,13 @@ void softmax(const std::vector<double>& scores, std::vector<double>& out) {
 // has its logit divided by the penalty when positive, multiplied when negative.
 // OpenAI's presence and frequency penalties follow on the same counts:
 // logit -= count * frequency + (count > 0) * presence.
+bool has_penalties(const rill_sampler_params& params) {
+  return params.repetition_penalty != 1.0f || params.presence_penalty != 0.0f || params.frequency_penalty != 0.0f;
+}
+
 void apply_penalties(const rill_sampler_params& params, const int32_t* history, size_t history_count,
                      std::vector<double>& scores) {
-  if (params.repetition_penalty == 1.0f && params.presence_penalty == 0.0f && params.frequency_penalty == 0.0f)
-    return;
+  if (!has_penalties(params)) return;
   std::unordered_map<int32_t, int64_t> counts;
   for (size_t i = 0; i < history_count; ++i) ++counts[history[i]];
   const double repetition = params.repetition_penalty;
@@ -166,6 +169,16 @@ int32_t draw(const std::vector<double>& probabilities, Random& random) {
     if (u < cumulative) return static_cast<int32_t>(i);
   }
   return static_cast<int32_t>(last);  // the running sum rounded below u
+}
+
+int32_t sample(const rill_sampler_params& params, const float* logits, size_t vocab, const int32_t* history,
+               size_t history_count, std::vector<double>& probabilities, Random& random) {
+  if (params.temperature == 0.0f && !has_penalties(params)) {
+    random.uniform();
+    return static_cast<int32_t>(std::max_element(logits, logits + vocab) - logits);
+  }
+  distribution(params, logits, vocab, history, history_count, probabilities);
+  return draw(probabilities, random);
 }
 
 }  // namespace rill::generate

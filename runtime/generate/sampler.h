@@ -37,4 +37,13 @@ void distribution(const rill_sampler_params& params, const float* logits, size_t
 // sum exceeds a uniform draw in [0, 1).
 int32_t draw(const std::vector<double>& probabilities, Random& random);
 
+// distribution, then draw: the token a sampler picks. Greedy sampling without
+// penalties takes the first largest logit straight from the row, without the
+// distribution's passes over the vocabulary (two vectors of doubles its size,
+// a few per cent of a small model's decode step); it takes the draw's random
+// number all the same, so that the seeded sequence goes on as it would.
+// probabilities is scratch space. Inputs must have passed check_inputs.
+int32_t sample(const rill_sampler_params& params, const float* logits, size_t vocab, const int32_t* history,
+               size_t history_count, std::vector<double>& probabilities, Random& random);
+
 }  // namespace rill::generate

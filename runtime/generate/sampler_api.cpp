@@ -106,8 +106,8 @@ RILL_API rill_status rill_sampler_sample(rill_sampler* sampler, const float* log
     RILL_CHECK(check_row(f, logits, vocab_size, history, history_count));
     if (out_token == nullptr) return rill::fail(RILL_ERROR_INVALID_ARGUMENT, f + ": out_token: expected a pointer, got NULL");
     std::vector<double> probabilities;
-    rill::generate::distribution(sampler->params, logits, vocab_size, history, history_count, probabilities);
-    *out_token = rill::generate::draw(probabilities, sampler->random);
+    *out_token = rill::generate::sample(sampler->params, logits, vocab_size, history, history_count, probabilities,
+                                        sampler->random);
     return RILL_OK;
   });
 }

@@ -98,11 +98,10 @@ rill_status session_step(rill_session& session, int32_t max_forwards, TokenSink&
 
     const std::string problem = check_inputs(session.logits.data(), session.logits.size(), nullptr, 0);
     if (!problem.empty()) return fail(RILL_ERROR_BACKEND, "rill_session_step: the model's " + problem);
-    distribution(session.sampler, session.logits.data(), session.logits.size(), session.tokens.data(),
-                 session.tokens.size(), probabilities);
     session.tokens.reserve(session.tokens.size() + 1);  // before the draw: a failure then draws nothing
     const Random before_draw = session.random;
-    const int32_t token = draw(probabilities, session.random);
+    const int32_t token = sample(session.sampler, session.logits.data(), session.logits.size(),
+                                 session.tokens.data(), session.tokens.size(), probabilities, session.random);
     session.tokens.push_back(token);
     if (std::find(session.eos_ids.begin(), session.eos_ids.end(), token) != session.eos_ids.end()) {
       reason = RILL_STOP_EOS;

@@ -11,6 +11,8 @@
     goodness-of-fit test at significance 1e-3 with a fixed seed. For a correct
     sampler a seed fails with probability 1e-3; the seeds here are fixed, so the
     test is deterministic and passes or fails every time.
+  * Greedy draws (temperature 0) are the first largest logit, computed here
+    with numpy, on rows with ties and -inf, with and without penalties.
   * The same seed draws the same tokens; another seed draws others.
   * Argument errors name the argument.
 
@@ -217,6 +219,30 @@ def check_draws(rill, rng, failures):
             failures.append("draws %s: chi-square %.1f above %.1f" % (s, statistic, limit))
 
 
+def check_greedy(rill, rng, failures):
+    """rill_sampler_sample at temperature 0 against numpy's argmax (the first
+    largest), penalties applied by their definitions (see the docstring)."""
+    vocab = 1000
+    logits = rng.normal(0.0, 1.0, vocab).astype(np.float32)
+    logits[rng.integers(0, vocab, 50)] = -np.inf
+    top = logits.max() + 1.0
+    logits[[17, 400, 901]] = top  # three tokens tie for the largest
+    history = np.array([17, 17, 400], dtype=np.int32)
+    penalized = logits.astype(np.float64)
+    penalized[17] = penalized[17] / 1.3 - 2 * 0.5 - 0.25
+    penalized[400] = penalized[400] / 1.3 - 1 * 0.5 - 0.25
+    for fields, row, expected in [
+        ({}, logits, int(np.argmax(logits))),
+        ({"repetition_penalty": 1.3, "frequency_penalty": 0.5, "presence_penalty": 0.25}, logits,
+         int(np.argmax(penalized))),
+        ({}, -np.abs(logits), int(np.argmax(-np.abs(logits)))),
+    ]:
+        got = rill.draws(rill.params(temperature=0.0, **fields), row, history, 3)
+        print("greedy %s: drew %s, numpy's first largest %d" % (fields, got.tolist(), expected))
+        if (got != expected).any():
+            failures.append("greedy %s: drew %s, expected %d" % (fields, got.tolist(), expected))
+
+
 def check_seeds(rill, rng, failures):
     logits = rng.normal(0.0, 1.0, 100).astype(np.float32)
     a = rill.draws(rill.params(seed=42), logits, [], 64)
@@ -264,6 +290,7 @@ def main():
     failures = []
     check_distributions(rill, transformers, torch, rng, failures)
     check_draws(rill, rng, failures)
+    check_greedy(rill, rng, failures)
     check_seeds(rill, rng, failures)
     check_errors(rill, failures)
     for f in failures:
