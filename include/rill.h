@@ -25,11 +25,11 @@
  *    binary, same CPU, same environment), so hosts that replay a session or run
  *    lockstep multiplayer may rely on it. Work is split between threads so that
  *    no output element's arithmetic depends on how many threads there are. A
- *    different CPU, instruction-set choice (RILL_CPU_ISA) or OpenBLAS kernel
- *    (OPENBLAS_CORETYPE) may round differently: each instruction set stays
- *    within the conformance suite's tolerances of double-precision references
- *    (f32 SiLU within 4 ulp), not bitwise equal to the others. GPU backends
- *    make no such promise.
+ *    different CPU, instruction-set choice (RILL_CPU_ISA), GEMM choice
+ *    (RILL_CPU_GEMM) or OpenBLAS kernel (OPENBLAS_CORETYPE) may round
+ *    differently: each instruction set stays within the conformance suite's
+ *    tolerances of double-precision references (f32 SiLU within 4 ulp), not
+ *    bitwise equal to the others. GPU backends make no such promise.
  */
 #ifndef RILL_H
 #define RILL_H

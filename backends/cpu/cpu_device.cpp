@@ -43,7 +43,7 @@ rill_status describe_device(uint32_t index, rill_backend_device_info* out_info) 
   // The f32 lanes of one vector register in the kernels in use.
   info.subgroup_size = std::strcmp(isa_description(), "scalar") == 0 ? 1 : 8;
   std::snprintf(info.details, sizeof info.details, "kernels: %s; hardware threads: %u; GEMM for more than %lld rows: %s",
-                isa_description(), hardware_threads(), static_cast<long long>(kGemmFewRowsMax), gemm_engine());
+                isa_description(), hardware_threads(), static_cast<long long>(kGemmFewRowsMax), gemm_engine().c_str());
   // Copy only what the caller's struct holds.
   const uint32_t size = out_info->struct_size < sizeof info ? out_info->struct_size : sizeof info;
   std::memcpy(out_info, &info, size);

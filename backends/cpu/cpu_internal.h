@@ -128,9 +128,10 @@ rill_status op_fused_add_layer_norm(rill_backend_context* ctx, const rill_backen
                                     float residual_scale, float update_scale);
 
 // cpu_ops_gemm.cpp
-// What runs GEMMs of more than kGemmFewRowsMax rows: "OpenBLAS sgemm for f32,
-// rill kernels for f16/bf16" or "rill kernels".
-const char* gemm_engine();
+// What runs GEMMs of more than kGemmFewRowsMax rows: "OpenBLAS sgemm (its
+// Haswell kernels) for f32, rill kernels for f16/bf16", "rill kernels
+// (OpenBLAS's for this CPU: Prescott)" or "rill kernels".
+std::string gemm_engine();
 rill_status op_gemm(rill_backend_context* ctx, const rill_backend_tensor* a, const rill_backend_tensor* w,
                     const rill_backend_tensor* bias, float alpha, float beta, const rill_backend_tensor* out);
 

@@ -12,19 +12,23 @@
 // context's pool runs, OpenBLAS's own threads never compete with it, and
 // results do not depend on the thread count. openblas_set_num_threads(1) is
 // process-wide: a host that also calls OpenBLAS itself should set its own
-// thread count before its calls. Without OpenBLAS (or with the environment
-// variable RILL_CPU_GEMM=rill, which tests use to cover this path), f32
-// weights take the panel kernel too.
+// thread count before its calls. f32 weights take the panel kernel too
+// without OpenBLAS, where OpenBLAS runs generic kernels on a CPU that rill's
+// AVX2 kernels run on (openblas_kernels_fit_cpu), or with the environment
+// variable RILL_CPU_GEMM=rill (tests cover the path so);
+// RILL_CPU_GEMM=openblas takes OpenBLAS whatever its kernels.
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <new>
+#include <string>
 
 #include "cpu_internal.h"
 #include "cpu_kernels.h"
 
 #if defined(RILL_CPU_HAVE_OPENBLAS)
 #  include <cblas.h>
+#  include <strings.h>
 #endif
 
 namespace rill::cpu {
@@ -123,17 +127,33 @@ void prepare_addend(rill_backend_context* ctx, const rill_backend_tensor* out, c
   });
 }
 
+// Whether OpenBLAS's kernels for this CPU are worth taking over rill's: they
+// use AVX2 or wider, or rill's own kernels are scalar here. A DYNAMIC_ARCH
+// OpenBLAS that does not know a CPU (one newer than the library: Debian 12's
+// 0.3.21 on an Intel Xeon of family 6, model 207) runs its generic Prescott
+// (SSE3) kernels, at a third of the panel kernel's speed on f32 there.
+bool openblas_kernels_fit_cpu() {
+  if (isa() == Isa::scalar) return true;
+  const char* core = openblas_get_corename();
+  for (const char* wide : {"Haswell", "Zen", "SkylakeX", "Cooperlake", "SapphireRapids"}) {
+    if (core != nullptr && strcasecmp(core, wide) == 0) return true;
+  }
+  return false;
+}
+
 bool use_blas() {
   static const bool use = [] {
     const char* choice = std::getenv("RILL_CPU_GEMM");
-    if (!choice || choice[0] == '\0' || std::strcmp(choice, "auto") == 0) return true;
+    if (!choice || choice[0] == '\0' || std::strcmp(choice, "auto") == 0) return openblas_kernels_fit_cpu();
     if (std::strcmp(choice, "rill") == 0) return false;
+    if (std::strcmp(choice, "openblas") == 0) return true;
     const rill_host_services* host = host_services();
     if (host && host->log) {
       host->log(RILL_LOG_WARNING, "cpu",
-                ("RILL_CPU_GEMM: expected 'rill' or 'auto', got '" + std::string(choice) + "'; using auto").c_str());
+                ("RILL_CPU_GEMM: expected 'rill', 'openblas' or 'auto', got '" + std::string(choice) + "'; using auto")
+                    .c_str());
     }
-    return true;
+    return openblas_kernels_fit_cpu();
   }();
   return use;
 }
@@ -172,11 +192,14 @@ rill_status gemm_blas(rill_backend_context* ctx, const rill_backend_tensor* a, c
 
 }  // namespace
 
-const char* gemm_engine() {
+std::string gemm_engine() {
 #if defined(RILL_CPU_HAVE_OPENBLAS)
-  if (use_blas()) return "OpenBLAS sgemm for f32, rill kernels for f16/bf16";
-#endif
+  const std::string core = openblas_get_corename() != nullptr ? openblas_get_corename() : "unnamed";
+  if (use_blas()) return "OpenBLAS sgemm (its " + core + " kernels) for f32, rill kernels for f16/bf16";
+  return "rill kernels (OpenBLAS's for this CPU: " + core + ")";
+#else
   return "rill kernels";
+#endif
 }
 
 rill_status op_gemm(rill_backend_context* ctx, const rill_backend_tensor* a, const rill_backend_tensor* w,
