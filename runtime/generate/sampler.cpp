@@ -95,6 +95,23 @@ void min_p(double p, std::vector<double>& scores) {
     if (probs[i] < floor) scores[i] = kRemoved;
 }
 
+// The index of the first largest of n values without NaN, as std::max_element
+// finds it, but in two passes that vectorize: the largest value, kept in
+// eight running maxima (a single one is a chain of dependent comparisons),
+// then the first index holding it.
+size_t first_largest(const float* x, size_t n) {
+  constexpr size_t kLanes = 8;
+  float lanes[kLanes];
+  std::fill(lanes, lanes + kLanes, -std::numeric_limits<float>::infinity());
+  size_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    for (size_t l = 0; l < kLanes; ++l) lanes[l] = x[i + l] > lanes[l] ? x[i + l] : lanes[l];
+  }
+  float largest = *std::max_element(lanes, lanes + kLanes);
+  for (; i < n; ++i) largest = x[i] > largest ? x[i] : largest;
+  return static_cast<size_t>(std::find(x, x + n, largest) - x);
+}
+
 }  // namespace
 
 std::string read_params(const rill_sampler_params& given, rill_sampler_params& out) {
@@ -125,11 +142,21 @@ std::string read_params(const rill_sampler_params& given, rill_sampler_params& o
 }
 
 std::string check_inputs(const float* logits, size_t vocab, const int32_t* history, size_t history_count) {
-  bool any_finite = false;
+  // One pass over the bits, which the compiler vectorizes (float comparisons
+  // it does not, as they may trap): a row is read for every token. Only a bad
+  // row is searched again, for the message.
+  constexpr uint32_t kExponent = 0x7f800000u, kMinusInf = 0xff800000u;
+  uint32_t bad = 0, any_finite = 0;
   for (size_t i = 0; i < vocab; ++i) {
+    uint32_t bits;
+    std::memcpy(&bits, logits + i, sizeof bits);
+    const uint32_t not_finite = (bits & kExponent) == kExponent ? 1u : 0u;
+    bad |= not_finite & (bits != kMinusInf ? 1u : 0u);  // NaN or +inf
+    any_finite |= not_finite ^ 1u;
+  }
+  for (size_t i = 0; bad && i < vocab; ++i) {
     if (std::isnan(logits[i]) || logits[i] == std::numeric_limits<float>::infinity())
       return "logits: expected finite values or -inf, got " + number(logits[i]) + " at " + std::to_string(i);
-    any_finite = any_finite || std::isfinite(logits[i]);
   }
   if (!any_finite) return "logits: expected at least one finite value, got " + std::to_string(vocab) + " times -inf";
   for (size_t i = 0; i < history_count; ++i) {
@@ -175,7 +202,7 @@ int32_t sample(const rill_sampler_params& params, const float* logits, size_t vo
                size_t history_count, std::vector<double>& probabilities, Random& random) {
   if (params.temperature == 0.0f && !has_penalties(params)) {
     random.uniform();
-    return static_cast<int32_t>(std::max_element(logits, logits + vocab) - logits);
+    return static_cast<int32_t>(first_largest(logits, vocab));
   }
   distribution(params, logits, vocab, history, history_count, probabilities);
   return draw(probabilities, random);

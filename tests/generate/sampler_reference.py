@@ -222,7 +222,7 @@ def check_draws(rill, rng, failures):
 def check_greedy(rill, rng, failures):
     """rill_sampler_sample at temperature 0 against numpy's argmax (the first
     largest), penalties applied by their definitions (see the docstring)."""
-    vocab = 1000
+    vocab = 1003  # not a multiple of 8: the last values are compared one by one
     logits = rng.normal(0.0, 1.0, vocab).astype(np.float32)
     logits[rng.integers(0, vocab, 50)] = -np.inf
     top = logits.max() + 1.0
@@ -236,6 +236,7 @@ def check_greedy(rill, rng, failures):
         ({"repetition_penalty": 1.3, "frequency_penalty": 0.5, "presence_penalty": 0.25}, logits,
          int(np.argmax(penalized))),
         ({}, -np.abs(logits), int(np.argmax(-np.abs(logits)))),
+        ({}, np.where(np.arange(vocab) == 1001, top + 1.0, logits).astype(np.float32), 1001),
     ]:
         got = rill.draws(rill.params(temperature=0.0, **fields), row, history, 3)
         print("greedy %s: drew %s, numpy's first largest %d" % (fields, got.tolist(), expected))
@@ -262,7 +263,10 @@ def check_errors(rill, failures):
         ("params.min_p", rill.params(min_p=1.5), logits, [], None),
         ("params.repetition_penalty", rill.params(repetition_penalty=0.0), logits, [], None),
         ("params.struct_size", rill.params(struct_size=0), logits, [], None),
-        ("logits", rill.params(), np.array([0, np.nan, 0], dtype=np.float32), [], None),
+        ("logits: expected finite values or -inf, got nan at 1", rill.params(),
+         np.array([0, np.nan, 0], dtype=np.float32), [], None),
+        ("logits: expected finite values or -inf, got inf at 2", rill.params(),
+         np.array([0, -np.inf, np.inf, np.nan], dtype=np.float32), [], None),
         ("logits", rill.params(), np.full(4, -np.inf, dtype=np.float32), [], None),
         ("history", rill.params(), logits, [8], None),
         ("probability_count", rill.params(), logits, [], 7),
