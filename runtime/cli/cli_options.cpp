@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <initializer_list>
 #include <utility>
 
 #include "io/text_file.h"
@@ -62,18 +63,35 @@ bool parse_dtype_name(const char* name, rill_dtype& out) {
   return false;
 }
 
+namespace {
+
+// An option with a value after it, and where the value goes.
+struct ValueOption {
+  const char* name;
+  const char** value;
+};
+
+// Takes argv[i] and its value (advancing i) when argv[i] is one of options
+// and a value follows; false otherwise.
+bool take_value(int argc, char** argv, int& i, std::initializer_list<ValueOption> options) {
+  if (i + 1 >= argc) return false;
+  for (const ValueOption& option : options) {
+    if (std::strcmp(argv[i], option.name) == 0) {
+      *option.value = argv[++i];
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
 bool LoadOptions::take(int argc, char** argv, int& i) {
   if (std::strcmp(argv[i], "--copy-weights") == 0) {
     copy_weights = true;
     return true;
   }
-  if (i + 1 >= argc) return false;
-  const char** target = std::strcmp(argv[i], "--dtype") == 0           ? &dtype
-                        : std::strcmp(argv[i], "--weight-format") == 0 ? &weight_format
-                                                                       : nullptr;
-  if (target == nullptr) return false;
-  *target = argv[++i];
-  return true;
+  return take_value(argc, argv, i, {{"--dtype", &dtype}, {"--weight-format", &weight_format}});
 }
 
 bool LoadOptions::apply(const char* command, rill_lm_load_options& options) const {
@@ -151,13 +169,7 @@ bool is_plain_backend_name(const char* name) {
 }  // namespace
 
 bool RuntimeOptions::take(int argc, char** argv, int& i) {
-  if (i + 1 >= argc) return false;
-  const char** target = std::strcmp(argv[i], "--config") == 0    ? &config_path
-                        : std::strcmp(argv[i], "--backend") == 0 ? &backend
-                                                                 : nullptr;
-  if (target == nullptr) return false;
-  *target = argv[++i];
-  return true;
+  return take_value(argc, argv, i, {{"--config", &config_path}, {"--backend", &backend}});
 }
 
 int RuntimeOptions::config_text(const char* command, std::string& config) const {
