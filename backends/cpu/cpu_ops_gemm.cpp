@@ -135,8 +135,9 @@ void prepare_addend(rill_backend_context* ctx, const rill_backend_tensor* out, c
 bool openblas_kernels_fit_cpu() {
   if (isa() == Isa::scalar) return true;
   const char* core = openblas_get_corename();
+  if (core == nullptr) return false;
   for (const char* wide : {"Haswell", "Zen", "SkylakeX", "Cooperlake", "SapphireRapids"}) {
-    if (core != nullptr && strcasecmp(core, wide) == 0) return true;
+    if (strcasecmp(core, wide) == 0) return true;
   }
   return false;
 }
@@ -194,7 +195,8 @@ rill_status gemm_blas(rill_backend_context* ctx, const rill_backend_tensor* a, c
 
 std::string gemm_engine() {
 #if defined(RILL_CPU_HAVE_OPENBLAS)
-  const std::string core = openblas_get_corename() != nullptr ? openblas_get_corename() : "unnamed";
+  const char* name = openblas_get_corename();
+  const std::string core = name != nullptr ? name : "unnamed";
   if (use_blas()) return "OpenBLAS sgemm (its " + core + " kernels) for f32, rill kernels for f16/bf16";
   return "rill kernels (OpenBLAS's for this CPU: " + core + ")";
 #else

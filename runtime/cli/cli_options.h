@@ -41,10 +41,10 @@ struct LoadOptions {
   // false otherwise, and for --dtype or --weight-format with no value after it.
   bool take(int argc, char** argv, int& i);
 
-  // The options into load: false, with the reason on stderr, for a bad or
+  // The options into options: false, with the reason on stderr, for a bad or
   // contradictory value. --weight-format q8_0 ... q6_k quantizes the matrices
   // at load; f32, f16 or bf16 keeps them in that compute dtype.
-  bool apply(const char* command, rill_lm_load_options& load) const;
+  bool apply(const char* command, rill_lm_load_options& options) const;
 
   // Their help lines, the text starting at column `column` as the caller's do.
   static void print_help(std::FILE* to, int column);

@@ -29,14 +29,15 @@ void softmax(const std::vector<double>& scores, std::vector<double>& out) {
   for (double& p : out) p /= sum;
 }
 
-// transformers' RepetitionPenaltyLogitsProcessor: each token seen at least once
-// has its logit divided by the penalty when positive, multiplied when negative.
-// OpenAI's presence and frequency penalties follow on the same counts:
-// logit -= count * frequency + (count > 0) * presence.
+// Whether any of the penalties below is on.
 bool has_penalties(const rill_sampler_params& params) {
   return params.repetition_penalty != 1.0f || params.presence_penalty != 0.0f || params.frequency_penalty != 0.0f;
 }
 
+// transformers' RepetitionPenaltyLogitsProcessor: each token seen at least once
+// has its logit divided by the penalty when positive, multiplied when negative.
+// OpenAI's presence and frequency penalties follow on the same counts:
+// logit -= count * frequency + (count > 0) * presence.
 void apply_penalties(const rill_sampler_params& params, const int32_t* history, size_t history_count,
                      std::vector<double>& scores) {
   if (!has_penalties(params)) return;
@@ -96,9 +97,9 @@ void min_p(double p, std::vector<double>& scores) {
 }
 
 // The index of the first largest of n values without NaN, as std::max_element
-// finds it, but in two passes that vectorize: the largest value, kept in
-// eight running maxima (a single one is a chain of dependent comparisons),
-// then the first index holding it.
+// finds it, in two passes: the largest value, kept in eight independent
+// running maxima (a single one is a chain of dependent comparisons), then the
+// first index holding it.
 size_t first_largest(const float* x, size_t n) {
   constexpr size_t kLanes = 8;
   float lanes[kLanes];
