@@ -23,6 +23,13 @@ static inline __m256i dot_u8_s8(__m256i u, __m256i s) {
   return _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1));
 }
 
+// acc + the int16 pairs of `pairs` times those of `scale`, each adjacent two
+// products summed into an int32 lane, exactly (madd, then add). The VNNI
+// tiles define their own, one vpdpwssd, which hides this one.
+static inline __m256i madd_accumulate(__m256i acc, __m256i pairs, __m256i scale) {
+  return _mm256_add_epi32(acc, _mm256_madd_epi16(pairs, scale));
+}
+
 // The 32 nibbles of Q4_0's (and Q5_0's, Q5_1's) 16 bytes, in element order.
 static inline __m256i nibbles_32(const uint8_t* qs) {
   const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
