@@ -139,8 +139,10 @@ TEST_CASE("block dtypes: every activation operand refuses them, naming the argum
 
 TEST_CASE("rill_gemm on block weights: against the double reference on the dequantized weights") {
   ScopedContext c(g_config);
-  // M = 1 (decode), a few rows, and a prefill-sized batch; K of 2 and 3 super-blocks.
-  const int64_t shapes[][3] = {{1, 24, 512}, {3, 40, 768}, {17, 16, 256}};
+  // M = 1 (decode), a few rows, and prefill-sized batches (71 rows: more
+  // prefill tiles than one call of the CPU's tile kernels takes); K of 1, 2
+  // and 3 super-blocks.
+  const int64_t shapes[][3] = {{1, 24, 512}, {3, 40, 768}, {17, 16, 256}, {71, 16, 512}};
   for (rill_dtype dtype : kBlockDtypes) {
     for (const auto& shape : shapes) {
       const int64_t rows = shape[0], n = shape[1], k = shape[2];
@@ -230,11 +232,13 @@ TEST_CASE("cpu: rill_gemm on block weights: a tile's outputs are bitwise its row
   // last group with one row dot per output (the portable kernel's only
   // path). With weight rows 64 .. 66 copies of rows 0 .. 2, those columns
   // come from the row dots and must equal the tiles' columns 0 .. 2 bit for
-  // bit. Rows: 1 (a decode tile), 5 (a prefill tile and a decode tile).
+  // bit. Rows: 1 (a decode tile), 5 (a prefill tile and a decode tile), 71
+  // (17 prefill tiles, more than one call of the tile kernel takes, and three
+  // decode tiles).
   const int64_t n = 67, k = 4864, copied = 3;
   std::vector<float> values = normal(static_cast<size_t>(n * k), 31);
   std::copy(values.begin(), values.begin() + copied * k, values.begin() + (n - copied) * k);
-  for (const int64_t rows : {int64_t{1}, int64_t{5}}) {
+  for (const int64_t rows : {int64_t{1}, int64_t{5}, int64_t{71}}) {
     const std::vector<float> a = normal(static_cast<size_t>(rows * k), 37);
     for (rill_dtype dtype : kBlockDtypes) {
       if (k % static_cast<int64_t>(rill_dtype_block_elements(dtype)) != 0) continue;

@@ -57,8 +57,11 @@ extern const Kernels kKernels;
 // side by side (sums + (i / C) * a_stride), for loading eight at once; only
 // the prefill tiles of TileSet::prefill_reads_sums read them (the others
 // take the sums from a, and may be given null).
+// A call computes `tiles` such tiles of the same weight rows, tile t on
+// activation rows t * R onwards (a + t * R * a_stride, and sums likewise),
+// into out[8 * t + i].
 using TileDot = void (*)(const char* w, size_t w_stride, const ActBlock* a, const int32_t* sums, int64_t a_stride,
-                         int64_t k, float* out);
+                         int64_t k, int64_t tiles, float* out);
 
 // The activation rows of a prefill tile (its weight rows: 8 / kPrefillTileRows).
 constexpr int kPrefillTileRows = 4;

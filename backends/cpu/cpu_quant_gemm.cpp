@@ -142,10 +142,13 @@ rill_status gemm(rill_backend_context* ctx, const rill_backend_tensor* a, const 
   const OutputWriter<DT> write{alpha, beta, tensor_data(bias), tensor_data(out), n};
   // Each task owns whole groups of eight weight rows (the last may be short),
   // with every activation row: one weight group stays in cache while the
-  // activations stream past it.
+  // activations stream past it, up to kTilesPerCall prefill tiles of them per
+  // call (whose activation blocks for one weight block, 18 KB for 64 rows,
+  // stay in L1 while the call runs over them).
+  constexpr int64_t kTilesPerCall = 16;
   const int64_t groups = (n + kTileCols - 1) / kTileCols;
   ctx->pool.parallel_for(groups, std::max<int64_t>(1, 8192 / k), [&](int64_t g0, int64_t g1, unsigned) {
-    float tile_out[kTileCols];
+    float tile_out[kTilesPerCall * kTileCols];
     for (int64_t g = g0; g < g1; ++g) {
       const int64_t c0 = g * kTileCols;
       const char* w_group = w_data + c0 * static_cast<int64_t>(w_row_bytes);
@@ -157,16 +160,21 @@ rill_status gemm(rill_backend_context* ctx, const rill_backend_tensor* a, const 
         continue;
       }
       int64_t r = 0;
-      for (; r + kRows <= rows; r += kRows) {
+      while (rows - r >= kRows) {
+        const int64_t call_tiles = std::min(kTilesPerCall, (rows - r) / kRows);
         for (int64_t part = 0; part < kTileCols / kCols; ++part) {
           set.prefill(w_group + part * kCols * static_cast<int64_t>(w_row_bytes), w_row_bytes,
                       acts.data() + r * blocks, sums.empty() ? nullptr : sums.data() + r * blocks, blocks, k,
-                      tile_out);
-          for (int64_t i = 0; i < kTileCols; ++i) write(r + i / kCols, c0 + part * kCols + i % kCols, tile_out[i]);
+                      call_tiles, tile_out);
+          for (int64_t i = 0; i < call_tiles * kTileCols; ++i) {
+            const int64_t lane = i % kTileCols;
+            write(r + i / kTileCols * kRows + lane / kCols, c0 + part * kCols + lane % kCols, tile_out[i]);
+          }
         }
+        r += call_tiles * kRows;
       }
       for (; r < rows; ++r) {
-        set.decode(w_group, w_row_bytes, acts.data() + r * blocks, nullptr, blocks, k, tile_out);
+        set.decode(w_group, w_row_bytes, acts.data() + r * blocks, nullptr, blocks, k, 1, tile_out);
         for (int64_t i = 0; i < kTileCols; ++i) write(r, c0 + i, tile_out[i]);
       }
     }
