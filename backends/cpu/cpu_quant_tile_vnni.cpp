@@ -2,8 +2,8 @@
 // vpdpbusd multiplies the unsigned weight levels with the signed activations
 // and adds each four products into an int32 lane, exactly; one vpdpwssd
 // multiplies int16 pairs and adds them to an accumulator, as madd then add
-// would. Only called after
-// cpu_quant_gemm.cpp has checked AVX512-VNNI and AVX512-VL.
+// would. Only called after cpu_quant_gemm.cpp has checked AVX512-VNNI and
+// AVX512-VL.
 #include <immintrin.h>
 
 #include <cstddef>
