@@ -244,7 +244,7 @@ RILL_API rill_status rill_info_report(const char* config_toml, char* buf, size_t
    of a GPU API last (the first of the best kind). No such device makes that backend
    unavailable, with a reason that names what was asked and lists the devices.
    Every other key belongs to the backend, which checks it: the CPU backend
-   takes `threads` (integer 0 to 65536), CUDA `tf32` (boolean), Vulkan
+   takes `threads` (integer 0 to 1024), CUDA `tf32` (boolean), Vulkan
    `pipeline_cache` (the path of its pipeline cache file) and `queue_priority`
    (float 0.0 to 1.0, its compute queue's priority); a plugin documents
    its own. Values are booleans, integers, floats or

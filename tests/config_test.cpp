@@ -135,8 +135,9 @@ TEST_CASE("bad values") {
       {"[runtime]\nprefer = [\"cpu\", \"auto\"]\n", "runtime.prefer", "\"auto\""},
       {"[runtime]\nprefer = [\"cpu\", \"cuda\", \"cpu\"]\n", "runtime.prefer", "\"cpu\"]"},
       {"[runtime]\nplugin_dir = \"\"\n", "runtime.plugin_dir", "\"\""},
-      {"[backend.cpu]\nthreads = -1\n", "backend.cpu: 'threads': expected 0 to 65536, got -1", "threads"},
-      {"[backend.cpu]\nthreads = 100000000\n", "backend.cpu: 'threads': expected 0 to 65536, got 100000000", "threads"},
+      {"[backend.cpu]\nthreads = -1\n", "backend.cpu: 'threads': expected 0 to 1024, got -1", "threads"},
+      {"[backend.cpu]\nthreads = 1025\n", "backend.cpu: 'threads': expected 0 to 1024, got 1025", "threads"},
+      {"[backend.cpu]\nthreads = 100000000\n", "backend.cpu: 'threads': expected 0 to 1024, got 100000000", "threads"},
       {"[backend.cuda]\ndevice = -2\n", "backend.cuda.device", "-2"},
       {"[backend.vulkan]\ndevice = \"\"\n", "backend.vulkan.device", "\"\""},
   });

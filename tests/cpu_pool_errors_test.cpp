@@ -3,10 +3,13 @@
 // once, with the worker's status and message, and the op returns that status.
 // The ops here are test ops run through the same ops-table glue (Reported) as
 // the CPU backend's own, on a real CPU context with a pool of four threads.
+// The context's own limits (threads) are checked here too.
 #include <doctest/doctest.h>
 
 #include <atomic>
 #include <chrono>
+#include <cstddef>
+#include <cstdint>
 #include <mutex>
 #include <new>
 #include <string>
@@ -70,10 +73,16 @@ struct CpuContext {
   const rill_backend* table = rill_cpu_backend_get(&g_host);
   rill_backend_context* ctx = nullptr;
   CpuContext() {
+    rill_backend_option threads{};
+    threads.key = "threads";
+    threads.type = RILL_BACKEND_OPTION_INT;
+    threads.int_value = 4;
     rill_backend_context_options options{};
     options.struct_size = sizeof options;
-    options.threads = 4;
+    options.options = &threads;
+    options.option_count = 1;
     REQUIRE(table->context_create(&options, &ctx) == RILL_OK);
+    REQUIRE(ctx->pool.size() == 4);
     g_fails.clear();
   }
   ~CpuContext() { table->context_destroy(ctx); }
@@ -105,4 +114,36 @@ TEST_CASE("an exception on a pool worker is reported on the calling thread, not 
   REQUIRE(g_fails.size() == 1);
   CHECK_MESSAGE((g_fails[0].thread == std::this_thread::get_id()), "host->fail ran on another thread");
   CHECK_MESSAGE(g_fails[0].message.find("out of host memory") != std::string::npos, g_fails[0].message);
+}
+
+TEST_CASE("context_create refuses a pool beyond 1024 threads, from an option list or a version 1-2 field") {
+  const rill_backend* table = rill_cpu_backend_get(&g_host);
+  for (const int64_t threads : {int64_t{1025}, int64_t{-1}, int64_t{1} << 32}) {
+    CAPTURE(threads);
+    rill_backend_option option{};
+    option.key = "threads";
+    option.type = RILL_BACKEND_OPTION_INT;
+    option.int_value = threads;
+    rill_backend_context_options options{};
+    options.struct_size = sizeof options;
+    options.options = &option;
+    options.option_count = 1;
+    rill_backend_context* ctx = nullptr;
+    g_fails.clear();
+    CHECK(table->context_create(&options, &ctx) == RILL_ERROR_CONFIG);
+    CHECK(ctx == nullptr);
+    REQUIRE(g_fails.size() == 1);
+    CHECK_MESSAGE(g_fails[0].message.find("expected 0 to 1024, got " + std::to_string(threads)) != std::string::npos,
+                  g_fails[0].message);
+  }
+  // A version 1-2 caller: no option list, a field the host's check never read.
+  rill_backend_context_options legacy{};
+  legacy.struct_size = static_cast<uint32_t>(offsetof(rill_backend_context_options, options));
+  legacy.threads = 100000;
+  rill_backend_context* ctx = nullptr;
+  g_fails.clear();
+  CHECK(table->context_create(&legacy, &ctx) == RILL_ERROR_CONFIG);
+  CHECK(ctx == nullptr);
+  REQUIRE(g_fails.size() == 1);
+  CHECK_MESSAGE(g_fails[0].message.find("got 100000") != std::string::npos, g_fails[0].message);
 }

@@ -2,6 +2,8 @@
 // to completion before they return, so synchronize has nothing to wait for.
 #include <cstddef>
 #include <new>
+#include <string>
+#include <system_error>
 
 #include "cpu_internal.h"
 #include "option_checks.h"
@@ -10,9 +12,10 @@ namespace rill::cpu {
 
 namespace {
 
-// Worker threads a context may ask for: far above any machine's cores, low
-// enough that a typo cannot make the pool exhaust the process.
-constexpr int64_t kMaxThreads = 65536;
+// Threads a context may ask for. The pool starts them all at once, so the
+// bound is what a process can afford to start on a typo (each thread reserves
+// a stack), yet above the hardware threads of the largest two-socket servers.
+constexpr int64_t kMaxThreads = 1024;
 
 }  // namespace
 
@@ -29,18 +32,34 @@ rill_status context_create(const rill_backend_context_options* options, rill_bac
     return fail(RILL_ERROR_BACKEND_UNAVAILABLE, "cpu: device " + std::to_string(index) +
                                                     " does not exist (the CPU backend has one device, 0)");
   }
-  unsigned threads = 0;
+  int64_t threads = 0;
   if (rill_options::has_option_list(options)) {
     if (const rill_backend_option* t = rill_options::find(options->options, options->option_count, "threads")) {
-      threads = static_cast<unsigned>(t->int_value);
+      threads = t->int_value;
     }
   } else if (RILL_STRUCT_HAS(rill_backend_context_options, options, threads)) {
     threads = options->threads;  // a version 1-2 caller
   }
-  if (threads == 0) threads = hardware_threads();
-  rill_backend_context* ctx = new (std::nothrow) rill_backend_context(threads);
-  if (!ctx) return fail(RILL_ERROR_OUT_OF_MEMORY, "cpu: out of memory creating a context");
-  ctx->device_name = device_name(threads);
+  // check_options saw an option list only if the host called it; a version
+  // 1-2 caller's field it never sees.
+  if (threads < 0 || threads > kMaxThreads) {
+    return fail(RILL_ERROR_CONFIG,
+                "cpu: 'threads': expected 0 to " + std::to_string(kMaxThreads) + ", got " + std::to_string(threads));
+  }
+  const unsigned pool_threads = threads == 0 ? hardware_threads() : static_cast<unsigned>(threads);
+  rill_backend_context* ctx = nullptr;
+  try {
+    ctx = new rill_backend_context(pool_threads);
+    ctx->device_name = device_name(pool_threads);
+  } catch (const std::system_error& e) {
+    delete ctx;
+    return fail(RILL_ERROR_OUT_OF_MEMORY,
+                "cpu: the system could not start a pool of " + std::to_string(pool_threads) + " threads (" +
+                    e.what() + ")");
+  } catch (const std::bad_alloc&) {
+    delete ctx;
+    return fail(RILL_ERROR_OUT_OF_MEMORY, "cpu: out of memory creating a context");
+  }
   *out_ctx = ctx;
   return RILL_OK;
 }

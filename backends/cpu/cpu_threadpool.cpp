@@ -43,11 +43,21 @@ struct InJob {
 
 ThreadPool::ThreadPool(unsigned threads) {
   const unsigned n = threads == 0 ? 1 : threads;
-  workers_.reserve(n - 1);
-  for (unsigned t = 1; t < n; ++t) workers_.emplace_back([this, t] { worker_main(t); });
+  try {
+    workers_.reserve(n - 1);
+    for (unsigned t = 1; t < n; ++t) workers_.emplace_back([this, t] { worker_main(t); });
+  } catch (...) {
+    // A constructor that throws runs no destructor, and destroying a
+    // joinable std::thread ends the process: the workers already started
+    // are stopped here.
+    stop_workers();
+    throw;
+  }
 }
 
-ThreadPool::~ThreadPool() {
+ThreadPool::~ThreadPool() { stop_workers(); }
+
+void ThreadPool::stop_workers() {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     stop_.store(true, std::memory_order_release);

@@ -20,7 +20,9 @@ class ThreadPool {
   // index of the thread running it, 0 (the caller) to size() - 1.
   using TaskFn = void (*)(void* arg, int64_t begin, int64_t end, unsigned thread);
 
-  // threads: total threads including the caller, at least 1.
+  // threads: total threads including the caller, at least 1. Throws
+  // std::system_error when the system refuses a thread and std::bad_alloc
+  // when memory runs out, having stopped the workers it started.
   explicit ThreadPool(unsigned threads);
   ~ThreadPool();
   ThreadPool(const ThreadPool&) = delete;
@@ -54,6 +56,8 @@ class ThreadPool {
 
  private:
   void worker_main(unsigned thread);
+  // Tells the workers to stop and joins them.
+  void stop_workers();
   // Runs fn on [begin, end) as a chunk of this pool's job, recording a C++
   // exception that escapes it as a failure.
   void run_chunk(TaskFn fn, void* arg, int64_t begin, int64_t end, unsigned thread);

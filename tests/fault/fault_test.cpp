@@ -87,6 +87,12 @@ TEST_CASE("host allocation failures: contexts, tensors, models, caches") {
   walk_host("rill_context_create (cpu)", [&] { return rill_context_create(rill_test::kCpuConfig, &ctx); },
             [&] { CHECK(ctx == nullptr); }, [&] { rill_context_destroy(ctx), ctx = nullptr; });
   rill_context_destroy(ctx), ctx = nullptr;
+  // A pool of several workers: an allocation failing after some have started
+  // must stop those, not end the process.
+  walk_host("rill_context_create (cpu, 4 threads)",
+            [&] { return rill_context_create("[runtime]\nbackend = \"cpu\"\n[backend.cpu]\nthreads = 4\n", &ctx); },
+            [&] { CHECK(ctx == nullptr); }, [&] { rill_context_destroy(ctx), ctx = nullptr; });
+  rill_context_destroy(ctx), ctx = nullptr;
   const std::string config_file = scratch_path("config.toml");
   rill_test::write_text_file(config_file, rill_test::kCpuConfig);
   walk_host("rill_context_create_from_file", [&] { return rill_context_create_from_file(config_file.c_str(), &ctx); },
