@@ -190,6 +190,22 @@ TEST_CASE("rill_lm_load checks its arguments") {
   expect_failure(rill_lm_get_info(nullptr, &info), RILL_ERROR_INVALID_ARGUMENT, {"lm"});
 }
 
+TEST_CASE("rill_lm_load: a JSON number too large for a double is refused by file, not an internal error") {
+  rill_test::ScopedContext c;
+  rill_lm* lm = nullptr;
+  const std::string config_folder = write_folder("overflow_config");
+  rill_test::write_text_file(config_folder + "/config.json", R"({"model_type": "llama", "rms_norm_eps": 1e706})");
+  expect_failure(rill_lm_load(c.ctx, config_folder.c_str(), nullptr, &lm), RILL_ERROR_CONFIG,
+                 {"config.json", "not valid JSON", "1e706"});
+  const std::string index_folder = write_folder("overflow_index");
+  std::remove((index_folder + "/model.safetensors").c_str());
+  rill_test::write_text_file(index_folder + "/model.safetensors.index.json",
+                             R"({"metadata": {"total_size": 1e706}, "weight_map": {"lm_head.weight": "a.safetensors"}})");
+  expect_failure(rill_lm_load(c.ctx, index_folder.c_str(), nullptr, &lm), RILL_ERROR_IO,
+                 {"model.safetensors.index.json", "not valid JSON", "1e706"});
+  CHECK(lm == nullptr);
+}
+
 #ifdef RILL_FAKE_PLUGIN_DIR
 TEST_CASE("rill_lm_load: a backend without block formats refuses a block weight_format by backend and dtype") {
   // Rows of 32 elements: whole Q8_0 and Q4_0 blocks. fakecaps speaks interface

@@ -171,6 +171,8 @@ TEST_CASE("corrupt files are RILL_ERROR_IO naming the file and tensor") {
   };
   const std::vector<Case> cases = {
       {"not_json", "{\"a\": [1, 2", 0, {"JSON"}, RILL_ERROR_IO},
+      {"number_overflow", "{" + entry(q, "F32", "[4,4]", 0, 64) + ",\"__metadata__\":{\"x\":1e706}}", 0,
+       {"not valid JSON", "1e706"}, RILL_ERROR_IO},
       {"not_object", "[1, 2]", 0, {"not a JSON object"}, RILL_ERROR_IO},
       {"no_dtype", "{\"" + q + "\":{\"shape\":[4,4],\"data_offsets\":[0,64]}}", 0, {q, "dtype"}, RILL_ERROR_IO},
       {"unknown_dtype", "{" + entry(q, "F31", "[4,4]", 0, 64) + "}", 0, {q, "F31"}, RILL_ERROR_IO},

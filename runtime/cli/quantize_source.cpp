@@ -56,7 +56,7 @@ bool read_json(const std::string& path, json& out, std::string& error) {
   }
   try {
     out = json::parse(text);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse_error, or out_of_range for a number too large
     error = path + ": not valid JSON: " + e.what();
     return false;
   }

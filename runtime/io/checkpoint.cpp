@@ -54,7 +54,7 @@ rill_status open_checkpoint(const std::string& folder, Shards& out, std::string&
   const JsonRelease release(index);
   try {
     index = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {  // parse_error, or out_of_range for a number too large
     return io_error(index_path + ": not valid JSON: " + e.what());
   }
   const auto map = index.is_object() ? index.find("weight_map") : index.end();

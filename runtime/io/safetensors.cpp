@@ -85,7 +85,7 @@ rill_status SafetensorsFile::open(const std::string& path, std::unique_ptr<Safet
   const JsonRelease release(header);
   try {
     header = nlohmann::json::parse(bytes + 8, bytes + data_start);
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {  // parse_error, or out_of_range for a number too large
     return io_error(std::string("header is not valid JSON: ") + e.what());
   }
   if (!header.is_object()) return io_error("header is not a JSON object");

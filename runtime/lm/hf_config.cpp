@@ -731,7 +731,7 @@ json read_json(const std::string& path, bool& exists) {
     json parsed = json::parse(text);
     if (!parsed.is_object()) throw ConfigError{RILL_ERROR_CONFIG, path + ": expected a JSON object"};
     return parsed;
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse_error, or out_of_range for a number too large
     throw ConfigError{RILL_ERROR_CONFIG, path + ": not valid JSON: " + e.what()};
   }
 }

@@ -20,11 +20,10 @@ using tok::Json;
 using tok::JsonAt;
 using tok::LoadError;
 
-
 Json parse_json(const std::string& file, const std::string& text) {
   try {
     return Json::parse(text);
-  } catch (const Json::parse_error& e) {
+  } catch (const Json::exception& e) {  // parse_error, or out_of_range for a number too large
     throw LoadError{RILL_ERROR_IO, file + ": not valid JSON: " + e.what()};
   }
 }

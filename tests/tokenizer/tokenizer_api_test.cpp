@@ -95,6 +95,8 @@ TEST_CASE("loading: unreadable files are RILL_ERROR_IO, bad fields RILL_ERROR_CO
                  {"tokenizer.json"});
   expect_failure(rill_tokenizer_load(write_file("truncated.json", tokenizer_json().substr(0, 100)).c_str(), &tok),
                  RILL_ERROR_IO, {"truncated.json", "not valid JSON"});
+  expect_failure(rill_tokenizer_load(write_file("overflow.json", "{\"version\": 1e706}").c_str(), &tok), RILL_ERROR_IO,
+                 {"overflow.json", "not valid JSON", "1e706"});
   expect_failure(rill_tokenizer_load(write_file("array.json", "[1, 2]").c_str(), &tok), RILL_ERROR_CONFIG,
                  {"array.json", "expected an object"});
 
