@@ -69,19 +69,28 @@ rill_status op_throwing_on_worker(rill_backend_context* ctx) {
   return RILL_OK;
 }
 
+// Context options whose option list is threads = n.
+struct ThreadsOption {
+  rill_backend_option option{};
+  rill_backend_context_options options{};
+  explicit ThreadsOption(int64_t n) {
+    option.key = "threads";
+    option.type = RILL_BACKEND_OPTION_INT;
+    option.int_value = n;
+    options.struct_size = sizeof options;
+    options.options = &option;
+    options.option_count = 1;
+  }
+  ThreadsOption(const ThreadsOption&) = delete;
+  ThreadsOption& operator=(const ThreadsOption&) = delete;
+};
+
 struct CpuContext {
   const rill_backend* table = rill_cpu_backend_get(&g_host);
   rill_backend_context* ctx = nullptr;
   CpuContext() {
-    rill_backend_option threads{};
-    threads.key = "threads";
-    threads.type = RILL_BACKEND_OPTION_INT;
-    threads.int_value = 4;
-    rill_backend_context_options options{};
-    options.struct_size = sizeof options;
-    options.options = &threads;
-    options.option_count = 1;
-    REQUIRE(table->context_create(&options, &ctx) == RILL_OK);
+    const ThreadsOption four(4);
+    REQUIRE(table->context_create(&four.options, &ctx) == RILL_OK);
     REQUIRE(ctx->pool.size() == 4);
     g_fails.clear();
   }
@@ -120,17 +129,10 @@ TEST_CASE("context_create refuses a pool beyond 1024 threads, from an option lis
   const rill_backend* table = rill_cpu_backend_get(&g_host);
   for (const int64_t threads : {int64_t{1025}, int64_t{-1}, int64_t{1} << 32}) {
     CAPTURE(threads);
-    rill_backend_option option{};
-    option.key = "threads";
-    option.type = RILL_BACKEND_OPTION_INT;
-    option.int_value = threads;
-    rill_backend_context_options options{};
-    options.struct_size = sizeof options;
-    options.options = &option;
-    options.option_count = 1;
+    const ThreadsOption too_many(threads);
     rill_backend_context* ctx = nullptr;
     g_fails.clear();
-    CHECK(table->context_create(&options, &ctx) == RILL_ERROR_CONFIG);
+    CHECK(table->context_create(&too_many.options, &ctx) == RILL_ERROR_CONFIG);
     CHECK(ctx == nullptr);
     REQUIRE(g_fails.size() == 1);
     CHECK_MESSAGE(g_fails[0].message.find("expected 0 to 1024, got " + std::to_string(threads)) != std::string::npos,
