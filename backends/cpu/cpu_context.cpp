@@ -15,13 +15,12 @@ namespace {
 // Threads a context may ask for. The pool starts them all at once, so the
 // bound is what a process can afford to start on a typo (each thread reserves
 // a stack), yet above the hardware threads of the largest two-socket servers.
-constexpr int64_t kMaxThreads = 1024;
+constexpr rill_options::Key kThreads{"threads", RILL_BACKEND_OPTION_INT, 0, 1024};
 
 }  // namespace
 
 rill_status check_options(const rill_backend_option* options, uint32_t count, uint32_t* out_rejected) {
-  const std::string problem = rill_options::check(
-      options, count, {{"threads", RILL_BACKEND_OPTION_INT, 0, kMaxThreads}}, out_rejected);
+  const std::string problem = rill_options::check(options, count, {kThreads}, out_rejected);
   return problem.empty() ? RILL_OK : fail(RILL_ERROR_CONFIG, problem);
 }
 
@@ -32,21 +31,20 @@ rill_status context_create(const rill_backend_context_options* options, rill_bac
     return fail(RILL_ERROR_BACKEND_UNAVAILABLE, "cpu: device " + std::to_string(index) +
                                                     " does not exist (the CPU backend has one device, 0)");
   }
-  int64_t threads = 0;
+  // check_options saw an option list only if the host called it; a version
+  // 1-2 caller's field it never sees. Both are checked here as it would.
+  rill_backend_option threads{kThreads.name, RILL_BACKEND_OPTION_INT, 0, 0.0, nullptr};
   if (rill_options::has_option_list(options)) {
     if (const rill_backend_option* t = rill_options::find(options->options, options->option_count, "threads")) {
-      threads = t->int_value;
+      threads = *t;
     }
   } else if (RILL_STRUCT_HAS(rill_backend_context_options, options, threads)) {
-    threads = options->threads;  // a version 1-2 caller
+    threads.int_value = options->threads;
   }
-  // check_options saw an option list only if the host called it; a version
-  // 1-2 caller's field it never sees.
-  if (threads < 0 || threads > kMaxThreads) {
-    return fail(RILL_ERROR_CONFIG,
-                "cpu: 'threads': expected 0 to " + std::to_string(kMaxThreads) + ", got " + std::to_string(threads));
-  }
-  const unsigned pool_threads = threads == 0 ? hardware_threads() : static_cast<unsigned>(threads);
+  const std::string problem = rill_options::problem_with(threads, {kThreads});
+  if (!problem.empty()) return fail(RILL_ERROR_CONFIG, "cpu: " + problem);
+  const unsigned pool_threads =
+      threads.int_value == 0 ? hardware_threads() : static_cast<unsigned>(threads.int_value);
   rill_backend_context* ctx = nullptr;
   try {
     ctx = new rill_backend_context(pool_threads);
