@@ -85,5 +85,6 @@ void gemm_panel(const GemmRowsArgs& args, int64_t block_begin, int64_t block_end
 }
 
 const int64_t kGemmPanelCols = kPanelCols;
+const int64_t kGemmPanelRows = kPanelRows;
 
 }  // namespace rill::cpu::avx512

@@ -52,6 +52,7 @@ Kernels with_avx512_gemm() {
   table.gemm_rows = avx512::gemm_rows;
   table.gemm_panel = avx512::gemm_panel;
   table.gemm_panel_cols = avx512::kGemmPanelCols;
+  table.gemm_panel_rows = avx512::kGemmPanelRows;
   return table;
 }
 #endif

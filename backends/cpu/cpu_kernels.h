@@ -54,7 +54,11 @@ struct GemmRowsArgs {
   int64_t rows;          // M, at most kGemmRowBlock
   int64_t n;             // N
   int64_t k;             // K
-  const float* a;        // [rows, k] in f32
+  // [rows, k] in f32. The panel kernel takes it in the panel layout: the rows
+  // in tiles of gemm_panel_rows (the last tile of a call may have fewer, mr),
+  // tile t at a + t * gemm_panel_rows * k and holding element (r, i) of the
+  // tile at i * mr + r (pack_panel_rows writes it).
+  const float* a;
   const char* w;         // [n, k]
   const char* bias;      // [n] or null
   char* out;             // [rows, n]
@@ -104,6 +108,8 @@ struct Kernels {
   // output features each.
   void (*gemm_panel)(const GemmRowsArgs& args, int64_t block_begin, int64_t block_end);
   int64_t gemm_panel_cols;
+  // Rows of a per register tile of the panel kernel (its layout of a).
+  int64_t gemm_panel_rows;
   // Elements [begin, end); an element's result does not depend on the range.
   void (*activation)(const ActivationArgs& args, int64_t begin, int64_t end);
   // dst[i] = exp(src[i]) in f32 (a few ulp: SiLU built on it is within 2.1);
@@ -141,6 +147,7 @@ namespace avx512 {
 void gemm_rows(const GemmRowsArgs& args, int64_t block_begin, int64_t block_end);
 void gemm_panel(const GemmRowsArgs& args, int64_t block_begin, int64_t block_end);
 extern const int64_t kGemmPanelCols;
+extern const int64_t kGemmPanelRows;
 }
 
 }  // namespace rill::cpu

@@ -72,8 +72,31 @@ const float* a_as_f32(const rill_backend_tensor* a, int64_t count, float* dst) {
   return dst;
 }
 
+// Elements of a that one task of pack_panel_rows copies at least.
+constexpr int64_t kMinPackPerChunk = 1 << 14;
+
+// Copies `rows` rows of a (row-major f32, k columns) into the panel kernel's
+// layout (GemmRowsArgs::a), a register tile per task: each tile is written
+// front to back, reading its rows side by side.
+void pack_panel_rows(rill_backend_context* ctx, const float* a, int64_t rows, int64_t k, float* packed) {
+  const int64_t tile_rows = kernels().gemm_panel_rows;
+  const int64_t tiles = (rows + tile_rows - 1) / tile_rows;
+  const int64_t grain = std::max<int64_t>(1, kMinPackPerChunk / std::max<int64_t>(1, tile_rows * k));
+  ctx->pool.parallel_for(tiles, grain, [&](int64_t t0, int64_t t1, unsigned) {
+    for (int64_t t = t0; t < t1; ++t) {
+      const int64_t m0 = t * tile_rows, mr = std::min(tile_rows, rows - m0);
+      const float* rows_in = a + m0 * k;
+      float* tile = packed + m0 * k;
+      for (int64_t i = 0; i < k; ++i) {
+        for (int64_t r = 0; r < mr; ++r) tile[i * mr + r] = rows_in[r * k + i];
+      }
+    }
+  });
+}
+
 // Runs one of rill's GEMM kernels (gemm_panel when `panel`, else gemm_rows)
-// on `rows` (at most kGemmRowBlock) rows of a (f32), starting at row `row0`.
+// on `rows` (at most kGemmRowBlock) rows of a (f32; in the panel layout when
+// `panel`), starting at row `row0`.
 void gemm_row_block(rill_backend_context* ctx, const rill_backend_tensor* w, const rill_backend_tensor* bias,
                    float alpha, float beta, const rill_backend_tensor* out, const float* a, int64_t row0,
                    int64_t rows, bool panel) {
@@ -211,13 +234,22 @@ rill_status op_gemm(rill_backend_context* ctx, const rill_backend_tensor* a, con
 #if defined(RILL_CPU_HAVE_OPENBLAS)
   if (many_rows && w->dtype == RILL_DTYPE_F32 && use_blas()) return gemm_blas(ctx, a, w, bias, alpha, beta, out);
 #endif
-  const size_t floats = a->dtype == RILL_DTYPE_F32 ? 0 : static_cast<size_t>(rows * k);
+  // Scratch: a converted to f32 unless it is f32, then one row block of a in
+  // the panel layout for the many-row kernel.
+  const size_t converted = a->dtype == RILL_DTYPE_F32 ? 0 : static_cast<size_t>(rows * k);
+  const size_t floats = converted + (many_rows ? static_cast<size_t>(std::min(kGemmRowBlock, rows) * k) : 0);
   float* scratch_base = scratch(ctx, floats);
   if (floats > 0 && !scratch_base) return scratch_failure(floats);
   const float* a_f32 = a_as_f32(a, rows * k, scratch_base);
   for (int64_t row0 = 0; row0 < rows; row0 += kGemmRowBlock) {
     const int64_t block = std::min(kGemmRowBlock, rows - row0);
-    gemm_row_block(ctx, w, bias, alpha, beta, out, a_f32 + row0 * k, row0, block, many_rows);
+    const float* block_a = a_f32 + row0 * k;
+    if (many_rows) {
+      float* packed = scratch_base + converted;
+      pack_panel_rows(ctx, block_a, block, k, packed);
+      block_a = packed;
+    }
+    gemm_row_block(ctx, w, bias, alpha, beta, out, block_a, row0, block, many_rows);
   }
   return RILL_OK;
 }
