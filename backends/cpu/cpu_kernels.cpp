@@ -105,4 +105,16 @@ const Kernels& kernels() {
   return chosen;
 }
 
+int64_t gemv_prefetch_bytes() {
+#if defined(__x86_64__) || defined(__i386__)
+  static const int64_t bytes = [] {
+    __builtin_cpu_init();
+    return __builtin_cpu_is("intel") ? int64_t{4096} : int64_t{1024};
+  }();
+  return bytes;
+#else
+  return 1024;
+#endif
+}
+
 }  // namespace rill::cpu

@@ -65,6 +65,9 @@ struct GemmRowsArgs {
   int64_t out_stride;    // elements between rows of out
   float alpha;
   float beta;
+  // How far ahead of its weight stream the kernel for one or two rows
+  // prefetches 16-bit weights, in bytes (gemv_prefetch_bytes()).
+  int64_t gemv_prefetch_bytes;
 };
 
 // out[i] = act(x[i]) (times up[i] when gated) for f32/f16/bf16 storage; out
@@ -130,6 +133,20 @@ Isa isa();
 
 // The kernels of isa().
 const Kernels& kernels();
+
+// Bytes ahead of its weight stream that the GEMM kernel for one or two rows
+// prefetches 16-bit weights: a property of the memory system more than of the
+// ISA, chosen by CPU vendor on first use. Measured, decode of the Qwen2-0.5B
+// shape in f16/bf16, tokens/s (ABBA alternation of builds, medians of 4-6 runs):
+// - AMD Zen 3 (AVX2): 512 bytes 15.4, 1024 16.9, 2048 13.4 (f16, one thread).
+// - Intel Xeon, family 6 model 207 (AVX-512F, and its AVX2 kernels): bf16, one
+//   thread, 1024 bytes 9.95 -> 2048 10.75; 2048 10.95 -> 4096 11.25; 4096
+//   10.85 -> 8192 10.6. f16, 1024 -> 4096: 9.85 -> 10.5 (one thread), 15.3 ->
+//   17.75 (two); with RILL_CPU_ISA=avx2 8.95 -> 9.8 (f16, one), 14.9 -> 17.15
+//   (bf16, two).
+// Intel CPUs take 4096 bytes, the others 1024; CPUs other than those two are
+// unmeasured.
+int64_t gemv_prefetch_bytes();
 
 // Whether this CPU and build run the AVX2 kernels (AVX2, FMA and F16C).
 bool cpu_has_avx2();

@@ -113,6 +113,7 @@ void gemm_row_block(rill_backend_context* ctx, const rill_backend_tensor* w, con
   args.out_stride = n;
   args.alpha = alpha;
   args.beta = beta;
+  args.gemv_prefetch_bytes = gemv_prefetch_bytes();
   const Kernels& kn = kernels();
   const int64_t block_n = panel ? kn.gemm_panel_cols : kGemmBlockN;
   const auto kernel = panel ? kn.gemm_panel : kn.gemm_rows;
