@@ -65,8 +65,9 @@ struct GemmRowsArgs {
   int64_t out_stride;    // elements between rows of out
   float alpha;
   float beta;
-  // How far ahead of its weight stream the kernel for one or two rows
-  // prefetches 16-bit weights, in bytes (gemv_prefetch_bytes()).
+  // How far ahead of its weight streams the kernel for one or two rows
+  // prefetches (16-bit weights, and f32 ones under one row), in bytes
+  // (gemv_prefetch_bytes()).
   int64_t gemv_prefetch_bytes;
 };
 
@@ -134,8 +135,8 @@ Isa isa();
 // The kernels of isa().
 const Kernels& kernels();
 
-// Bytes ahead of its weight stream that the GEMM kernel for one or two rows
-// prefetches 16-bit weights: a property of the memory system more than of the
+// Bytes ahead of its weight streams that the GEMM kernel for one or two rows
+// prefetches (16-bit weights, and f32 ones under one row of a): a property of the memory system more than of the
 // ISA, chosen by CPU vendor on first use. Measured, decode of the Qwen2-0.5B
 // shape in f16/bf16, tokens/s (ABBA alternation of builds, medians of 4-6 runs):
 // - AMD Zen 3 (AVX2): 512 bytes 15.4, 1024 16.9, 2048 13.4 (f16, one thread).
