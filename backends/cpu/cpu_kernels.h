@@ -136,9 +136,10 @@ Isa isa();
 const Kernels& kernels();
 
 // Bytes ahead of its weight streams that the GEMM kernel for one or two rows
-// prefetches (16-bit weights, and f32 ones under one row of a): a property of the memory system more than of the
-// ISA, chosen by CPU vendor on first use. Measured, decode of the Qwen2-0.5B
-// shape in f16/bf16, tokens/s (ABBA alternation of builds, medians of 4-6 runs):
+// prefetches (16-bit weights, and f32 ones under one row of a): a property of
+// the memory system more than of the ISA, chosen by CPU vendor on first use.
+// Measured, decode of the Qwen2-0.5B shape in f16/bf16, tokens/s (ABBA
+// alternation of builds, medians of 4-6 runs):
 // - AMD Zen 3 (AVX2): 512 bytes 15.4, 1024 16.9, 2048 13.4 (f16, one thread).
 // - Intel Xeon, family 6 model 207 (AVX-512F, and its AVX2 kernels): bf16, one
 //   thread, 1024 bytes 9.95 -> 2048 10.75; 2048 10.95 -> 4096 11.25; 4096
